@@ -1,0 +1,3 @@
+from tqdeploy.cli import main
+
+raise SystemExit(main())

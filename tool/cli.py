@@ -1,0 +1,74 @@
+"""Command-line entry point. Thin: each command lives in tqdeploy.commands.<name> and calls the library.
+
+Commands are discovered from the tqdeploy.commands package; each module exposes
+``register(app)`` and an ``ORDER`` used to list them. Heavy libraries (NVML, Docker,
+huggingface_hub, jinja2, vLLM) are imported inside the command bodies only, so that
+``tqdeploy --help`` stays instant.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+
+import typer
+
+from tqdeploy import __version__
+
+app = typer.Typer(
+    name="tqdeploy",
+    help="Deploy and diagnose vLLM with TurboQuant KV-cache quantization.",
+    no_args_is_help=True,
+    add_completion=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"tqdeploy {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+    ),
+) -> None:
+    """Deploy and diagnose vLLM with TurboQuant KV-cache quantization."""
+
+
+def _register_commands() -> None:
+    import tqdeploy.commands as pkg
+
+    modules = [importlib.import_module(f"tqdeploy.commands.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
+    for module in sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.__name__)):
+        module.register(app)
+
+
+_register_commands()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI through the single error funnel; returns the process exit code."""
+    from tqdeploy.errors import EXIT_INTERRUPTED, EXIT_USAGE, TQError, report_error
+
+    try:
+        result = app(args=argv, prog_name="tqdeploy", standalone_mode=False)
+    except TQError as err:
+        return report_error(err)
+    except KeyboardInterrupt:
+        print("tqdeploy: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except typer.Abort:
+        print("tqdeploy: aborted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as err:  # click usage errors carry their own formatting
+        show = getattr(err, "show", None)
+        if callable(show):
+            show()
+            return getattr(err, "exit_code", EXIT_USAGE) or EXIT_USAGE
+        return report_error(err)
+    return result if isinstance(result, int) else 0

@@ -1,0 +1,77 @@
+"""One output object per command, shown either as a rich view or as JSON.
+
+A command builds a result with ``to_dict()`` (the JSON contract, with a "schema" key) and
+``render(console)`` (the human view), then calls ``emit``. NO_COLOR is honoured by rich.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Protocol
+
+from tqdeploy.findings import Finding, sort_worst_first
+
+SEVERITY_STYLE = {
+    "error": "bold red",
+    "warn": "yellow",
+    "info": "cyan",
+    "ok": "green",
+    "skipped": "dim",
+}
+
+
+class Result(Protocol):
+    def to_dict(self) -> dict[str, Any]: ...
+
+    def render(self, console) -> None: ...
+
+
+def make_console(stderr: bool = False):
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+def dumps(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, sort_keys=True, default=str)
+
+
+def emit(result: Result, as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(dumps(result.to_dict()) + "\n")
+    else:
+        result.render(make_console())
+
+
+def format_evidence(evidence: dict[str, Any]) -> str:
+    parts = []
+    for key, value in evidence.items():
+        if isinstance(value, float):
+            value = f"{value:g}"
+        elif isinstance(value, (list, tuple)):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key}={value}")
+    return "; ".join(parts)
+
+
+def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
+    """A table grouped by area, worst first, with the remediation under each problem."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=title, show_lines=False, expand=False)
+    table.add_column("id", no_wrap=True)
+    table.add_column("severity", no_wrap=True)
+    table.add_column("area", no_wrap=True)
+    table.add_column("finding")
+    for f in sort_worst_first(findings):
+        if not show_ok and f.severity.value in ("ok", "skipped"):
+            continue
+        body = Text(f.title)
+        ev = format_evidence(f.evidence)
+        if ev:
+            body.append("\n" + ev, style="dim")
+        if f.remediation and f.severity.value in ("error", "warn", "info"):
+            body.append("\nfix: " + f.remediation, style="bold")
+        table.add_row(f.id, Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]), f.area, body)
+    console.print(table)
