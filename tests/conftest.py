@@ -1,0 +1,43 @@
+"""Shared pytest fixtures. Area-specific fixtures live in tests/support/."""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+SHARED_FIXTURES = SHARED / "fixtures"
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """Run the real CLI entry point in-process; returns (exit_code, stdout, stderr)."""
+    from tqdeploy.cli import main
+
+    def _run(*args: str):
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return _run
+
+
+@pytest.fixture
+def tqdeploy_exe() -> str:
+    """The installed console script, for tests that need a real subprocess."""
+    exe = Path(sys.executable).parent / "tqdeploy"
+    assert exe.exists(), f"{exe} missing: run `make install`"
+    return str(exe)
+
+
+@pytest.fixture(autouse=True)
+def _no_debug(monkeypatch):
+    monkeypatch.delenv("TQDEPLOY_DEBUG", raising=False)
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "200")
