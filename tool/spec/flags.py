@@ -1,0 +1,56 @@
+"""The spec's vLLM command checked by `tqdeploy lint` against the pinned vLLM's own argument schema.
+
+Lint is the one place that knows vLLM's flags, choices and the false claims in circulation; the spec
+does not repeat that knowledge. A lint error on the command becomes a spec problem at the spec key
+that produced the flag.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tqdeploy.spec.load import Problem
+from tqdeploy.spec.model import Spec
+
+# flag -> the spec key that renders it (the rest come from vllm.extra_args)
+FLAG_TO_KEY = {
+    "--served-model-name": "model.served_name",
+    "--tensor-parallel-size": "vllm.tensor_parallel_size",
+    "--dtype": "vllm.dtype",
+    "--kv-cache-dtype": "vllm.kv_cache_dtype",
+    "--max-model-len": "vllm.max_model_len",
+    "--max-num-seqs": "vllm.max_num_seqs",
+    "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
+    "--host": "server.host",
+    "--port": "server.port",
+}
+
+
+@dataclass
+class FlagCheck:
+    problems: list[Problem] = field(default_factory=list)
+    findings: list = field(default_factory=list)  # every lint finding, for the build report
+    checked: bool = False
+    note: str = ""
+
+
+def check_flags(spec: Spec) -> FlagCheck:
+    try:
+        from tqdeploy.lint import lint_command
+    except ImportError as err:
+        return FlagCheck(note=f"vLLM flags not checked: tqdeploy.lint is unavailable ({err})")
+    report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version)
+    out = FlagCheck(findings=list(report.findings), checked=True)
+    for f in report.findings:
+        if _severity(f) != "error":
+            continue
+        flag = getattr(f, "flag", "") or ""
+        key = FLAG_TO_KEY.get(flag.split("=", 1)[0], "vllm.extra_args")
+        label = f"{flag}: " if flag else ""
+        out.problems.append(Problem(key, f"vLLM {spec.vllm_version} rejects {label}{f.message}",
+                                    getattr(f, "fix", "") or "see `tqdeploy lint`"))
+    return out
+
+
+def _severity(finding) -> str:
+    sev = getattr(finding, "severity", "")
+    return getattr(sev, "value", sev)

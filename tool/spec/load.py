@@ -1,0 +1,157 @@
+"""Read a spec file: TOML syntax errors as file:line, unknown keys named, types checked, defaults filled.
+
+Everything wrong with a file is reported as one TQError line naming the file, the line and the key,
+with the fix on the next line; no traceback, and nothing is written by the caller.
+"""
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.spec.schema import SCHEMA, accepts, type_name
+
+DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
+DEFAULT_SPEC_NAME = "qwen36-27b-tq"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec: where (dotted key), what, and how to fix it."""
+
+    key: str
+    message: str
+    fix: str = ""
+
+
+def embedded_spec_names() -> list[str]:
+    return sorted(p.stem for p in DEFAULTS_DIR.glob("*.toml"))
+
+
+def embedded_spec_path(name: str) -> Path:
+    path = DEFAULTS_DIR / f"{name}.toml"
+    if not path.is_file():
+        raise TQError(f"no embedded spec named {name!r}", f"use one of: {', '.join(embedded_spec_names())}")
+    return path
+
+
+def key_line(text: str, dotted: str) -> int | None:
+    """1-based line of `key =` inside `[section]` (or of the section header), for error messages."""
+    section, _, key = dotted.rpartition(".")
+    current = ""
+    header_line = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = re.match(r"^\[\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]", stripped)
+        if header:
+            current = header.group(1).strip("\"' ")
+            if current == dotted:
+                return number
+            if current == section:
+                header_line = number
+            continue
+        match = re.match(r"^([A-Za-z0-9_.\-\"']+)\s*=", stripped)
+        if not match:
+            continue
+        name = match.group(1).strip("\"'")
+        full = f"{current}.{name}" if current else name
+        if full == dotted:
+            return number
+    return header_line
+
+
+def _toml_error(source: str, err: tomllib.TOMLDecodeError) -> TQError:
+    text = str(err)
+    where = re.search(r"\(at line (\d+), column (\d+)\)", text)
+    msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", text).strip()
+    if where:
+        loc = f"{source}:{where.group(1)}:{where.group(2)}"
+    else:
+        loc = source
+    return TQError(f"{loc}: invalid TOML: {msg}", "fix the syntax at that line (see docs/build.md for the format)")
+
+
+def _did_you_mean(word: str, choices: list[str]) -> str:
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_shape(raw: dict[str, Any]) -> list[Problem]:
+    """Unknown sections/keys and wrong types, named by dotted key."""
+    problems: list[Problem] = []
+    sections = [s for s in SCHEMA if s]
+    for name, value in raw.items():
+        if isinstance(value, dict):
+            if name not in SCHEMA or not name:
+                problems.append(Problem(name, f"unknown section [{name}]{_did_you_mean(name, sections)}",
+                                        f"known sections: {', '.join(sections)}"))
+                continue
+            table = SCHEMA[name]
+            for key, item in value.items():
+                dotted = f"{name}.{key}"
+                if key not in table:
+                    problems.append(Problem(dotted, f"unknown key {dotted!r}{_did_you_mean(key, list(table))}",
+                                            f"keys of [{name}]: {', '.join(table)}"))
+                elif not accepts(table[key], item):
+                    problems.append(Problem(dotted, f"{dotted} must be {type_name(table[key].type)}, "
+                                                    f"got {type(item).__name__} {item!r}", "see docs/build.md"))
+        elif name in SCHEMA[""]:
+            if not accepts(SCHEMA[""][name], value):
+                problems.append(Problem(name, f"{name} must be {type_name(SCHEMA[''][name].type)}, got {value!r}"))
+        else:
+            problems.append(Problem(name, f"unknown key {name!r}{_did_you_mean(name, list(SCHEMA[''])+sections)}",
+                                    f"top-level keys: {', '.join(SCHEMA[''])}"))
+    return problems
+
+
+def with_defaults(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every section and key present; absent keys take the schema default."""
+    data: dict[str, dict[str, Any]] = {}
+    for section, table in SCHEMA.items():
+        given = raw if section == "" else raw.get(section, {})
+        data[section] = {k: copy.deepcopy(given[k]) if k in given else copy.deepcopy(d.default)
+                         for k, d in table.items()}
+    for key in ("gpu_memory_utilization",):  # TOML ints where floats are meant
+        if isinstance(data["vllm"].get(key), int):
+            data["vllm"][key] = float(data["vllm"][key])
+    return data
+
+
+def raise_problems(problems: list[Problem], source: str, text: str | None) -> None:
+    """One line for the first problem (file:line when known) and a count of the rest."""
+    if not problems:
+        return
+    first = problems[0]
+    line = key_line(text, first.key) if text else None
+    loc = f"{source}:{line}" if line else source
+    more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
+    raise TQError(f"{loc}: {first.message}{more}", first.fix or "see docs/build.md for every key")
+
+
+def parse_spec_text(text: str, source: str) -> dict[str, dict[str, Any]]:
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise _toml_error(source, err) from None
+    raise_problems(check_shape(raw), source, text)
+    return with_defaults(raw)
+
+
+def read_spec_file(path: str | Path) -> tuple[str, str]:
+    """(text, source label) of a spec file, with a clear error for a missing or unreadable file."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise TQError(f"spec file {p} not found", "pass an existing file, or run `tqdeploy init` to write one") from None
+    except (IsADirectoryError, PermissionError) as err:
+        raise TQError(f"cannot read spec file {p}: {err.strerror}", "pass a readable tqdeploy.toml") from None
+    try:
+        return data.decode("utf-8"), str(p)
+    except UnicodeDecodeError:
+        raise TQError(f"{p}: not UTF-8 text", "save the spec as UTF-8") from None

@@ -1,0 +1,128 @@
+"""The loaded, defaults-filled deployment spec and what is derived from it (hash, vLLM argv)."""
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import json
+from dataclasses import dataclass
+from typing import Any
+
+# Flags the spec owns through its own keys; extra_args may not set them a second time.
+MANAGED_FLAGS = {
+    "--model": "model.repo / model.path",
+    "--served-model-name": "model.served_name",
+    "--revision": "model.revision",
+    "--tensor-parallel-size": "vllm.tensor_parallel_size",
+    "-tp": "vllm.tensor_parallel_size",
+    "--kv-cache-dtype": "vllm.kv_cache_dtype",
+    "--dtype": "vllm.dtype",
+    "--max-model-len": "vllm.max_model_len",
+    "--max-num-seqs": "vllm.max_num_seqs",
+    "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
+    "--host": "server.host",
+    "--port": "server.port",
+    "--api-key": "server.api_key_file (the key is read from a file into VLLM_API_KEY, never argv)",
+    "--pipeline-parallel-size": "resources.nodes",
+    "--distributed-executor-backend": "resources.nodes",
+}
+
+CONTAINER_MODELS = "/models"
+CONTAINER_VLLM_CACHE = "/cache/vllm"
+CONTAINER_HF_HOME = "/cache/huggingface"
+CONTAINER_API_KEY = "/run/secrets/vllm-api-key"
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Spec:
+    data: dict[str, dict[str, Any]]
+    source: str  # file path, or "embedded:<name>"
+    text: str = ""
+    flag_check: Any = None  # tqdeploy.spec.flags.FlagCheck once the vLLM flags were linted
+
+    def __getitem__(self, section: str) -> dict[str, Any]:
+        return self.data[section]
+
+    @property
+    def name(self) -> str:
+        return self.data[""]["name"]
+
+    @property
+    def variant(self) -> str:
+        return self.data[""]["variant"]
+
+    @property
+    def vllm_version(self) -> str:
+        return self.data["vllm"]["version"]
+
+    def canonical_json(self) -> str:
+        return json.dumps(self.data, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+    @property
+    def spec_hash(self) -> str:
+        """sha256 of the normalized spec: same settings, same hash, whatever the comments or key order."""
+        return hashlib.sha256(self.canonical_json().encode("ascii")).hexdigest()
+
+    @property
+    def short_hash(self) -> str:
+        return self.spec_hash[:12]
+
+    @property
+    def model_dir_name(self) -> str:
+        """Folder under the models dir: the repo id with '/' -> '--' (as in the HF cache), or the path's name."""
+        m = self.data["model"]
+        if m["repo"]:
+            return m["repo"].replace("/", "--")
+        return m["path"].rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def container_model_path(self) -> str:
+        return f"{CONTAINER_MODELS}/{self.model_dir_name}"
+
+    @property
+    def multi_node(self) -> bool:
+        return self.data["resources"]["nodes"] > 1
+
+    def vllm_flags(self) -> list[str]:
+        """vLLM flags from the spec, in a fixed order (no model, host or port: serve.sh adds those)."""
+        v, m = self.data["vllm"], self.data["model"]
+        flags = ["--served-model-name", m["served_name"]]
+        pairs = [
+            ("--tensor-parallel-size", v["tensor_parallel_size"]),
+            ("--dtype", v["dtype"]),
+            ("--kv-cache-dtype", v["kv_cache_dtype"]),
+            ("--max-model-len", v["max_model_len"]),
+            ("--max-num-seqs", v["max_num_seqs"]),
+            ("--gpu-memory-utilization", v["gpu_memory_utilization"]),
+        ]
+        if self.multi_node:
+            # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).
+            pairs += [("--pipeline-parallel-size", self.data["resources"]["nodes"]),
+                      ("--distributed-executor-backend", "ray")]
+        for flag, value in pairs:
+            if value is not None:
+                flags += [flag, _fmt(value)]
+        return flags + [str(a) for a in v["extra_args"]]
+
+    def lint_argv(self) -> list[str]:
+        """The full command serve.sh runs, as argv for `tqdeploy lint` (host/port as the spec says)."""
+        return ["vllm", "serve", self.container_model_path, *self.vllm_flags(),
+                "--host", self.data["server"]["host"], "--port", str(self.data["server"]["port"])]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "spec_sha256": self.spec_hash,
+                "spec": {("top" if k == "" else k): v for k, v in self.data.items()}}
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
