@@ -2,7 +2,9 @@
 
 Only probes (tqdeploy.probe) touch the machine. Checks, the planner and the linter read a
 snapshot, so a snapshot recorded on a user's host (``doctor --snapshot-out``) replays the same
-verdicts anywhere (``--snapshot FILE``).
+verdicts anywhere (``--snapshot FILE``). Sections are plain dicts/lists so that a snapshot from an
+older or newer tqdeploy still loads; a section that a probe could not read stays empty and the
+reason is in ``probe_errors``.
 """
 from __future__ import annotations
 
@@ -22,12 +24,44 @@ class GPU:
     memory_total: int | None = None  # bytes
     memory_used: int | None = None  # bytes
     compute_capability: list[int] | None = None  # [major, minor]
+    pci_bus_id: str = ""  # NVML's form, e.g. "00000000:00:06.0"
+    # {"gen_cur", "gen_max", "gen_gpu_max", "width_cur", "width_max"}; None where NVML had no answer
+    pcie: dict[str, int | None] = field(default_factory=dict)
+    ecc_mode: list[int] | None = None  # [current, pending], 1 = enabled
+    retired_pages_pending: bool | None = None  # None: not supported (e.g. Hopper uses row remapping)
+    remapped_rows: dict[str, int] | None = None  # {"correctable", "uncorrectable", "pending", "failure"}
+    persistence: bool | None = None
+    mig_mode: list[int] | None = None  # [current, pending], 1 = enabled
+    processes: list[dict[str, Any]] = field(default_factory=list)  # [{"pid", "used_memory"}]
+    nvlinks: list[dict[str, Any]] = field(default_factory=list)  # [{"link", "active", "version", "remote"}]
+    nvlink_error: str = ""  # why NVLink could not be read (e.g. NotSupported on a one-GPU VM)
+    field_errors: dict[str, str] = field(default_factory=dict)  # NVML query -> error text
 
 
 @dataclass
 class HostSnapshot:
     schema: str = SCHEMA
+    recorded_at: str = ""  # ISO 8601 UTC
+    tool_version: str = ""
     gpus: list[GPU] = field(default_factory=list)
+    # {"present": bool, "version": str, "cuda_driver": int (e.g. 13000), "nvml_version": str}
+    driver: dict[str, Any] = field(default_factory=dict)
+    # one entry per GPU pair: {"a", "b", "level" (NV#|PIX|PXB|PHB|NODE|SYS), "p2p_read", "p2p_nvlink"}
+    topology: list[dict[str, Any]] = field(default_factory=list)
+    # PCI sysfs per bus id (sysfs form "0000:00:06.0"): link speed/width, AER counters, l1_aspm
+    pci: dict[str, dict[str, Any]] = field(default_factory=dict)
+    aspm_policy: str | None = None  # the bracketed value of /sys/module/pcie_aspm/parameters/policy
+    shm: dict[str, Any] = field(default_factory=dict)  # {"path", "total_bytes", "free_bytes"}
+    container: dict[str, Any] = field(default_factory=dict)  # {"in_container", "markers"}
+    kernel: dict[str, Any] = field(default_factory=dict)  # {"release", "wsl"}
+    limits: dict[str, Any] = field(default_factory=dict)  # memlock/nofile soft+hard (-1 unlimited), infiniband
+    docker: dict[str, Any] = field(default_factory=dict)  # engine, runtimes, CDI specs, nvidia-ctk
+    cuda_libs: dict[str, Any] = field(default_factory=dict)  # {"wheels": {...}, "ldconfig": {...}}
+    disk: dict[str, Any] = field(default_factory=dict)  # {"path", "free_bytes", "total_bytes"}
+    env: dict[str, Any] = field(default_factory=dict)  # {"hf_token_present", "hf_endpoint", "hf_home"}
+    mirror: dict[str, Any] = field(default_factory=dict)  # {"endpoint", "reachable", "status", "error", "seconds"}
+    probe_errors: dict[str, str] = field(default_factory=dict)  # probe name -> one-line error
+    probe_seconds: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -53,13 +87,20 @@ class HostSnapshot:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise TQError(f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`")
+        except (IsADirectoryError, UnicodeDecodeError) as exc:
+            raise TQError(f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
+                          "pass a file written by `tqdeploy doctor --snapshot-out`")
         except json.JSONDecodeError as exc:
             raise TQError(f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
                           "pass a file written by `tqdeploy doctor --snapshot-out`")
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise TQError(f"snapshot file {p} is not a {SCHEMA} document",
                           "pass a file written by `tqdeploy doctor --snapshot-out`")
-        return cls.from_dict(data)
+        try:
+            return cls.from_dict(data)
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise TQError(f"snapshot file {p} has a malformed section ({exc})",
+                          "record it again with `tqdeploy doctor --snapshot-out FILE`")
 
 
 def _build(cls, data: dict[str, Any]):

@@ -1,0 +1,35 @@
+"""`tqdeploy doctor`: audit this host (or a recorded snapshot) for serving vLLM with TurboQuant."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ORDER = 10
+
+
+def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.doctor/1)."),
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Replay the checks on a recorded snapshot; "
+                                            "no access to this machine."),
+    snapshot_out: Optional[Path] = typer.Option(None, "--snapshot-out", help="Write the raw host snapshot (JSON)."),
+    fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at or above: error | warn."),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release to check against "
+                                               "(default: tqdeploy's pinned release)."),
+    offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
+    model: Optional[str] = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
+) -> int:
+    """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
+    from tqdeploy.doctor import run_doctor
+    from tqdeploy.output import emit
+    from tqdeploy.pins import DEFAULT_VLLM_VERSION
+
+    result = run_doctor(snapshot=snapshot, snapshot_out=snapshot_out, vllm_version=vllm_version or DEFAULT_VLLM_VERSION,
+                        offline=offline, model=model, fail_on=fail_on)
+    emit(result, as_json)
+    return result.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    app.command("doctor")(doctor)

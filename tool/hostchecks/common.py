@@ -1,0 +1,24 @@
+"""Small helpers shared by the host checks."""
+from __future__ import annotations
+
+from tqdeploy.checkbase import skipped
+
+GIB = 1024**3
+MIB = 1024**2
+
+
+def gib(n: int | None) -> float | None:
+    return None if n is None else round(n / GIB, 2)
+
+
+def mib(n: int | None) -> float | None:
+    return None if n is None else round(n / MIB, 1)
+
+
+def no_gpu_verdict(host):
+    """The skip every per-GPU check returns when there is nothing to look at."""
+    if not host.driver.get("present"):
+        return skipped("no NVIDIA driver (see TQ101)")
+    if not host.gpus:
+        return skipped("no GPU visible (see TQ101)")
+    return None

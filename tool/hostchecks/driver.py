@@ -1,0 +1,53 @@
+"""TQ101 NVIDIA driver present; TQ102 the driver's CUDA against the CUDA of the chosen vLLM build."""
+from __future__ import annotations
+
+from tqdeploy.checkbase import check, error, info, passed, skipped, warn
+from tqdeploy.hostchecks.cudacompat import build_cuda, cuda_tuple, driver_cuda_str, min_driver_for, variants_for
+
+
+@check("TQ101", "driver", "NVIDIA driver and visible GPUs")
+def driver_present(ctx):
+    d = ctx.host.driver
+    if not d.get("present"):
+        reason = d.get("error") or ctx.host.probe_errors.get("nvml") or "NVML was not probed"
+        return error({"nvml": reason}, "install the NVIDIA data-center driver (>= 580 for vLLM's CUDA 13 builds) "
+                     "and check `nvidia-smi`; inside a container start it with `--gpus all`",
+                     title="no NVIDIA driver: NVML cannot be loaded")
+    ev = {"driver": d.get("version"), "cuda_driver": driver_cuda_str(d.get("cuda_driver")), "gpus": len(ctx.host.gpus)}
+    if not ctx.host.gpus:
+        return error(ev, "check `nvidia-smi -L`; in a container pass `--gpus all` (or a CDI device)",
+                     title="NVIDIA driver loaded but no GPU visible")
+    return passed(ev, title=f"NVIDIA driver {d.get('version')} with {len(ctx.host.gpus)} GPU(s)")
+
+
+@check("TQ102", "driver", "driver CUDA version covers the vLLM build")
+def driver_cuda(ctx):
+    d = ctx.host.driver
+    if not d.get("present"):
+        return skipped("no NVIDIA driver (see TQ101)")
+    version = ctx.options.get("vllm_version")
+    target, source = build_cuda(version, ctx.options.get("image_cuda"))
+    have = driver_cuda_str(d.get("cuda_driver"))
+    ev = {"vllm": version, "build_cuda": target, "build_cuda_from": source, "driver": d.get("version"),
+          "driver_cuda": have}
+    if target is None:
+        return info(ev, f"the CUDA of vLLM {version}'s builds is not in checks/cuda_compat.json: read it from the "
+                    "release notes and compare with the driver's CUDA (`nvidia-smi` header)",
+                    title=f"CUDA of vLLM {version} builds unknown")
+    if have is None:
+        return warn(ev, "upgrade nvidia-ml-py or read the CUDA version from `nvidia-smi`",
+                    title="driver did not report its CUDA version")
+    need, got = cuda_tuple(target), cuda_tuple(have)
+    minimum = min_driver_for(target)
+    ev["driver_min_for_major"] = minimum
+    if got[0] < need[0]:
+        fits = sorted(tag for tag, cuda in variants_for(version).items() if cuda_tuple(cuda) <= got)
+        alt = (f", or use the `{fits[0]}` build (image tag suffix -{fits[0]}, wheel +{fits[0]})" if fits
+               else "; no build of this vLLM for the driver's CUDA is known")
+        return error(ev, f"upgrade the driver to >= {minimum} (CUDA {need[0]}.x){alt}",
+                     title=f"driver supports CUDA {have}, vLLM {version} is built for CUDA {target}")
+    if got < need:
+        return warn(ev, f"upgrade the driver to one that reports CUDA >= {target}; until then CUDA minor version "
+                    "compatibility applies (features needing a newer driver, such as PTX JIT of newer code, fail)",
+                    title=f"driver CUDA {have} older than the build's CUDA {target} (minor version compatibility)")
+    return passed(ev, title=f"driver CUDA {have} covers vLLM {version} (CUDA {target})")

@@ -1,0 +1,63 @@
+"""Model cache disk (TQ122), HF_TOKEN present/absent (TQ123), HF_ENDPOINT mirror reachable (TQ124)."""
+from __future__ import annotations
+
+from tqdeploy.checkbase import check, error, info, passed, skipped, warn
+
+# Qwen3.6-27B BF16 weights incl. vision tower and MTP: ~55.6 GB (FACTS.md), tqdeploy's first target.
+DEFAULT_TARGET_WEIGHTS_BYTES = 55_600_000_000
+
+
+def _model_weights_bytes(model) -> int | None:
+    """Weights size from the model facts when --model was given (attribute or mapping key)."""
+    if model is None:
+        return None
+    value = model.get("weights_bytes") if isinstance(model, dict) else getattr(model, "weights_bytes", None)
+    return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+
+@check("TQ122", "storage", "free disk where models are cached")
+def cache_disk(ctx):
+    disk = ctx.host.disk
+    if not disk:
+        return skipped(ctx.host.probe_errors.get("disk", "not probed"))
+    free = disk.get("free_bytes")
+    weights = _model_weights_bytes(ctx.model)
+    need = weights or DEFAULT_TARGET_WEIGHTS_BYTES
+    what = "the given model's weights" if weights else "Qwen3.6-27B BF16 weights (~55.6 GB, the default target)"
+    ev = {"cache": disk.get("path"), "filesystem_of": disk.get("measured_at"), "free_gb": round(free / 1e9, 1),
+          "needed_gb": round(need / 1e9, 1), "for": what}
+    fix = "free space there, or point HF_HOME / HF_HUB_CACHE at a larger disk (a local NVMe disk loads fastest)"
+    if free < need:
+        if weights:
+            return error(ev, fix, title=f"{round(free / 1e9, 1)} GB free in the model cache, {what} need {round(need / 1e9, 1)} GB")
+        return warn(ev, fix, title=f"{round(free / 1e9, 1)} GB free in the model cache: less than {what}")
+    return passed(ev, title=f"{round(free / 1e9, 1)} GB free in the model cache")
+
+
+@check("TQ123", "hub", "Hugging Face token")
+def hf_token(ctx):
+    env = ctx.host.env
+    if not env:
+        return skipped(ctx.host.probe_errors.get("env", "not probed"))
+    if env.get("hf_token_present"):
+        return passed({"HF_TOKEN": "present"}, title="HF_TOKEN present")
+    return info({"HF_TOKEN": "absent"}, "public repositories download without it; set HF_TOKEN for gated or private "
+                "ones (e.g. from a secrets file, never on the command line)", title="HF_TOKEN absent")
+
+
+@check("TQ124", "hub", "model mirror (HF_ENDPOINT) reachable")
+def mirror(ctx):
+    env = ctx.host.env
+    endpoint = (env or {}).get("hf_endpoint")
+    if not endpoint:
+        return skipped("HF_ENDPOINT not set: downloads go to huggingface.co")
+    m = ctx.host.mirror
+    if not m:
+        reason = ctx.host.probe_errors.get("mirror") or "not tested (--offline)"
+        return skipped(reason, {"endpoint": endpoint})
+    ev = {"endpoint": m.get("endpoint"), "status": m.get("status"), "seconds": m.get("seconds"),
+          "error": m.get("error") or None}
+    if m.get("reachable"):
+        return passed(ev, title=f"mirror {m.get('endpoint')} answered HTTP {m.get('status')} in {m.get('seconds')} s")
+    return error(ev, "check the URL, DNS and proxy settings (HTTPS_PROXY / NO_PROXY) or unset HF_ENDPOINT; "
+                 "downloads will fail", title=f"mirror {m.get('endpoint')} not reachable")

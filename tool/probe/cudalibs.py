@@ -1,0 +1,54 @@
+"""CUDA runtime and cuDNN as a server process would load them, without importing torch.
+
+Two sources: the nvidia-* wheels in the Python environment (what torch/vLLM load first, through
+their RPATHs) and the system linker cache (`ldconfig -p`). They differ in practice: the recorded
+H200 host had cuDNN 9.19 from the nvidia-cudnn-cu13 wheel in use by torch and a different system
+libcudnn (../shared/fixtures/hosts/h200-1gpu/torch.txt).
+"""
+from __future__ import annotations
+
+import re
+import subprocess
+from typing import Any, Callable
+
+WHEEL_PREFIXES = ("nvidia-cudnn-", "nvidia-cuda-runtime", "nvidia-nccl-", "nvidia-cublas-")
+LDCONFIG_LIBS = {"cudnn": "libcudnn.so", "cudart": "libcudart.so", "cuda": "libcuda.so", "nccl": "libnccl.so"}
+
+
+def probe_wheels(distributions: Callable[[], Any] | None = None) -> dict[str, str]:
+    if distributions is None:
+        from importlib.metadata import distributions
+    found: dict[str, str] = {}
+    for dist in distributions():
+        name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
+        if name.startswith(WHEEL_PREFIXES):
+            found[name] = dist.version
+    return dict(sorted(found.items()))
+
+
+def parse_ldconfig(text: str) -> dict[str, list[str]]:
+    """Paths per library family from `ldconfig -p` lines like "libcudnn.so.9 (libc6,x86-64) => /lib/..."."""
+    out: dict[str, list[str]] = {k: [] for k in LDCONFIG_LIBS}
+    for line in text.splitlines():
+        m = re.match(r"\s*(\S+)\s+\(.*\)\s+=>\s+(\S+)", line)
+        if not m:
+            continue
+        soname, path = m.groups()
+        for key, prefix in LDCONFIG_LIBS.items():
+            if soname.startswith(prefix):
+                out[key].append(f"{soname} => {path}")
+    return out
+
+
+def probe_ldconfig(run=subprocess.run) -> dict[str, list[str]]:
+    for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
+        try:
+            res = run([exe, "-p"], capture_output=True, text=True, timeout=5)
+        except (FileNotFoundError, PermissionError):
+            continue
+        return parse_ldconfig(res.stdout)
+    raise FileNotFoundError("ldconfig not found")
+
+
+def probe_cuda_libs() -> dict[str, Any]:
+    return {"wheels": probe_wheels(), "ldconfig": probe_ldconfig()}
