@@ -1,0 +1,33 @@
+"""Mirror-based, verified, resumable model download (`tqdeploy download`).
+
+Public API for other commands (build, up):
+    download_model(repo_id, revision, dest, mirrors, *, offline=False, token=None, progress=True) -> Manifest
+    verify_dir(dest, mirrors=None, *, token=None, progress=True) -> VerifyReport
+    check_offline(dest, repo_id=None, revision=None) -> OfflineReport
+    load_manifest(dest) -> Manifest | None
+"""
+from __future__ import annotations
+
+from tqdeploy.download.manifest import MANIFEST_NAME, Manifest, ManifestFile, load_manifest
+from tqdeploy.download.model_download import (
+    OfflineReport,
+    check_offline,
+    download_model,
+    run_download,
+)
+from tqdeploy.download.transfer import RetryPolicy
+from tqdeploy.download.verify import VerifyReport, verify_dir
+
+__all__ = [
+    "MANIFEST_NAME",
+    "Manifest",
+    "ManifestFile",
+    "OfflineReport",
+    "RetryPolicy",
+    "VerifyReport",
+    "check_offline",
+    "download_model",
+    "load_manifest",
+    "run_download",
+    "verify_dir",
+]

@@ -1,0 +1,83 @@
+"""tqdeploy-manifest.json: what a model folder holds and where each file came from.
+
+Written next to the files at the start of a download (every selected file listed, ``endpoint``
+null until it is in place and verified) and rewritten atomically after each file, so an
+interrupted download can say offline exactly which files are still missing.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MANIFEST_NAME = "tqdeploy-manifest.json"
+SCHEMA = "tqdeploy.download.manifest/1"
+
+
+@dataclass
+class ManifestFile:
+    path: str  # repo path, "/"-separated, relative to the model folder
+    size: int
+    sha256: str | None  # from the repository's LFS metadata; for small files computed once verified
+    git_oid: str | None  # the repository's blob id (small files are verified against it)
+    lfs: bool
+    endpoint: str | None = None  # the mirror that served it; null while missing
+
+    @property
+    def present(self) -> bool:
+        return self.endpoint is not None
+
+
+@dataclass
+class Manifest:
+    repo: str
+    revision: str  # as asked for (branch, tag or commit)
+    commit: str  # what it resolved to
+    files: list[ManifestFile] = field(default_factory=list)
+    complete: bool = False
+
+    def file(self, path: str) -> ManifestFile | None:
+        return next((f for f in self.files if f.path == path), None)
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        return {"schema": SCHEMA, **data}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Manifest":
+        if data.get("schema") != SCHEMA:
+            raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
+        files = [ManifestFile(**f) for f in data["files"]]
+        return cls(data["repo"], data["revision"], data["commit"], files, bool(data.get("complete")))
+
+
+def manifest_path(dest: Path) -> Path:
+    return Path(dest) / MANIFEST_NAME
+
+
+def load_manifest(dest: Path) -> Manifest | None:
+    """The manifest in ``dest``; None when there is none; TQError when it is unreadable."""
+    path = manifest_path(dest)
+    if not path.is_file():
+        return None
+    try:
+        return Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
+    except (ValueError, KeyError, TypeError) as err:
+        from tqdeploy.errors import TQError
+
+        raise TQError(
+            f"{path} is not a tqdeploy manifest ({err})",
+            "delete it and run `tqdeploy download` again to rebuild it",
+        ) from None
+
+
+def save_manifest(dest: Path, manifest: Manifest) -> None:
+    from tqdeploy.fsutil import atomic_write_text
+
+    text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n"
+    atomic_write_text(manifest_path(dest), text)

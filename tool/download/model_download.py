@@ -1,0 +1,166 @@
+"""download_model: resolve, select, verify what is there, check disk, fetch the rest, record the manifest."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from tqdeploy.download import diskspace
+from tqdeploy.download.fetch_run import LOCAL, DownloadOutcome, FetchRun, mismatch
+from tqdeploy.download.hashing import digest_files
+from tqdeploy.download.manifest import Manifest, ManifestFile, load_manifest, save_manifest
+from tqdeploy.download.progress import Bars
+from tqdeploy.download.remote import list_repo, normalize_endpoint
+from tqdeploy.download.selection import WEIGHTS_INDEX, is_weight, select_serving_files
+from tqdeploy.download.transfer import RetryPolicy
+from tqdeploy.errors import EXIT_FINDINGS, TQError
+
+
+def default_endpoints() -> list[str]:
+    """HF_ENDPOINT when set (the usual way to name a mirror), else the Hub itself."""
+    return [os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"]
+
+
+def resolve_token(token: str | None) -> str | None:
+    return token if token is not None else (os.environ.get("HF_TOKEN") or None)
+
+
+def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *,
+                   offline: bool = False, token: str | None = None, progress: bool = True, **options) -> Manifest:
+    """Download what serving ``repo_id@revision`` needs into ``dest``, verified; returns its manifest.
+
+    ``mirrors``: endpoints tried in order (None or empty: HF_ENDPOINT, else huggingface.co).
+    ``offline``: no network; raise TQError (exit 1) naming the missing files, if any.
+    ``token``: sent as Authorization to the mirrors; None reads HF_TOKEN. Never printed or written.
+    """
+    if offline:
+        report = check_offline(Path(dest), repo_id, revision)
+        if report.missing:
+            raise TQError(
+                f"{len(report.missing)} file(s) of {repo_id} missing in {dest}: {', '.join(report.missing)}",
+                "run the same command with network access (without --offline)",
+                exit_code=EXIT_FINDINGS,
+            )
+        return report.manifest
+    return run_download(repo_id, revision, dest, mirrors, token=token, progress=progress, **options).manifest
+
+
+def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *, token: str | None = None,
+                 progress: bool = True, policy: RetryPolicy | None = None, workers: int = 4,
+                 disk_usage: diskspace.DiskUsage = shutil.disk_usage,
+                 on_event: Callable[[str], None] | None = None) -> DownloadOutcome:
+    """download_model with the details a command reports (what was fetched, reused, repaired, events)."""
+    from huggingface_hub.utils import build_hf_headers
+
+    from tqdeploy import __version__
+
+    started = time.monotonic()
+    dest = Path(dest).expanduser().absolute()
+    endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
+    token = resolve_token(token)
+    old = load_manifest(dest)
+    if old is not None and old.repo != repo_id:
+        raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
+    with Bars(progress, on_event) as bars:
+        outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
+        listing = list_repo(endpoints, repo_id, revision, token, bars.event)
+        headers = build_hf_headers(token=token if token else False, library_name="tqdeploy",
+                                   library_version=__version__)
+        run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
+        run.manifest = Manifest(repo_id, revision, listing.commit)
+
+        weight_map = None
+        if WEIGHTS_INDEX in listing.files:  # tiny: fetched first, it decides which shards are needed
+            _bring(run, [WEIGHTS_INDEX], old, workers)
+            weight_map = _shards_of(dest / WEIGHTS_INDEX)
+        selection = select_serving_files(sorted(listing.files), weight_map)
+        if not any(is_weight(p) for p in selection.files):
+            raise TQError(f"{repo_id}@{revision} has no *.safetensors weights at the top level",
+                          "tqdeploy serves safetensors checkpoints only; pick a repository that has them")
+        outcome.skipped = list(selection.skipped)
+        _bring(run, [p for p in selection.files if p != WEIGHTS_INDEX], old, workers, disk_usage)
+        stale = sorted({f.path for f in old.files} - set(selection.files)) if old else []
+        if stale:
+            bars.event(f"left in place, not part of {listing.commit[:12]}: {', '.join(stale)}")
+        run.manifest.complete = True
+        save_manifest(dest, run.manifest)
+        shutil.rmtree(dest / ".tqdeploy", ignore_errors=True)
+    outcome.manifest = run.manifest
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _bring(run: FetchRun, paths: list[str], old: Manifest | None, workers: int,
+           disk_usage: diskspace.DiskUsage | None = None) -> None:
+    """Add ``paths`` to the manifest, keep those already in place and verified, fetch the others."""
+    dest, files = run.dest, run.listing.files
+    for path in paths:
+        r = files[path]
+        run.manifest.files.append(ManifestFile(path, r.size, r.sha256, r.git_oid, r.lfs))
+    in_place = [dest / p for p in paths if (dest / p).is_file()]
+    advance = run.bars.bar(f"verify {len(in_place)} file(s) in place", sum(p.stat().st_size for p in in_place))
+    digests = digest_files(in_place, on_bytes=advance, with_git_oid=True)
+    todo = []
+    for path in paths:
+        digest = digests.get(dest / path)
+        problem = mismatch(digest, files[path]) if digest else "missing"
+        if problem is None:
+            was = old.file(path) if old and old.commit == run.listing.commit else None
+            run.manifest.file(path).endpoint = was.endpoint if was and was.endpoint else LOCAL
+            run.manifest.file(path).sha256 = digest.sha256
+            run.outcome.reused.append(path)
+            continue
+        if problem != "missing":
+            run.event(f"{path} in {dest} is bad ({problem}); downloading it again")
+            (dest / path).unlink()
+            run.outcome.repaired.append(path)
+        todo.append(path)
+    if disk_usage is not None:
+        needed = sum(files[p].size - _size(run.partial(p)) for p in todo)
+        diskspace.ensure_room(dest, needed, disk_usage)
+    save_manifest(dest, run.manifest)
+    run.fetch_all(todo, workers)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
+
+
+def _shards_of(index: Path) -> set[str] | None:
+    try:
+        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
+        return set(weight_map.values()) or None
+    except (ValueError, KeyError, TypeError, AttributeError) as err:
+        raise TQError(f"{index} is not a safetensors index ({err})", "report it to the repository's owner") from None
+
+
+@dataclass
+class OfflineReport:
+    manifest: Manifest
+    dest: Path
+    missing: list[str]  # not at their final path with the recorded size
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing
+
+
+def check_offline(dest: Path, repo_id: str | None = None, revision: str | None = None) -> OfflineReport:
+    """Without network: which files of the manifest in ``dest`` are not there."""
+    dest = Path(dest).expanduser().absolute()
+    manifest = load_manifest(dest)
+    if manifest is None:
+        raise TQError(f"no tqdeploy-manifest.json in {dest}: offline there is no file list to check against",
+                      "run `tqdeploy download REPO --to DIR` once with network access")
+    if repo_id and manifest.repo != repo_id:
+        raise TQError(f"{dest} holds {manifest.repo}, not {repo_id}", "pass the folder of that model with --to")
+    if revision and revision not in (manifest.revision, manifest.commit):
+        raise TQError(f"{dest} holds {manifest.repo}@{manifest.revision} ({manifest.commit[:12]}), not {revision!r}",
+                      "offline only the recorded revision can be checked; go online to fetch another")
+    missing = [f.path for f in manifest.files
+               if not (dest / f.path).is_file() or (dest / f.path).stat().st_size != f.size]
+    return OfflineReport(manifest, dest, missing)

@@ -1,0 +1,125 @@
+"""The repository as a mirror describes it: commit, files, sizes, LFS sha256 and blob ids.
+
+One call per mirror: HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
+GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_api.py). Mirrors
+are asked in order; one that is down or errors is reported and the next is asked. A mirror that
+answers "no such revision / repository" is believed only when every mirror agrees.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+from urllib.parse import urlsplit, urlunsplit
+
+from tqdeploy.errors import EXIT_FINDINGS, TQError
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    path: str
+    size: int
+    sha256: str | None  # LFS files only
+    git_oid: str | None  # for LFS files the blob id of the pointer, not of the content
+    lfs: bool
+
+
+@dataclass(frozen=True)
+class RepoListing:
+    repo: str
+    revision: str
+    commit: str
+    files: dict[str, RemoteFile]
+    endpoint: str  # the mirror that answered
+
+
+def public_endpoint(url: str) -> str:
+    """The mirror URL without any user:password part, for messages and the manifest."""
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        host = parts.hostname or ""
+        if parts.port:
+            host += f":{parts.port}"
+        parts = parts._replace(netloc=host)
+    return urlunsplit(parts)
+
+
+def normalize_endpoint(url: str) -> str:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise TQError(f"mirror {public_endpoint(url)!r} is not an http(s) URL", "pass --mirror https://host[:port]")
+    return url.strip().rstrip("/")
+
+
+def list_repo(
+    endpoints: list[str],
+    repo: str,
+    revision: str,
+    token: str | bool | None,
+    on_event: Callable[[str], None],
+    timeout_s: float = 20.0,
+) -> RepoListing:
+    from huggingface_hub import HfApi
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        HfHubHTTPError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    not_found: list[str] = []
+    failures: list[str] = []
+    for i, endpoint in enumerate(endpoints):
+        shown = public_endpoint(endpoint)
+        try:
+            info = HfApi(endpoint=endpoint, token=token).model_info(
+                repo, revision=revision, files_metadata=True, timeout=timeout_s
+            )
+        except RevisionNotFoundError:
+            not_found.append(f"{shown}: no revision {revision!r}")
+            reason = "revision not found"
+        except GatedRepoError:
+            failures.append(f"{shown}: gated repository")
+            reason = "gated repository: accept its terms on the Hub and set HF_TOKEN"
+        except RepositoryNotFoundError:
+            not_found.append(f"{shown}: no repository {repo!r} (or it is private and no valid token was sent)")
+            reason = "repository not found"
+        except HfHubHTTPError as err:
+            code = err.response.status_code if err.response is not None else "?"
+            failures.append(f"{shown}: HTTP {code}")
+            reason = f"HTTP {code}"
+        except Exception as err:  # network errors of any transport: this mirror is unusable now
+            failures.append(f"{shown}: {type(err).__name__}")
+            reason = f"unreachable ({type(err).__name__})"
+        else:
+            if not info.sha or info.siblings is None or any(s.size is None and s.lfs is None for s in info.siblings):
+                # Without sizes and hashes (?blobs=true) nothing could be verified: do not use this answer.
+                failures.append(f"{shown}: answer lacks the commit, file sizes or hashes")
+                reason = "answer lacks the commit, file sizes or hashes"
+            else:
+                return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint)
+        if i + 1 < len(endpoints):
+            on_event(f"mirror {shown}: {reason}; trying {public_endpoint(endpoints[i + 1])}")
+    if not_found and not failures:
+        raise TQError(
+            f"{repo}@{revision} not found: " + "; ".join(not_found),
+            "check the repository id and the branch, tag or commit after '@' (default: main)",
+        )
+    raise TQError(
+        f"no mirror could list {repo}@{revision}: " + "; ".join(not_found + failures),
+        "check --mirror / HF_ENDPOINT and the network; add another mirror with a second --mirror",
+        exit_code=EXIT_FINDINGS,
+    )
+
+
+def _files(siblings) -> dict[str, RemoteFile]:
+    files = {}
+    for s in siblings:
+        lfs = s.lfs is not None
+        files[s.rfilename] = RemoteFile(
+            path=s.rfilename,
+            size=int(s.lfs["size"] if lfs else (s.size or 0)),
+            sha256=s.lfs["sha256"] if lfs else None,
+            git_oid=s.blob_id,
+            lfs=lfs,
+        )
+    return files

@@ -1,0 +1,168 @@
+"""One file from one mirror into a partial file that survives interruptions, resumed with Range.
+
+Why not hf_hub_download: in huggingface_hub 2.x each download goes to a process-unique
+``*.incomplete`` file that is deleted when the download fails or is interrupted
+(file_download._download_to_tmp_and_move, huggingface/huggingface_hub#4228), so a Ctrl-C throws
+away a half-fetched 5 GB shard. Here the partial file has a stable name and the next run asks for
+the rest with a Range header. Requests go through huggingface_hub's own HTTP session and error
+mapping (get_session, hf_raise_for_status), so proxies, user agent and auth behave as in the hub
+client; the session drops Authorization when a redirect leaves the mirror's origin (httpx).
+
+Retries are ours and explicit (RetryPolicy): 408, 429 and 5xx, timeouts, dropped connections
+and bodies that end early are retried with exponential backoff (Retry-After honoured, capped),
+each retry resuming where the partial file ends. A refused connection fails over to the next
+mirror at once when there is one. Everything else (404, 401/403, a mirror serving another commit)
+is not retried on that mirror.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+READ_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    attempts: int = 5  # requests per file per mirror, the first included
+    base_wait_s: float = 1.0  # then 2, 4, 8 ... seconds
+    max_wait_s: float = 30.0
+    retry_after_cap_s: float = 120.0  # a mirror asking for longer is skipped sooner
+
+    def wait_s(self, retry_number: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(max(retry_after, 0.0), self.retry_after_cap_s)
+        return min(self.base_wait_s * 2 ** (retry_number - 1), self.max_wait_s)
+
+
+class Cancelled(Exception):
+    """Another worker was interrupted (Ctrl-C): stop at the next chunk, keep the partial file."""
+
+
+class MirrorFailed(Exception):
+    """This mirror cannot deliver this file now; the caller moves on to the next mirror."""
+
+    def __init__(self, reason: str, *, down: bool = False):
+        super().__init__(reason)
+        self.reason = reason
+        self.down = down  # unreachable: skip it for the remaining files too
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, retry_after: float | None = None, refused: bool = False):
+        super().__init__(reason)
+        self.reason, self.retry_after, self.refused = reason, retry_after, refused
+
+
+@dataclass
+class Fetch:
+    url: str
+    partial: Path
+    size: int  # from the repository metadata
+    commit: str  # X-Repo-Commit must match when the mirror sends it
+    headers: dict[str, str]
+
+
+def fetch(
+    job: Fetch,
+    policy: RetryPolicy,
+    *,
+    has_fallback: bool,
+    on_bytes: Callable[[int], None] | None = None,
+    on_retry: Callable[[str], None] | None = None,
+    cancel: threading.Event | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> None:
+    """Bring ``job.partial`` to ``job.size`` bytes from ``job.url``; raise MirrorFailed if it cannot."""
+    job.partial.parent.mkdir(parents=True, exist_ok=True)
+    retries = 0
+    while True:
+        have = job.partial.stat().st_size if job.partial.exists() else 0
+        if have > job.size:  # cannot be a prefix of the right file
+            job.partial.unlink()
+            have = 0
+        if have == job.size:
+            return
+        try:
+            _get_once(job, have, on_bytes, cancel)
+            continue  # loop re-reads the size: complete, or a short body to resume
+        except _Retry as err:
+            retries += 1
+            if err.refused and has_fallback:
+                raise MirrorFailed(f"connection refused ({err.reason})", down=True) from None
+            if retries >= policy.attempts:
+                raise MirrorFailed(f"{err.reason}, gave up after {retries} attempts", down=err.refused) from None
+            wait = policy.wait_s(retries, err.retry_after)
+            if on_retry:
+                on_retry(f"{err.reason}; retry {retries}/{policy.attempts - 1} in {wait:g} s")
+            if cancel is not None and cancel.wait(wait):
+                raise Cancelled() from None
+            elif cancel is None:
+                sleep(wait)
+
+
+def _get_once(job: Fetch, have: int, on_bytes, cancel) -> None:
+    import httpx2
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import get_session, hf_raise_for_status
+
+    headers = dict(job.headers)
+    headers["Accept-Encoding"] = "identity"  # sizes must be byte counts of the file itself
+    if have:
+        headers["Range"] = f"bytes={have}-"
+    timeout = httpx2.Timeout(10.0, read=60.0)
+    try:
+        with get_session().stream("GET", job.url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
+            if resp.status_code in RETRY_STATUSES:
+                raise _Retry(f"HTTP {resp.status_code}", _retry_after(resp.headers.get("Retry-After")))
+            if resp.status_code == 416:  # our partial is not a prefix the mirror recognises: start over
+                job.partial.unlink(missing_ok=True)
+                raise _Retry("HTTP 416 on resume, restarting the file", 0.0)
+            try:
+                hf_raise_for_status(resp)
+            except HfHubHTTPError as err:
+                raise MirrorFailed(f"HTTP {resp.status_code}: {str(err).splitlines()[0]}") from None
+            _check_commit(resp, job.commit)
+            offset = have
+            if have and resp.status_code == 200:
+                offset = 0  # the mirror ignored Range and sends the whole file
+            elif have and not resp.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+                job.partial.unlink(missing_ok=True)
+                raise _Retry(f"mirror answered Range {have}- with {resp.headers.get('Content-Range')!r}", 0.0)
+            with open(job.partial, "r+b" if offset else "wb") as out:
+                out.seek(offset)
+                out.truncate()
+                for chunk in resp.iter_bytes(READ_CHUNK):
+                    if cancel is not None and cancel.is_set():
+                        raise Cancelled()
+                    if offset + len(chunk) > job.size:
+                        raise MirrorFailed(f"mirror sent more than the {job.size} bytes the repository lists")
+                    out.write(chunk)
+                    offset += len(chunk)
+                    if on_bytes:
+                        on_bytes(len(chunk))
+            if offset < job.size:
+                # The body ended early but cleanly: the mirror's copy is short (not a dropped connection).
+                raise MirrorFailed(f"mirror's copy is {offset} bytes, the repository lists {job.size}")
+    except httpx2.ConnectError as err:
+        raise _Retry(f"cannot connect: {err}", refused=True) from None
+    except (httpx2.TransportError, httpx2.StreamError) as err:
+        raise _Retry(f"transfer broke off: {type(err).__name__}") from None
+
+
+def _check_commit(resp, commit: str) -> None:
+    for r in [*resp.history, resp]:
+        served = r.headers.get("X-Repo-Commit")
+        if served and served != commit:
+            raise MirrorFailed(f"mirror serves commit {served[:12]}, not {commit[:12]}")
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
