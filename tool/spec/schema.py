@@ -59,8 +59,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "shm_size": Key(str, "16g", "/dev/shm size where ipc=host is not used (k8s emptyDir)"),
     },
     "storage": {
+        # Relative paths are relative to the build directory (where compose.yaml and download.sh live).
         "models_dir": Key(str, "./models", "host directory holding downloaded models"),
         "cache_dir": Key(str, "./cache", "host directory for vLLM compile cache and HF cache (kept across restarts)"),
+        "models_size": Key(str, "200Gi", "Kubernetes volume size for models"),
+        "cache_size": Key(str, "50Gi", "Kubernetes volume size for the caches"),
     },
 }
 

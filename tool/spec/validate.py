@@ -95,6 +95,8 @@ def spec_problems(spec: Spec) -> list[Problem]:
         need(res["nodes"] == 1, "resources.nodes", "the cpu variant serves on one node")
     for key in ("models_dir", "cache_dir"):
         need(_plain_path(sto[key]), f"storage.{key}", f"storage.{key} must be a plain path (no quotes, $ or spaces)")
+    for key in ("models_size", "cache_size"):
+        need(bool(re.match(r"^\d+(Mi|Gi|Ti)$", sto[key])), f"storage.{key}", f"storage.{key} {sto[key]!r} is not a size like 200Gi")
     if m["path"]:
         need(_plain_path(m["path"]), "model.path", "model.path must be a plain path (no quotes, $ or spaces)")
     return p

@@ -1,0 +1,36 @@
+"""`tqdeploy build`: one deployment spec in, pinned and reproducible deployment files out."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ORDER = 40
+
+
+def build(
+    spec_file: Optional[Path] = typer.Argument(None, help="tqdeploy.toml; default: the embedded default spec."),
+    embedded: Optional[str] = typer.Option(None, "--embedded", help="Use an embedded spec by name (e.g. tiny-cpu-demo)."),
+    out: Path = typer.Option(Path("build"), "--out", "-o", help="Build directory to write."),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print a unified diff against --out and write nothing."),
+    check: Optional[Path] = typer.Option(None, "--check", help="Verify a build directory against its lock; exit 1 on drift."),
+    image: bool = typer.Option(False, "--image", help="Also build the container image (Docker engine), or print the command."),
+    resolve_digests: bool = typer.Option(False, "--resolve-digests", help="Read the base image digest from its registry and pin it."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> int:
+    """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
+    from tqdeploy.render.build import run_build, run_check
+    from tqdeploy.output import emit
+
+    if check is not None:
+        result = run_check(check)
+    else:
+        result = run_build(spec_file, embedded=embedded, out=out, dry_run=dry_run, image=image,
+                           resolve_digests=resolve_digests, progress=not as_json)
+    emit(result, as_json)
+    return result.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    app.command("build")(build)

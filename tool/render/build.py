@@ -1,0 +1,130 @@
+"""What `tqdeploy build` does, as a library: load, validate, render, then write / diff / check / image."""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK
+
+
+@dataclass
+class BuildResult:
+    name: str
+    spec_source: str
+    spec_sha256: str
+    out_dir: str
+    mode: str  # "write" or "dry-run"
+    files: list[str]
+    changes: dict[str, list[str]] = field(default_factory=dict)
+    diff: str = ""
+    skipped: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    pins: dict[str, Any] = field(default_factory=dict)
+    image: dict[str, Any] = field(default_factory=dict)
+    exit_code: int = EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "tqdeploy.build/1", "name": self.name, "spec_source": self.spec_source,
+                "spec_sha256": self.spec_sha256, "out_dir": self.out_dir, "mode": self.mode,
+                "files": self.files, "changes": self.changes, "diff": self.diff, "skipped": self.skipped,
+                "notes": self.notes, "pins": self.pins, "image": self.image}
+
+    def render(self, console) -> None:
+        if self.mode == "dry-run":
+            if self.diff:
+                sys.stdout.write(self.diff)
+                sys.stdout.flush()
+            else:
+                console.print(f"no changes: {self.out_dir} already matches spec {self.name}")
+            return
+        console.print(f"built {self.name} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}")
+        for key in ("written", "unchanged", "removed"):
+            if self.changes.get(key):
+                console.print(f"  {key}: {', '.join(self.changes[key])}")
+        for what, why in self.skipped.items():
+            console.print(f"  not rendered: {what}: {why}")
+        for note in self.notes:
+            console.print(f"  note: {note}")
+        if self.image:
+            if self.image.get("id"):
+                console.print(f"  image: {self.image['tag']} ({self.image['id']})")
+            else:
+                console.print(f"  image not built: {self.image.get('reason', '')}\n  run: {self.image['command']}")
+
+
+@dataclass
+class CheckResult:
+    build_dir: str
+    drift: dict[str, list[str]]
+    checked: int
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_FINDINGS if any(self.drift.values()) else EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "tqdeploy.build-check/1", "build_dir": self.build_dir, "files_checked": self.checked,
+                "ok": self.exit_code == EXIT_OK, **self.drift}
+
+    def render(self, console) -> None:
+        if self.exit_code == EXIT_OK:
+            console.print(f"{self.build_dir}: all {self.checked} files match tqdeploy.lock.json")
+            return
+        for kind, paths in self.drift.items():
+            for p in paths:
+                console.print(f"{self.build_dir}: {kind}: {p}")
+        console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)")
+
+
+def run_check(build_dir: Path) -> CheckResult:
+    from tqdeploy.render.lock import read_lock, verify
+
+    drift = verify(build_dir)
+    return CheckResult(str(build_dir), drift, len(read_lock(build_dir)["files"]))
+
+
+def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path = Path("build"),
+              dry_run: bool = False, image: bool = False, resolve_digests: bool = False,
+              progress: bool = True) -> BuildResult:
+    from tqdeploy.render.files import render_files, skipped_outputs
+    from tqdeploy.render.lock import pins
+    from tqdeploy.render.write import diff_build, write_build
+    from tqdeploy.spec import load_spec
+
+    spec = load_spec(spec_file, embedded=embedded)
+    notes: list[str] = []
+    if spec.flag_check is not None and spec.flag_check.note:
+        notes.append(spec.flag_check.note)
+    if resolve_digests:
+        from tqdeploy.render.image import resolve_digest
+
+        digest = resolve_digest(spec["image"]["base"])
+        spec.data["image"]["digest"] = digest
+        notes.append(f"base digest {digest} read from the registry; add `digest = \"{digest}\"` to [image] "
+                     "in the spec to keep it")
+    files = render_files(spec)
+    result = BuildResult(name=spec.name, spec_source=spec.source, spec_sha256=spec.spec_hash, out_dir=str(out),
+                         mode="dry-run" if dry_run else "write", files=list(files),
+                         skipped=skipped_outputs(spec), notes=notes, pins=pins(spec))
+    if dry_run:
+        result.diff = diff_build(out, files)
+        return result
+    result.changes = write_build(out, files)
+    if image:
+        result.image = _image(spec, out, progress)
+    return result
+
+
+def _image(spec, out: Path, progress: bool) -> dict[str, Any]:
+    from tqdeploy.render.context import image_tag
+    from tqdeploy.render.image import build_image, docker_build_command, docker_client
+
+    tag = image_tag(spec)
+    client = docker_client()
+    if client is None:
+        return {"tag": tag, "id": None, "reason": "no Docker engine answers here",
+                "command": docker_build_command(out, tag)}
+    show = (lambda line: print(line, file=sys.stderr)) if progress else (lambda line: None)
+    return {"tag": tag, "id": build_image(out, tag, client, show), "command": docker_build_command(out, tag)}

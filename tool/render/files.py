@@ -1,0 +1,73 @@
+"""Render a validated spec into the build files, in memory: {relative path: RenderedFile}."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tqdeploy.render.context import build_context
+from tqdeploy.render.lock import LOCK_NAME, make_lock
+from tqdeploy.spec.model import Spec
+
+SPEC_COPY_NAME = "tqdeploy.toml"
+EXECUTABLE = 0o755
+REGULAR = 0o644
+
+
+@dataclass(frozen=True)
+class RenderedFile:
+    data: bytes
+    mode: int = REGULAR
+
+
+def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
+    """(output path, template name, mode) for every file this spec renders."""
+    plan = [
+        ("Dockerfile", f"Dockerfile.{spec.variant}.j2", REGULAR),
+        ("serve.sh", "serve.sh.j2", EXECUTABLE),
+        ("healthcheck.sh", "healthcheck.sh.j2", EXECUTABLE),
+        ("compose.yaml", "compose.yaml.j2", REGULAR),
+        ("nginx.conf", "nginx.conf.j2", REGULAR),
+        ("monitoring/prometheus.yml", "monitoring/prometheus.yml.j2", REGULAR),
+        ("monitoring/grafana-dashboard.json", "monitoring/grafana-dashboard.json.j2", REGULAR),
+    ]
+    if spec["model"]["repo"]:
+        plan.append(("download.sh", "download.sh.j2", EXECUTABLE))
+    if ctx["api_key"]:
+        # A Service reaches the pod from the whole cluster: only with an API key (see skipped_outputs).
+        workload = "leaderworkerset" if spec.multi_node else "deployment"
+        plan += [
+            (f"k8s/{workload}.yaml", f"k8s/{workload}.yaml.j2", REGULAR),
+            ("k8s/service.yaml", "k8s/service.yaml.j2", REGULAR),
+            ("k8s/pvc.yaml", "k8s/pvc.yaml.j2", REGULAR),
+        ]
+    return plan
+
+
+def skipped_outputs(spec: Spec) -> dict[str, str]:
+    """Outputs left out for this spec, with the reason (shown by `build`)."""
+    out = {}
+    if not spec["server"]["api_key_file"]:
+        out["k8s/"] = ("a cluster Service exposes the server beyond loopback, which needs an API key: "
+                       "set server.api_key_file to render Kubernetes manifests")
+    if not spec["model"]["repo"]:
+        out["download.sh"] = "model.path is a local directory: nothing to download"
+    return out
+
+
+def render_files(spec: Spec) -> dict[str, RenderedFile]:
+    from tqdeploy.render.env import make_env
+    from tqdeploy.resources import data_dir
+
+    ctx = build_context(spec)
+    env = make_env([data_dir("templates"), data_dir("dockerfiles")])
+    files: dict[str, RenderedFile] = {}
+    for out, template, mode in template_plan(spec, ctx):
+        files[out] = RenderedFile(env.get_template(template).render(**ctx).encode("utf-8"), mode)
+    files[SPEC_COPY_NAME] = RenderedFile(_spec_copy(spec), REGULAR)
+    files[LOCK_NAME] = RenderedFile(make_lock(spec, {k: v.data for k, v in files.items()}), REGULAR)
+    return dict(sorted(files.items()))
+
+
+def _spec_copy(spec: Spec) -> bytes:
+    """The spec as given (comments kept), so the build dir says what it was made from."""
+    text = spec.text if spec.text.endswith("\n") else spec.text + "\n"
+    return text.encode("utf-8")

