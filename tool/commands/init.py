@@ -1,0 +1,56 @@
+"""`tqdeploy init`: write a commented tqdeploy.toml from the detected host and model."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+ORDER = 35
+
+
+class InitResult:
+    def __init__(self, out: Path, notes: dict[str, str], text: str):
+        self.out, self.notes, self.text = out, notes, text
+
+    def to_dict(self) -> dict:
+        return {"schema": "tqdeploy.init/1", "out": str(self.out), "chosen": self.notes}
+
+    def render(self, console) -> None:
+        console.print(f"wrote {self.out}")
+        for key, why in sorted(self.notes.items()):
+            console.print(f"  {key}: {why}")
+        console.print(f"next: review it, then `tqdeploy build {self.out}`")
+
+
+def init(
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="Checkpoint folder or REPO@REV to read defaults from."),
+    out: Path = typer.Option(Path("tqdeploy.toml"), "--out", "-o", help="Spec file to write."),
+    name: Optional[str] = typer.Option(None, "--name", help="Deployment name (default: from the model)."),
+    embedded: str = typer.Option("qwen36-27b-tq", "--from", help="Embedded spec to start from."),
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot JSON instead of probing this host."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Do not look at this host's GPUs."),
+    force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> int:
+    """Write a commented deployment spec (defaults from the model's config and this host)."""
+    from tqdeploy.output import emit
+    from tqdeploy.spec.init_spec import make_init_text, write_init
+
+    host = None
+    if snapshot is not None:
+        from tqdeploy.snapshot import HostSnapshot
+
+        host = HostSnapshot.load(snapshot)
+    elif not no_probe:
+        from tqdeploy.probe import collect
+
+        host = collect(offline=True)
+    text, notes = make_init_text(model=model, snapshot=host, name=name, embedded=embedded)
+    write_init(out, text, force)
+    emit(InitResult(out, notes, text), as_json)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init)
