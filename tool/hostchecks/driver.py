@@ -41,7 +41,8 @@ def driver_cuda(ctx):
     minimum = min_driver_for(target)
     ev["driver_min_for_major"] = minimum
     if got[0] < need[0]:
-        fits = sorted(tag for tag, cuda in variants_for(version).items() if cuda_tuple(cuda) <= got)
+        # a variant of the driver's CUDA major runs through minor version compatibility
+        fits = sorted(tag for tag, cuda in variants_for(version).items() if cuda_tuple(cuda)[0] == got[0])
         alt = (f", or use the `{fits[0]}` build (image tag suffix -{fits[0]}, wheel +{fits[0]})" if fits
                else "; no build of this vLLM for the driver's CUDA is known")
         return error(ev, f"upgrade the driver to >= {minimum} (CUDA {need[0]}.x){alt}",

@@ -82,7 +82,9 @@ def nofile(ctx):
     hard = lim.get("nofile_hard")
     ev = {"nofile_soft": _fmt_limit(lim.get("nofile_soft")), "nofile_hard": _fmt_limit(hard),
           "vllm_target_soft": VLLM_NOFILE_TARGET}
-    if hard != -1 and hard is not None and hard < VLLM_NOFILE_TARGET:
+    if hard is None:
+        return skipped("open-files limit not recorded", ev)
+    if hard != -1 and hard < VLLM_NOFILE_TARGET:
         return warn(ev, f"raise the hard limit to >= {VLLM_NOFILE_TARGET} (`ulimit -Hn`, systemd LimitNOFILE=, "
                     "docker `--ulimit nofile=65535:65535`); under load vLLM can hit 'Too many open files'",
                     title=f"RLIMIT_NOFILE hard limit {hard} < {VLLM_NOFILE_TARGET}: vLLM cannot raise its soft limit")
