@@ -1,0 +1,93 @@
+"""Turn a parsed config.json into ModelFacts (pure: no files, no network)."""
+from __future__ import annotations
+
+from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.model.facts import ModelFacts, _int, _moe, _quantization, _sliding_kinds, layer_kinds
+
+
+def build_facts(config: Any, source: str, config_path: str = "config.json") -> ModelFacts:
+    """Read the architecture facts from a config.json dict; TQError naming the file when unusable."""
+    from tqdeploy.model.facts import text_config
+
+    if not isinstance(config, dict):
+        raise TQError(f"{config_path} is not a JSON object", "point --model at a Hugging Face checkpoint folder")
+    cfg = text_config(config)
+    archs = config.get("architectures") or cfg.get("architectures") or []
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    heads = _int(cfg, "num_attention_heads", "n_head")
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
+    missing = [k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads),
+                              ("hidden_size", hidden)) if not v]
+    if missing:
+        raise TQError(f"{config_path} lacks {', '.join(missing)}: not a decoder language-model config",
+                      "point --model at the checkpoint's own config.json (for multimodal models the "
+                      "language model is read from text_config)")
+    facts = ModelFacts(source=source, config_path=config_path)
+    facts.architecture = str(archs[0]) if archs else None
+    facts.model_type = str(cfg.get("model_type") or config.get("model_type") or "") or None
+    facts.num_hidden_layers = layers
+    facts.num_attention_heads = heads
+    facts.hidden_size = hidden
+    facts.num_key_value_heads = _int(cfg, "num_key_value_heads", "num_kv_heads", default=heads)
+    facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head", default=hidden // heads)
+    facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
+    facts.vocab_size = _int(cfg, "vocab_size")
+    facts.tie_word_embeddings = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
+    facts.max_position_embeddings = _int(cfg, "max_position_embeddings", "max_sequence_length", "seq_length")
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    facts.rope_scaling = rope if isinstance(rope, dict) else None
+    dtype = cfg.get("torch_dtype") or cfg.get("dtype") or config.get("torch_dtype") or config.get("dtype")
+    facts.dtype = str(dtype).replace("torch.", "") if dtype else None
+    facts.quantization = _quantization(cfg) or _quantization(config)
+    facts.moe = _moe(cfg)
+    facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0)
+
+    if cfg.get("kv_lora_rank") is not None:
+        facts.mla = {
+            "kv_lora_rank": int(cfg["kv_lora_rank"]),
+            "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0),
+            "qk_nope_head_dim": int(cfg.get("qk_nope_head_dim") or 0),
+            "v_head_dim": int(cfg.get("v_head_dim") or 0),
+            "q_lora_rank": cfg.get("q_lora_rank"),
+        }
+
+    kinds, kinds_key = layer_kinds(cfg, layers)
+    if kinds is None:
+        kinds = _sliding_kinds(cfg, layers)
+        kinds_key = "sliding_window" if kinds else None
+    if kinds is None:
+        kinds = ["full"] * layers
+    if len(kinds) != layers:
+        raise TQError(f"{config_path}: {kinds_key} has {len(kinds)} entries but num_hidden_layers is {layers}",
+                      "fix the config (the two must agree) or use the checkpoint's original config.json")
+    unknown = sorted({k for k in kinds if k.startswith("other:")})
+    if unknown:
+        facts.notes.append(f"layer types {', '.join(u[6:] for u in unknown)} are not modelled; treated as full attention")
+        kinds = ["full" if k.startswith("other:") else k for k in kinds]
+    facts.full_attention_layers = [i for i, k in enumerate(kinds) if k == "full"]
+    sliding = [i for i, k in enumerate(kinds) if k == "sliding"]
+    if sliding:
+        window = cfg.get("sliding_window")
+        facts.sliding_window = {"size": int(window) if isinstance(window, int) else None, "layers": sliding}
+    linear = [i for i, k in enumerate(kinds) if k == "linear"]
+    facts.is_hybrid = bool(linear)
+    if linear:
+        facts.linear_attention = _linear_attention(cfg, linear, facts.dtype)
+    return facts
+
+
+def _linear_attention(cfg: dict[str, Any], layers: list[int], model_dtype: str | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "layers": layers,
+        "num_key_heads": _int(cfg, "linear_num_key_heads"),
+        "num_value_heads": _int(cfg, "linear_num_value_heads"),
+        "key_head_dim": _int(cfg, "linear_key_head_dim"),
+        "value_head_dim": _int(cfg, "linear_value_head_dim"),
+        "conv_kernel": _int(cfg, "linear_conv_kernel_dim"),
+        "conv_dtype": model_dtype,
+        "state_dtype": str(cfg.get("mamba_ssm_dtype") or model_dtype or "bfloat16"),
+    }
+    out["kind"] = "gated_delta_net" if out["num_value_heads"] and out["key_head_dim"] else "unknown"
+    return out

@@ -1,0 +1,174 @@
+"""make_plan: budget -> one row per KV dtype -> recommendation."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from packaging.version import InvalidVersion, Version
+
+from tqdeploy.errors import TQError
+from tqdeploy.model.facts import ModelFacts
+from tqdeploy.plan.allocator import kv_capacity
+from tqdeploy.plan.budget import make_budget
+from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
+from tqdeploy.plan.result import Plan, PlanRow
+
+# vllm/config/cache.py CacheConfig.gpu_memory_utilization default in vLLM 0.32.0 (Field(default=0.92)).
+DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+
+# Preference when several dtypes reach the target: full precision is fastest; TurboQuant trades
+# throughput (66-80% of BF16 in vLLM's 2026-05-11 measurements) for capacity; k8v4 is no better than
+# fp8 (same post), so it is never recommended over fp8.
+PREFERENCE = ("auto", "fp8", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+
+AVAILABILITY = {
+    "fp8_inc": "no attention backend in vLLM 0.32.0's tree lists it (Intel INC, out of tree)",
+    "fp8_ds_mla": "DeepSeek sparse-MLA backends only",
+    "nvfp4_ds_mla": "DeepSeek sparse-MLA backends only",
+    "ultraquant_4bit": "ROCm (AMD) only",
+    "int4_per_token_head": "TRITON_ATTN backend only",
+    "int8_per_token_head": "TRITON_ATTN backend only",
+    "fp8_per_token_head": "TRITON_ATTN backend only",
+    "nvfp4": "FlashInfer NVFP4 path (Blackwell TRT-LLM kernels, or FA2 prefill)",
+    "nvfp4_4over6": "FlashInfer NVFP4 on Blackwell (TRT-LLM kernels)",
+}
+
+
+def kv_bytes_per_token(facts: ModelFacts, kv_cache_dtype: str, tp: int = 1, skip_layers: tuple[int, ...] = ()) -> int:
+    """KV bytes one token costs on one GPU across all KV layers (TurboQuant boundary skips included)."""
+    return sum(per_layer_token_bytes(facts, kv_cache_dtype, tp, tuple(skip_layers)).values())
+
+
+def _hybrid_prefix_caching(vllm_version: str) -> bool:
+    """0.32.0 enables prefix caching for hybrids (config/model.py is_prefix_caching_supported), which
+    switches mamba state to 'align' mode (two state blocks a sequence); 0.25.0 ran them without it
+    (enable_prefix_caching=False in the H200 logs)."""
+    try:
+        return Version(vllm_version) >= Version("0.32.0")
+    except InvalidVersion:
+        return True
+
+
+def make_plan(facts: ModelFacts, *, gpu_memory_bytes: int, max_model_len: int, num_gpus: int | None = None,
+              tp: int | None = None, gpu_memory_utilization: float | None = None,
+              kv_cache_dtypes: list[str] | tuple[str, ...] | None = None, skip_layers: tuple[int, ...] = (),
+              vllm_version: str | None = None, compute_capability: tuple[int, int] | None = None,
+              gpu_name: str = "", platform: str = "cuda", kv_cache_memory_bytes: int | None = None,
+              reserve_bytes: int | None = None, enforce_eager: bool = False, prefix_caching: bool | None = None,
+              min_concurrency: float = 1.0, attention_backend: str | None = None) -> Plan:
+    from tqdeploy.model import compat
+    from tqdeploy.pins import DEFAULT_VLLM_VERSION
+
+    tp = tp or num_gpus or 1
+    if num_gpus is not None and tp > num_gpus:
+        raise TQError(f"--tp {tp} needs {tp} GPUs but {num_gpus} are given", f"pass --gpus {tp} or a smaller --tp")
+    if gpu_memory_bytes <= 0:
+        raise TQError("GPU memory is unknown (0 bytes)", "pass --gpu NAME or a snapshot with GPU memory totals")
+    util = DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
+    if not 0 < util <= 1:
+        raise TQError(f"--gpu-memory-utilization {util} is outside (0, 1]", "pass a fraction such as 0.92")
+    version = vllm_version or DEFAULT_VLLM_VERSION
+    hint = facts.turbo_quant_config
+    skips = tuple(skip_layers) or tuple((hint or {}).get("skip_layers", ()))
+    bad = [i for i in skips if not 0 <= i < facts.num_hidden_layers]
+    if bad:
+        raise TQError(f"--skip-layers {bad} are outside this model's layers 0..{facts.num_hidden_layers - 1}",
+                      "pass layer indices of this model")
+    dtypes = list(kv_cache_dtypes or CACHE_DTYPES)
+    unknown = [d for d in dtypes if d not in CACHE_DTYPES]
+    if unknown:
+        raise TQError(f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
+                      f"use one of {', '.join(CACHE_DTYPES)}")
+    if prefix_caching is None:
+        prefix_caching = _hybrid_prefix_caching(version) if facts.is_hybrid else True
+
+    problems = [p.to_dict() for p in compat.tensor_parallel_problems(facts, tp)
+                + compat.max_model_len_problems(facts, max_model_len)
+                + compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)]
+    budget = make_budget(facts, gpu_memory_bytes=gpu_memory_bytes, tp=tp, gpu_memory_utilization=util,
+                         gpu_name=gpu_name, enforce_eager=enforce_eager, platform=platform,
+                         kv_cache_memory_bytes=kv_cache_memory_bytes, reserve_bytes=reserve_bytes)
+    rows = [_row(facts, d, budget, max_model_len, tp, skips, platform, prefix_caching, version,
+                 compute_capability, attention_backend) for d in dtypes]
+    plan = Plan(model=_model_summary(facts), host={"gpu_name": gpu_name, "gpu_memory_bytes": gpu_memory_bytes,
+                "num_gpus": num_gpus or tp, "compute_capability": list(compute_capability) if compute_capability else None,
+                "platform": platform, "description": f"{num_gpus or tp} x {gpu_name or 'GPU'}"},
+                budget=budget.to_dict(), rows=rows, max_model_len=max_model_len, tp=tp, vllm_version=version,
+                problems=problems)
+    if facts.is_hybrid:
+        plan.notes.append(f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
+                          f"each sequence also holds fixed linear-attention state (mamba cache mode "
+                          f"{'align' if prefix_caching else 'none'})")
+    if not facts.weight_bytes:
+        plan.notes.append("weights estimated from config.json (no safetensors headers read): point --model at the "
+                          "checkpoint folder or REPO@REV for exact bytes")
+    _recommend(plan, hint, min_concurrency)
+    return plan
+
+
+def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_caching, version, cc, backend) -> PlanRow:
+    from tqdeploy.model import compat
+    from tqdeploy.plan.budget import scheduler_defaults
+
+    row = PlanRow(kv_cache_dtype=dtype, status="ok", availability=AVAILABILITY.get(dtype, ""))
+    try:
+        row.kv_bytes_per_token = kv_bytes_per_token(facts, dtype, tp, skips)
+        row.skip_layers = effective_skip_layers(facts, dtype, skips) if dtype != "auto" else []
+        batched, _ = scheduler_defaults(budget.gpu_memory_bytes, "", platform)
+        cap = kv_capacity(facts, dtype, budget.kv_bytes, max_model_len, tp=tp, skip_layers=skips,
+                          platform=platform, prefix_caching=prefix_caching, max_in_flight_tokens=batched)
+    except NotApplicable as exc:
+        return PlanRow(kv_cache_dtype=dtype, status="not_applicable", reason=str(exc),
+                       availability=AVAILABILITY.get(dtype, ""))
+    except ValueError as exc:
+        return PlanRow(kv_cache_dtype=dtype, status="not_applicable", reason=f"not modelled: {exc}")
+    row.kv_tokens, row.max_concurrency, row.block_size = cap.tokens, round(cap.max_concurrency, 4), cap.block_size
+    row.fixed_state_bytes_per_seq, row.exact = cap.fixed_state_bytes_per_seq, cap.exact
+    if cap.notes:
+        row.reason = "; ".join(cap.notes)
+    row.problems = [p.to_dict() for p in compat.turboquant_problems(facts, dtype, version, cc, backend)]
+    if cap.max_concurrency < 1:
+        row.status = "does_not_fit"
+        row.reason = (f"KV holds {cap.tokens:,} tokens: less than one sequence of {max_model_len:,}"
+                      if budget.kv_bytes > 0 else "no memory left for the KV cache")
+    return row
+
+
+def _model_summary(facts: ModelFacts) -> dict:
+    keys = ("source", "architecture", "model_type", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+            "head_dim", "dtype", "is_hybrid", "full_attention_layers", "weight_bytes", "weight_source",
+            "max_position_embeddings", "mla", "sliding_window", "linear_attention", "quantization",
+            "turbo_quant_config")
+    data = {k: v for k, v in asdict(facts).items() if k in keys}
+    data["kv_layers"] = facts.kv_layers
+    return data
+
+
+def _usable(row: PlanRow) -> bool:
+    return row.status == "ok" and not any(p["severity"] == "error" for p in row.problems)
+
+
+def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
+    rows = {r.kv_cache_dtype: r for r in plan.rows}
+    if hint and hint.get("kv_cache_dtype") in rows and _usable(rows[hint["kv_cache_dtype"]]):
+        r = rows[hint["kv_cache_dtype"]]
+        plan.recommended = r.kv_cache_dtype
+        plan.recommendation_reason = (f"the checkpoint's turbo_quant_config hint; {r.max_concurrency:.2f} sequences "
+                                      f"of {plan.max_model_len:,} tokens fit")
+        return
+    usable = [rows[d] for d in PREFERENCE if d in rows and _usable(rows[d])]
+    for r in usable:
+        if r.max_concurrency >= min_concurrency:
+            plan.recommended = r.kv_cache_dtype
+            why = {"auto": "full-precision KV is the fastest and", "fp8": "fp8 halves KV memory at little cost and"}
+            lead = why.get(r.kv_cache_dtype, "TurboQuant trades throughput for capacity and")
+            plan.recommendation_reason = (f"{lead} holds {r.max_concurrency:.2f} sequences of "
+                                          f"{plan.max_model_len:,} tokens (target >= {min_concurrency:g})")
+            return
+    if usable:
+        best = max(usable, key=lambda r: r.max_concurrency)
+        plan.recommended = best.kv_cache_dtype
+        plan.recommendation_reason = (f"no dtype reaches {min_concurrency:g} sequences; {best.kv_cache_dtype} holds "
+                                      f"the most ({best.max_concurrency:.2f})")
+        return
+    plan.recommendation_reason = (f"no KV dtype holds one sequence of {plan.max_model_len:,} tokens: lower "
+                                  "--max-model-len, raise --gpu-memory-utilization or add GPUs (--tp)")

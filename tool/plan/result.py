@@ -1,0 +1,110 @@
+"""The plan result: one row per KV dtype, the budget behind it and the recommendation (tqdeploy.plan/1)."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA = "tqdeploy.plan/1"
+GiB = 1 << 30
+
+
+@dataclass
+class PlanRow:
+    kv_cache_dtype: str
+    status: str  # "ok" | "does_not_fit" | "not_applicable"
+    kv_bytes_per_token: int | None = None  # per GPU, all KV layers (vLLM's formula)
+    kv_tokens: int | None = None  # what vLLM would log as "KV cache size"
+    max_concurrency: float | None = None  # sequences of max_model_len at once (KV-limited)
+    fixed_state_bytes_per_seq: int = 0  # linear-attention state per sequence (hybrids)
+    block_size: int | None = None
+    skip_layers: list[int] = field(default_factory=list)
+    exact: bool = True
+    reason: str = ""
+    availability: str = ""  # backend/platform limits of this dtype
+    problems: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    model: dict[str, Any]
+    host: dict[str, Any]
+    budget: dict[str, Any]
+    rows: list[PlanRow]
+    max_model_len: int
+    tp: int
+    vllm_version: str
+    recommended: str | None = None
+    recommendation_reason: str = ""
+    problems: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def row(self, kv_cache_dtype: str) -> PlanRow:
+        for r in self.rows:
+            if r.kv_cache_dtype == kv_cache_dtype:
+                return r
+        raise KeyError(kv_cache_dtype)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "model": self.model,
+            "host": self.host,
+            "budget": self.budget,
+            "vllm_version": self.vllm_version,
+            "tensor_parallel_size": self.tp,
+            "max_model_len": self.max_model_len,
+            "rows": [asdict(r) for r in self.rows],
+            "recommended": self.recommended,
+            "recommendation_reason": self.recommendation_reason,
+            "problems": self.problems,
+            "notes": self.notes,
+        }
+
+    def render(self, console) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        m, b = self.model, self.budget
+        console.print(f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
+                      f"{len(m['kv_layers'])} KV layers of {m['num_hidden_layers']}"
+                      f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
+                      f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}")
+        console.print(
+            f"per GPU: {b['gpu_memory_bytes'] / GiB:.2f} GiB x {b['gpu_memory_utilization']} = "
+            f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB ({b['weights_source']}); "
+            f"reserve {(b['activation_bytes'] + b['cuda_graph_bytes'] + b['nccl_bytes'] + b['context_bytes']) / GiB:.2f}"
+            f" GiB (estimate); KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})")
+        table = Table(show_lines=False)
+        for col in ("kv-cache-dtype", "bytes/token", "KV tokens", f"seqs @ {self.max_model_len:,}",
+                    "fixed/seq", "note"):
+            table.add_column(col, justify="right" if col not in ("kv-cache-dtype", "note") else "left")
+        for r in self.rows:
+            name = Text(r.kv_cache_dtype, style="bold green" if r.kv_cache_dtype == self.recommended else "")
+            if r.status == "not_applicable":
+                table.add_row(name, "-", "-", "-", "-", Text(r.reason, style="dim"))
+                continue
+            flagged = [f"{p['severity']} {p['code']}" for p in r.problems if p["severity"] in ("error", "warn")]
+            note = ", ".join(flagged) or r.reason or r.availability
+            table.add_row(name, f"{r.kv_bytes_per_token:,}", f"{r.kv_tokens:,}", f"{r.max_concurrency:.2f}",
+                          f"{r.fixed_state_bytes_per_seq / (1 << 20):.1f} MiB" if r.fixed_state_bytes_per_seq else "-",
+                          Text(note + ("" if r.exact else " (approximate)"), style="dim"))
+        console.print(table)
+        seen: dict[str, list[str]] = {}
+        for r in self.rows:
+            for p in r.problems:
+                if p["severity"] in ("error", "warn"):
+                    seen.setdefault(p["code"], []).append(r.kv_cache_dtype)
+        row_problems = {p["code"]: p for r in self.rows for p in r.problems}
+        for code, dtypes in seen.items():
+            p = row_problems[code]
+            console.print(f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']} {code}[/] "
+                          f"({', '.join(dtypes)}): {p['message']}\n  fix: {p['fix']}")
+        for p in self.problems:
+            console.print(f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']}[/]: {p['message']}"
+                          f"\n  fix: {p['fix']}")
+        for n in self.notes:
+            console.print(f"[dim]note: {n}[/]")
+        if self.recommended:
+            console.print(f"recommended: [bold green]--kv-cache-dtype {self.recommended}[/] - {self.recommendation_reason}")
+        else:
+            console.print(f"[bold red]no KV dtype fits[/]: {self.recommendation_reason}")
