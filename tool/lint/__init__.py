@@ -1,0 +1,116 @@
+"""`tqdeploy lint`: is a vLLM launch command valid for the pinned vLLM, and is it a good idea?
+
+    report = lint_command(["vllm", "serve", "Qwen/Qwen3.6-27B", "--kv-cache-dtype", "turboquant_4bit_nc"])
+    report = lint_script(Path("serve.sh").read_text(), model=facts, host=snapshot)
+    report.findings, report.fixed_argv, report.errors, report.to_dict(), report.render(console)
+
+Layers: command/script (find the invocation) -> validate (schema of the vLLM release, extracted
+from vLLM's parser) -> catalogue (false advice) -> rules (TurboQuant, exposure, secrets, docker)
+-> semantic (model + host, via tqdeploy.model.compat) -> live (vLLM's own parser, when importable).
+"""
+from __future__ import annotations
+
+from tqdeploy.findings import Severity
+from tqdeploy.lint.report import LintFinding, LintReport, apply_edits
+
+__all__ = ["lint_command", "lint_script", "LintReport", "LintFinding"]
+
+# Generic parser findings that a catalogue entry about the same token replaces.
+_GENERIC = {"TQ301", "TQ302", "TQ303", "TQ305", "TQ308"}
+
+
+def _target_version(vllm_version: str | None, inv) -> tuple[str, list[LintFinding]]:
+    from tqdeploy.lint.schema import available_versions
+    from tqdeploy.pins import DEFAULT_VLLM_VERSION
+
+    if vllm_version:
+        return vllm_version.lstrip("v"), []
+    image_version = inv.image_version
+    if image_version is None:
+        return DEFAULT_VLLM_VERSION, []
+    if image_version in available_versions():
+        return image_version, []
+    return DEFAULT_VLLM_VERSION, [LintFinding(
+        "TQ311", Severity.WARN, "image",
+        f"no argument schema for vLLM {image_version} (image {inv.image}); checked against "
+        f"{DEFAULT_VLLM_VERSION} instead",
+        f"use an image of a version tqdeploy knows ({', '.join(available_versions())}) or pass --vllm-version",
+        None, inv.image_index)]
+
+
+def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version, model, host,
+          live: bool | None) -> LintReport:
+    from tqdeploy.errors import TQError
+    from tqdeploy.lint import catalogue, rules
+    from tqdeploy.lint.command import find_invocation
+    from tqdeploy.lint.schema import load_schema
+    from tqdeploy.lint.validate import ParsedArgs, parse_vllm_args
+
+    inv = find_invocation(argv)
+    for name, value in extra_env.items():
+        inv.env.setdefault(name, value)
+    text_findings = catalogue.match_text(text)
+    if inv.kind == "unknown" and not text_findings:
+        raise TQError("no vLLM command found (expected `vllm serve ...`, `python -m "
+                      "vllm.entrypoints.openai.api_server ...` or `docker run ... IMAGE ...`)",
+                      "pass the command after `--`: tqdeploy lint -- vllm serve MODEL --flag ...")
+    version, findings = _target_version(vllm_version, inv)
+    schema = load_schema(version)
+    parsed = ParsedArgs()
+    if inv.kind in ("vllm-serve", "api-server", "docker"):
+        parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, schema)
+        aliases = {n: opt.long_name for opt in schema.options.values() for n in opt.names if not n.startswith("--")}
+        specific = catalogue.match_invocation(inv, aliases)
+        covered = {f.token for f in specific}
+        findings += [f for f in parsed.findings if not (f.id in _GENERIC and f.token in covered)]
+        findings += specific
+        findings += rules.turboquant_rules(inv, parsed)
+        findings += rules.exposure_rules(inv, parsed)
+        findings += rules.docker_rules(inv, parsed)
+        if model is not None:
+            from tqdeploy.lint.semantic import model_rules
+
+            findings += model_rules(parsed, schema, model, host)
+        if _want_live(live, schema.version) and not any(f.severity is Severity.ERROR for f in parsed.findings):
+            from tqdeploy.lint.live import live_findings
+
+            findings += live_findings(inv.vllm_args)
+    findings += text_findings
+    fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
+    return LintReport(vllm_version=schema.version, command=list(inv.argv), fixed_argv=fixed, findings=findings,
+                      secret_values=rules.secret_values(inv, parsed))
+
+
+def _want_live(live: bool | None, version: str) -> bool:
+    if live is False:
+        return False
+    from tqdeploy.lint.live import live_vllm_version
+
+    running = live_vllm_version()
+    if running is None or running != version:
+        if live:
+            from tqdeploy.errors import TQError
+
+            raise TQError(f"live validation needs vLLM {version} importable here (found: {running or 'none'})",
+                          "run tqdeploy with the interpreter of a venv that has that vLLM, or drop --live")
+        return False
+    return True
+
+
+def lint_command(argv: list[str], *, vllm_version: str | None = None, model=None, host=None,
+                 live: bool | None = None) -> LintReport:
+    """Lint one command line (already split into argv); live=None validates with vLLM when importable."""
+    return _lint(list(argv), " ".join(argv), {}, vllm_version=vllm_version, model=model, host=host, live=live)
+
+
+def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=None,
+                live: bool | None = None) -> LintReport:
+    """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too."""
+    from tqdeploy.lint.script import find_command
+
+    cmd = find_command(text)
+    argv = cmd.argv if cmd else []
+    report = _lint(argv, text, cmd.env if cmd else {}, vllm_version=vllm_version, model=model, host=host,
+                   live=live)
+    report.source = f"script line {cmd.line}" if cmd else "script"
+    return report

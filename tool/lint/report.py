@@ -1,0 +1,128 @@
+"""LintFinding and LintReport: the one output of `tqdeploy lint`, with secrets redacted everywhere."""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdeploy.findings import Severity
+
+SCHEMA = "tqdeploy.lint/1"
+REDACTED = "<redacted>"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace argv[start:end] with tokens (start == end inserts)."""
+
+    start: int
+    end: int
+    tokens: tuple[str, ...] = ()
+
+
+@dataclass
+class LintFinding:
+    id: str
+    severity: Severity
+    flag: str
+    message: str
+    fix: str = ""
+    edit: Edit | None = None
+    token: int = -1  # argv index the finding is about; lets a specific finding replace a generic one
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "severity": self.severity.value, "flag": self.flag,
+                "message": self.message, "fix": self.fix}
+
+
+def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
+    """Apply non-overlapping edits right to left; an edit that overlaps an applied one is skipped."""
+    out = list(argv)
+    taken: list[tuple[int, int]] = []
+    for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        if any(e.start < t_end and t_start < e.end for t_start, t_end in taken) or any(
+            e.start == e.end and t_start < e.start < t_end for t_start, t_end in taken
+        ):
+            continue
+        out[e.start:e.end] = list(e.tokens)
+        taken.append((e.start, max(e.end, e.start)))
+    return out
+
+
+def redact_argv(argv: list[str], secret_values: set[str]) -> list[str]:
+    """Replace every occurrence of a secret value (whole token or VAR=value) by a marker."""
+    out = []
+    for tok in argv:
+        for secret in sorted(secret_values, key=len, reverse=True):
+            if secret and secret in tok:
+                tok = tok.replace(secret, REDACTED)
+        out.append(tok)
+    return out
+
+
+@dataclass
+class LintReport:
+    vllm_version: str
+    command: list[str]
+    fixed_argv: list[str]
+    findings: list[LintFinding] = field(default_factory=list)
+    secret_values: set[str] = field(default_factory=set, repr=False)
+    source: str = "argv"  # "argv" or a script path
+
+    @property
+    def errors(self) -> bool:
+        return any(f.severity is Severity.ERROR for f in self.findings)
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed_argv != self.command
+
+    def _redact_text(self, text: str) -> str:
+        for secret in sorted(self.secret_values, key=len, reverse=True):
+            if secret:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    @property
+    def command_text(self) -> str:
+        return shlex.join(redact_argv(self.command, self.secret_values))
+
+    @property
+    def fixed_command_text(self) -> str:
+        return shlex.join(redact_argv(self.fixed_argv, self.secret_values))
+
+    def to_dict(self) -> dict[str, Any]:
+        findings = []
+        for f in sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token)):
+            d = f.to_dict()
+            d["message"] = self._redact_text(d["message"])
+            d["fix"] = self._redact_text(d["fix"])
+            findings.append(d)
+        return {
+            "schema": SCHEMA,
+            "vllm_version": self.vllm_version,
+            "command": self.command_text,
+            "fixed_command": self.fixed_command_text,
+            "findings": findings,
+        }
+
+    def render(self, console=None) -> None:
+        from rich.text import Text
+
+        from tqdeploy.output import SEVERITY_STYLE, make_console
+
+        console = console or make_console()
+        data = self.to_dict()
+        console.print(Text(f"vLLM {self.vllm_version} command: ", style="bold") + Text(data["command"]))
+        if not data["findings"]:
+            console.print(Text("no findings: the command is valid for this vLLM", style="green"))
+        for f in data["findings"]:
+            line = Text(f"{f['id']} ", style="bold") + Text(f"{f['severity']:<5}", style=SEVERITY_STYLE[f["severity"]])
+            line.append(f" {f['flag']}: " if f["flag"] else " ")
+            line.append(f["message"])
+            console.print(line)
+            if f["fix"]:
+                console.print(Text("      fix: " + f["fix"], style="dim"))
+        if self.changed:
+            console.print(Text("corrected command (tqdeploy lint --fix):", style="bold"))
+            console.print(data["fixed_command"], markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,89 @@
+"""Find the vLLM command inside a shell script (serve.sh, a blog snippet, a Dockerfile RUN line).
+
+Continuation lines are joined, comments dropped, each line split with shlex (POSIX quoting),
+`export VAR=value` lines remembered as environment, and the first line that starts `vllm serve`,
+`python -m vllm.entrypoints...` or `docker run` (after `exec`, `nohup` or VAR=value) is the command.
+Shell operators (`&&`, `|`, `;`, `&`, redirections) end it.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from tqdeploy.lint.command import Invocation, find_invocation
+
+_OPERATORS = {"&&", "||", "|", ";", "&", ";;"}
+_REDIRECT = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
+
+
+@dataclass
+class ScriptCommand:
+    argv: list[str]
+    line: int  # 1-based line where the command starts
+    env: dict[str, str] = field(default_factory=dict)  # exported before the command
+
+
+def logical_lines(text: str) -> list[tuple[int, str]]:
+    """(first line number, joined text) with backslash-newline continuations joined."""
+    out: list[tuple[int, str]] = []
+    buf, start = "", 0
+    for n, raw in enumerate(text.splitlines(), start=1):
+        if not buf:
+            start = n
+        if raw.rstrip().endswith("\\") and not raw.lstrip().startswith("#"):
+            buf += raw.rstrip()[:-1] + " "
+            continue
+        buf += raw
+        out.append((start, buf))
+        buf = ""
+    if buf:
+        out.append((start, buf))
+    return out
+
+
+def _split(line: str, where: int) -> list[str]:
+    from tqdeploy.errors import TQError
+
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    try:
+        return list(lexer)
+    except ValueError as exc:
+        raise TQError(f"line {where}: cannot split the shell command ({exc})",
+                      "close the open quote or put the command on one line")
+
+
+def _cut_at_operator(tokens: list[str]) -> list[str]:
+    out = []
+    for tok in tokens:
+        if tok in _OPERATORS or _REDIRECT.match(tok):
+            break
+        stripped = tok.rstrip(";")
+        if stripped != tok:  # `cmd args;` glued semicolon
+            out.append(stripped)
+            break
+        out.append(tok)
+    return out
+
+
+def find_command(text: str) -> ScriptCommand | None:
+    env: dict[str, str] = {}
+    for start, line in logical_lines(text):
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        tokens = _split(line, start)
+        if not tokens:
+            continue
+        if tokens[0] == "export":
+            for tok in tokens[1:]:
+                if "=" in tok:
+                    name, value = tok.split("=", 1)
+                    env[name] = value
+            continue
+        argv = _cut_at_operator(tokens)
+        inv: Invocation = find_invocation(argv)
+        if inv.kind != "unknown":
+            return ScriptCommand(argv=argv, line=start, env=env)
+    return None

@@ -1,0 +1,264 @@
+"""Check vLLM's own arguments against the schema of one vLLM release, the way its parser reads them.
+
+Reproduces what FlexibleArgumentParser does before argparse (vllm/utils/argparse_utils.py):
+`_` == `-` in names, `--x.y value` dotted JSON keys, `-O3`, and argparse's own rules (unique
+prefixes under allow_abbrev, BooleanOptionalAction takes no value, nargs, type, choices).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+
+from tqdeploy.findings import Severity
+from tqdeploy.lint.report import Edit, LintFinding
+from tqdeploy.lint.schema import Option, VllmSchema, load_schema, available_versions, normalize
+
+_NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
+
+@dataclass
+class Occurrence:
+    option: Option
+    name: str  # as written
+    start: int  # argv index of the option token
+    end: int  # one past its last value token
+    values: list[str] = field(default_factory=list)
+
+    @property
+    def value(self) -> str | None:
+        return self.values[-1] if self.values else None
+
+
+@dataclass
+class ParsedArgs:
+    occurrences: list[Occurrence] = field(default_factory=list)
+    positionals: list[tuple[int, str]] = field(default_factory=list)
+    findings: list[LintFinding] = field(default_factory=list)
+
+    def last(self, dest: str) -> Occurrence | None:
+        found = [o for o in self.occurrences if o.option.dest == dest]
+        return found[-1] if found else None
+
+    def value(self, dest: str) -> str | None:
+        occ = self.last(dest)
+        return occ.value if occ else None
+
+    def flag_on(self, dest: str) -> bool:
+        occ = self.last(dest)
+        return occ is not None and not occ.name.startswith("--no-")
+
+
+def _is_option_like(tok: str) -> bool:
+    return tok.startswith("-") and len(tok) > 1 and not _NEGATIVE_NUMBER.match(tok)
+
+
+def _human_int(value: str) -> bool:
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value.strip())
+    if m:  # binary suffixes take no decimals (human_readable_int)
+        return not (m.group(2) in "KMGT" and "." in m.group(1))
+    return re.fullmatch(r"[+-]?\d+", value.strip()) is not None
+
+
+def type_problem(opt: Option, value: str) -> str | None:
+    """Why vLLM's type conversion would reject value, or None."""
+    if opt.nullable and value in ("", "None"):
+        return None
+    t = opt.type
+    try:
+        if t == "int":
+            int(value)
+        elif t == "float":
+            float(value)
+        elif t == "human_int" and not _human_int(value):
+            return "expects an integer (suffixes k/m/g/t = 10^3.., K/M/G/T = 2^10..)"
+        elif t == "human_int_or_auto" and value.strip().lower() != "auto" and not _human_int(value):
+            return "expects an integer such as 32768 or 32k, or 'auto'"
+        elif t == "json":
+            json.loads(value)
+        elif t in ("json_object", "json_or_str") and (t == "json_object" or re.match(r"(?s)^\s*{.*}\s*$", value)):
+            expanded = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", "0", value)
+            if not isinstance(json.loads(expanded), dict):
+                return "expects a JSON object"
+    except ValueError:
+        return "expects " + {"int": "an integer", "float": "a number"}.get(t, "a JSON value")
+    return None
+
+
+def _choice_problem(opt: Option, value: str) -> str | None:
+    if opt.choices is None or (opt.nullable and value in ("", "None")):
+        return None
+    probe = value.lower().replace("-", "_") if opt.type == "str_lower_underscore" else value
+    if probe in {str(c) for c in opt.choices}:
+        return None
+    return f"invalid choice {value!r}"
+
+
+def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFinding:
+    base = normalize(name)
+    for other in available_versions():
+        if other == schema.version:
+            continue
+        opt = load_schema(other).lookup(base)
+        if opt is not None:
+            close = difflib.get_close_matches(base, schema.names, n=1, cutoff=0.8)
+            hint = f"; closest in {schema.version}: {close[0]}" if close else ""
+            return LintFinding("TQ304", Severity.ERROR, name,
+                               f"{name} exists in vLLM {other} but not in vLLM {schema.version} "
+                               f"(removed or renamed){hint}",
+                               f"drop {name}" + (f" or use {close[0]}" if close else "") +
+                               f" (check `vllm serve --help={base[2:]}` of {schema.version})",
+                               Edit(index, end, ()), index)
+    close = difflib.get_close_matches(base, schema.names, n=3, cutoff=0.75)
+    if close:
+        edit = Edit(index, index + 1, (close[0],)) if "=" not in name else None
+        return LintFinding("TQ301", Severity.ERROR, name,
+                           f"vLLM {schema.version} has no option {name}; did you mean {' or '.join(close)}?",
+                           f"use {close[0]}", edit, index)
+    return LintFinding("TQ301", Severity.ERROR, name, f"vLLM {schema.version} has no option {name}",
+                       f"remove it; list real options with `vllm serve --help=all` ({schema.version})",
+                       None, index)
+
+
+def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -> ParsedArgs:
+    """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about."""
+    out = ParsedArgs()
+    i = start
+    while i < end:
+        tok = argv[i]
+        if tok == "--":
+            i += 1
+            continue
+        if not _is_option_like(tok):
+            out.positionals.append((i, tok))
+            if len(out.positionals) > 1:
+                out.findings.append(LintFinding("TQ303", Severity.ERROR, tok,
+                                                f"unexpected argument {tok!r}: vLLM takes one positional (the model)",
+                                                "quote it or give it the flag it belongs to", None, i))
+            i += 1
+            continue
+        name, has_eq, inline = tok.partition("=")
+        if re.match(r"^-O\d?$|^-O[a-z]", name) and name != "-O":  # -O3 / -Odecode shorthand
+            occ_opt = schema.lookup("--optimization-level")
+            if occ_opt:
+                out.occurrences.append(Occurrence(occ_opt, name, i, i + 1, [name[2:] or inline]))
+            i += 1
+            continue
+        dotted = name.startswith("--") and "." in name
+        base_name = name.split(".", 1)[0] if dotted else name
+        opt = schema.lookup(base_name)
+        if opt is None:
+            matches = schema.prefix_matches(base_name)
+            if len(matches) == 1 or len({schema.lookup(m).dest for m in matches}) == 1 and matches:
+                opt = schema.lookup(matches[0])
+                out.findings.append(LintFinding(
+                    "TQ307", Severity.WARN, name,
+                    f"{base_name} is an abbreviation of {matches[0]}; argparse accepts it, but it breaks "
+                    "as soon as vLLM adds another option with the same prefix",
+                    f"write {matches[0]}", Edit(i, i + 1, (matches[0] + tok[len(base_name):],)), i))
+            elif len(matches) > 1:
+                out.findings.append(LintFinding("TQ307", Severity.ERROR, name,
+                                                f"ambiguous option {base_name}: could match {', '.join(matches[:5])}",
+                                                "write the full option name", None, i))
+                i += 1
+                continue
+        if opt is None:
+            takes_next = not has_eq and i + 1 < end and not _is_option_like(argv[i + 1])
+            span_end = i + (2 if takes_next else 1)
+            out.findings.append(_unknown_flag(schema, name, i, span_end))
+            i = span_end
+            continue
+        if dotted:  # --compilation-config.mode 3: a JSON key of a dict option
+            width = 1 if has_eq else 2
+            out.occurrences.append(Occurrence(opt, name, i, i + width, [inline if has_eq else
+                                                                        (argv[i + 1] if i + 1 < end else "")]))
+            i += width
+            continue
+        if opt.is_bool:
+            occ = Occurrence(opt, name, i, i + 1, [])
+            if has_eq:
+                low = inline.lower()
+                negative = name.startswith("--no-")
+                if low in _TRUE or low in _FALSE:
+                    on = (low in _TRUE) != negative
+                    fixed = opt.long_name if on else "--no-" + opt.long_name[2:]
+                    fix, edit = f"write {fixed}", Edit(i, i + 1, (fixed,))
+                else:
+                    fix, edit = f"write {opt.long_name} or --no-{opt.long_name[2:]}", None
+                out.findings.append(LintFinding("TQ305", Severity.ERROR, name,
+                                                f"{name} is an on/off switch and takes no value: vLLM's parser "
+                                                f"rejects {tok!r} ('ignored explicit argument')", fix, edit, i))
+            out.occurrences.append(occ)
+            i += 1
+            continue
+        # options with values
+        values: list[str] = []
+        j = i + 1
+        if has_eq:
+            values = [inline]
+        elif opt.nargs in (None, "?") or isinstance(opt.nargs, int):
+            count = opt.nargs if isinstance(opt.nargs, int) else 1
+            while j < end and len(values) < count and not _is_option_like(argv[j]):
+                values.append(argv[j])
+                j += 1
+        else:  # "+" or "*"
+            while j < end and not _is_option_like(argv[j]):
+                values.append(argv[j])
+                j += 1
+        occ = Occurrence(opt, name, i, j, values)
+        out.occurrences.append(occ)
+        needs = opt.nargs not in ("?", "*")
+        if needs and not values:
+            out.findings.append(LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value",
+                                            f"give {name} a value", None, i))
+        for v in values:
+            problem = type_problem(opt, v) or _choice_problem(opt, v)
+            if problem and problem.startswith("invalid choice"):
+                close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
+                shown = ", ".join(str(c) for c in opt.choices or ())
+                out.findings.append(LintFinding("TQ302", Severity.ERROR, name,
+                                                f"{problem} for {name} (vLLM {schema.version} accepts: {shown})",
+                                                f"use {close[0]}" if close else f"use one of: {shown}",
+                                                Edit(j - len(values), j, (close[0],)) if close and len(values) == 1
+                                                and not has_eq else None, i))
+            elif problem:
+                out.findings.append(LintFinding("TQ303", Severity.ERROR, name, f"{name} {problem}, got {v!r}",
+                                                f"give {name} a valid value", None, i))
+            elif opt.engine_values:
+                out.findings.extend(_engine_value(opt, name, v, i, schema))
+        if opt.deprecated:
+            out.findings.append(LintFinding("TQ306", Severity.WARN, name,
+                                            f"{name} is deprecated in vLLM {schema.version}: {opt.help}",
+                                            "follow the replacement named in the message", None, i))
+        i = j
+    _duplicates(out)
+    return out
+
+
+def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+    ev = opt.engine_values or {}
+    allowed = list(ev.get("values", []))
+    probe = value.upper() if ev.get("match") == "upper" and value.lower() != "auto" else value
+    if probe in allowed:
+        return []
+    close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)
+    return [LintFinding("TQ308", Severity.ERROR, name,
+                        f"{name} {value!r} is not known to vLLM {schema.version}: the engine refuses it at "
+                        f"start-up ({ev.get('source', '')})",
+                        f"use {close[0]}" if close else f"use one of: {', '.join(allowed)}", None, index)]
+
+
+def _duplicates(out: ParsedArgs) -> None:
+    seen: dict[str, Occurrence] = {}
+    for occ in out.occurrences:
+        if "." in occ.name or occ.option.nargs in ("+", "*") and occ.option.action == "AppendAction":
+            continue
+        prev = seen.get(occ.option.dest)
+        if prev is not None:
+            out.findings.append(LintFinding("TQ309", Severity.WARN, occ.name,
+                                            f"{occ.option.long_name} is given twice; the last one wins",
+                                            "keep one", Edit(prev.start, prev.end, ()), prev.start))
+        seen[occ.option.dest] = occ
