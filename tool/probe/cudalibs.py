@@ -12,7 +12,8 @@ import subprocess
 from typing import Any, Callable
 
 WHEEL_PREFIXES = ("nvidia-cudnn-", "nvidia-cuda-runtime", "nvidia-nccl-", "nvidia-cublas-")
-LDCONFIG_LIBS = {"cudnn": "libcudnn.so", "cudart": "libcudart.so", "cuda": "libcuda.so", "nccl": "libnccl.so"}
+LDCONFIG_LIBS = {"cudnn": "libcudnn",  # cuDNN 9 ships split libraries (libcudnn_ops.so.9...)
+                  "cudart": "libcudart.so", "cuda": "libcuda.so", "nccl": "libnccl.so"}
 
 
 def probe_wheels(distributions: Callable[[], Any] | None = None) -> dict[str, str]:
