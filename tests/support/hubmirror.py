@@ -265,7 +265,7 @@ class HubMirror:
     def __init__(self, repo: Repo, faults: Faults | None = None, port: int = 0):
         self.server = _Server(("127.0.0.1", port), repo, faults or Faults(), None)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def faults(self) -> Faults:

@@ -55,7 +55,7 @@ class FetchRun:
                  policy: transfer.RetryPolicy, bars: Bars, outcome: DownloadOutcome):
         self.listing, self.dest, self.endpoints, self.headers = listing, dest, endpoints, headers
         self.policy, self.bars, self.outcome = policy, bars, outcome
-        self.down: set[str] = set()
+        self.down: set[str] = set(listing.unreachable)
         self.lock = threading.Lock()
         self.cancel = threading.Event()
         self.manifest: Manifest | None = None
@@ -89,6 +89,10 @@ class FetchRun:
                 try:
                     transfer.fetch(job, self.policy, has_fallback=bool(later), on_bytes=counted,
                                    on_retry=lambda m: self.event(f"{path} from {shown}: {m}"), cancel=self.cancel)
+                    digest = digest_file(partial)
+                    problem = mismatch(digest, remote)
+                except transfer.BadCopy as err:
+                    problem = err.reason
                 except transfer.MirrorFailed as err:
                     if err.down:
                         self.down.add(endpoint)
@@ -100,13 +104,11 @@ class FetchRun:
                     with self.lock:
                         self.outcome.bytes_fetched += fetched
                     fetched = 0
-                digest = digest_file(partial)
-                problem = mismatch(digest, remote)
                 if problem is None:
                     (self.dest / path).parent.mkdir(parents=True, exist_ok=True)
                     os.replace(partial, self.dest / path)
                     return endpoint, digest.sha256
-                partial.unlink()
+                partial.unlink(missing_ok=True)
                 reasons.append(f"{shown}: {problem}")
                 self.event(f"{path} from {shown} failed verification ({problem}); downloading it again")
         raise TQError(

@@ -67,7 +67,7 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
     with Bars(progress, on_event) as bars:
         outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
-        listing = list_repo(endpoints, repo_id, revision, token, bars.event)
+        listing = list_repo(endpoints, repo_id, revision, token, bars.event, policy=policy)
         headers = build_hf_headers(token=token if token else False, library_name="tqdeploy",
                                    library_version=__version__)
         run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
@@ -161,6 +161,6 @@ def check_offline(dest: Path, repo_id: str | None = None, revision: str | None =
     if revision and revision not in (manifest.revision, manifest.commit):
         raise TQError(f"{dest} holds {manifest.repo}@{manifest.revision} ({manifest.commit[:12]}), not {revision!r}",
                       "offline only the recorded revision can be checked; go online to fetch another")
-    missing = [f.path for f in manifest.files
-               if not (dest / f.path).is_file() or (dest / f.path).stat().st_size != f.size]
+    missing = sorted(f.path for f in manifest.files
+                     if not (dest / f.path).is_file() or (dest / f.path).stat().st_size != f.size)
     return OfflineReport(manifest, dest, missing)

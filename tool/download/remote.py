@@ -1,16 +1,18 @@
 """The repository as a mirror describes it: commit, files, sizes, LFS sha256 and blob ids.
 
-One call per mirror: HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
+One call per mirror (retried on 408/429/5xx like a file, see transfer.RetryPolicy): HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
 GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_api.py). Mirrors
 are asked in order; one that is down or errors is reported and the next is asked. A mirror that
 answers "no such revision / repository" is believed only when every mirror agrees.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 
@@ -30,6 +32,7 @@ class RepoListing:
     commit: str
     files: dict[str, RemoteFile]
     endpoint: str  # the mirror that answered
+    unreachable: tuple[str, ...] = ()  # mirrors that could not be reached at all: skipped for the files
 
 
 def public_endpoint(url: str) -> str:
@@ -57,7 +60,10 @@ def list_repo(
     token: str | bool | None,
     on_event: Callable[[str], None],
     timeout_s: float = 20.0,
+    policy: RetryPolicy | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> RepoListing:
+    """Ask each mirror in order; 408/429/5xx are retried per ``policy`` before moving on."""
     from huggingface_hub import HfApi
     from huggingface_hub.errors import (
         GatedRepoError,
@@ -68,12 +74,14 @@ def list_repo(
 
     not_found: list[str] = []
     failures: list[str] = []
+    unreachable: list[str] = []
     for i, endpoint in enumerate(endpoints):
         shown = public_endpoint(endpoint)
+        api = HfApi(endpoint=endpoint, token=token)
         try:
-            info = HfApi(endpoint=endpoint, token=token).model_info(
-                repo, revision=revision, files_metadata=True, timeout=timeout_s
-            )
+            info = _with_retries(lambda: api.model_info(repo, revision=revision, files_metadata=True,
+                                                        timeout=timeout_s),
+                                 policy or RetryPolicy(), lambda m: on_event(f"mirror {shown}: {m}"), sleep)
         except RevisionNotFoundError:
             not_found.append(f"{shown}: no revision {revision!r}")
             reason = "revision not found"
@@ -89,6 +97,7 @@ def list_repo(
             reason = f"HTTP {code}"
         except Exception as err:  # network errors of any transport: this mirror is unusable now
             failures.append(f"{shown}: {type(err).__name__}")
+            unreachable.append(endpoint)
             reason = f"unreachable ({type(err).__name__})"
         else:
             if not info.sha or info.siblings is None or any(s.size is None and s.lfs is None for s in info.siblings):
@@ -96,7 +105,7 @@ def list_repo(
                 failures.append(f"{shown}: answer lacks the commit, file sizes or hashes")
                 reason = "answer lacks the commit, file sizes or hashes"
             else:
-                return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint)
+                return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint, tuple(unreachable))
         if i + 1 < len(endpoints):
             on_event(f"mirror {shown}: {reason}; trying {public_endpoint(endpoints[i + 1])}")
     if not_found and not failures:
@@ -109,6 +118,21 @@ def list_repo(
         "check --mirror / HF_ENDPOINT and the network; add another mirror with a second --mirror",
         exit_code=EXIT_FINDINGS,
     )
+
+
+def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
+    from huggingface_hub.errors import HfHubHTTPError
+
+    for attempt in range(1, policy.attempts + 1):
+        try:
+            return call()
+        except HfHubHTTPError as err:
+            status = err.response.status_code if err.response is not None else None
+            if status not in RETRY_STATUSES or attempt == policy.attempts:
+                raise
+            wait = policy.wait_s(attempt, retry_after_s(err.response.headers.get("Retry-After")))
+            on_retry(f"HTTP {status}; retry {attempt}/{policy.attempts - 1} in {wait:g} s")
+            sleep(wait)
 
 
 def _files(siblings) -> dict[str, RemoteFile]:

@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Callable
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
-READ_CHUNK = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -50,6 +49,10 @@ class MirrorFailed(Exception):
         super().__init__(reason)
         self.reason = reason
         self.down = down  # unreachable: skip it for the remaining files too
+
+
+class BadCopy(MirrorFailed):
+    """The mirror delivered a complete response whose content cannot be the file (short or too long)."""
 
 
 class _Retry(Exception):
@@ -118,7 +121,7 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel) -> None:
     try:
         with get_session().stream("GET", job.url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
             if resp.status_code in RETRY_STATUSES:
-                raise _Retry(f"HTTP {resp.status_code}", _retry_after(resp.headers.get("Retry-After")))
+                raise _Retry(f"HTTP {resp.status_code}", retry_after_s(resp.headers.get("Retry-After")))
             if resp.status_code == 416:  # our partial is not a prefix the mirror recognises: start over
                 job.partial.unlink(missing_ok=True)
                 raise _Retry("HTTP 416 on resume, restarting the file", 0.0)
@@ -136,18 +139,18 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel) -> None:
             with open(job.partial, "r+b" if offset else "wb") as out:
                 out.seek(offset)
                 out.truncate()
-                for chunk in resp.iter_bytes(READ_CHUNK):
+                for chunk in resp.iter_bytes():  # as received: a broken connection loses nothing already read
                     if cancel is not None and cancel.is_set():
                         raise Cancelled()
                     if offset + len(chunk) > job.size:
-                        raise MirrorFailed(f"mirror sent more than the {job.size} bytes the repository lists")
+                        raise BadCopy(f"mirror sent more than the {job.size} bytes the repository lists")
                     out.write(chunk)
                     offset += len(chunk)
                     if on_bytes:
                         on_bytes(len(chunk))
             if offset < job.size:
                 # The body ended early but cleanly: the mirror's copy is short (not a dropped connection).
-                raise MirrorFailed(f"mirror's copy is {offset} bytes, the repository lists {job.size}")
+                raise BadCopy(f"size {offset} bytes, expected {job.size}")
     except httpx2.ConnectError as err:
         raise _Retry(f"cannot connect: {err}", refused=True) from None
     except (httpx2.TransportError, httpx2.StreamError) as err:
@@ -161,7 +164,7 @@ def _check_commit(resp, commit: str) -> None:
             raise MirrorFailed(f"mirror serves commit {served[:12]}, not {commit[:12]}")
 
 
-def _retry_after(value: str | None) -> float | None:
+def retry_after_s(value: str | None) -> float | None:
     try:
         return float(value) if value is not None else None
     except ValueError:

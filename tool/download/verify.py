@@ -10,6 +10,7 @@ from tqdeploy.download.hashing import digest_files
 from tqdeploy.download.manifest import Manifest, load_manifest
 from tqdeploy.download.progress import Bars
 from tqdeploy.download.remote import list_repo, normalize_endpoint, public_endpoint
+from tqdeploy.download.transfer import RetryPolicy
 from tqdeploy.errors import TQError
 
 SCHEMA = "tqdeploy.download.verify/1"
@@ -105,7 +106,8 @@ def _against_remote(manifest: Manifest, checks: list[FileCheck], mirrors, token,
     if not endpoints:
         return False, "not checked (no mirror given and none recorded)"
     try:
-        listing = list_repo(endpoints, manifest.repo, manifest.commit, token, events.append, timeout_s=10.0)
+        listing = list_repo(endpoints, manifest.repo, manifest.commit, token, events.append, timeout_s=10.0,
+                            policy=RetryPolicy(attempts=2))
     except TQError as err:
         return False, f"not reachable, checked against the manifest only ({err.message})"
     by_path = {c.path: c for c in checks}
