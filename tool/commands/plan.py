@@ -1,0 +1,72 @@
+"""`tqdeploy plan`: KV bytes per token, KV tokens and concurrency per KV-cache dtype, and a recommendation."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+ORDER = 30
+
+
+def plan(
+    model: str = typer.Option(..., "--model", help="Checkpoint folder or REPO@REV."),
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for a GPU by name (e.g. H200) instead of a host."),
+    gpus: Optional[int] = typer.Option(None, "--gpus", help="Number of GPUs (default: all in the snapshot, 1 with --gpu)."),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="Tensor parallel size (default: --gpus)."),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the config's context length."),
+    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization",
+                                                           help="Default: vLLM's own default (0.92 in 0.32)."),
+    kv_cache_dtype: Optional[List[str]] = typer.Option(None, "--kv-cache-dtype", help="Only these dtypes (repeatable)."),
+    skip_layers: Optional[str] = typer.Option(None, "--skip-layers", help="Extra layers kept at model dtype, e.g. 0,1,62."),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="Default: tqdeploy's pinned release."),
+    kv_cache_memory_gib: Optional[float] = typer.Option(None, "--kv-cache-memory-gib",
+                                                        help="Plan for this KV memory per GPU (vLLM --kv-cache-memory-bytes)."),
+    reserve_gib: Optional[float] = typer.Option(None, "--reserve-gib", help="Non-KV, non-weight memory per GPU "
+                                                "(replaces tqdeploy's estimate)."),
+    enforce_eager: bool = typer.Option(False, "--enforce-eager", help="No CUDA graphs (no graph reserve)."),
+    min_concurrency: float = typer.Option(1.0, "--min-concurrency", help="Sequences of max-model-len the "
+                                          "recommendation must hold."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (schema tqdeploy.plan/1)."),
+) -> int:
+    """Plan KV-cache memory per dtype (vLLM's exact formulas) and recommend a --kv-cache-dtype."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.model import load_model_facts
+    from tqdeploy.output import emit
+    from tqdeploy.plan import make_plan
+    from tqdeploy.plan.host import resolve_host
+
+    skips: tuple[int, ...] = ()
+    if skip_layers:
+        try:
+            skips = tuple(int(x) for x in skip_layers.replace(" ", "").split(",") if x)
+        except ValueError:
+            raise TQError(f"--skip-layers {skip_layers!r} is not a comma-separated list of layer indices",
+                          "e.g. --skip-layers 0,1,62,63") from None
+    for name, value in (("--gpus", gpus), ("--tp", tp), ("--max-model-len", max_model_len)):
+        if value is not None and value < 1:
+            raise TQError(f"{name} {value} must be a positive integer", f"pass {name} 1 or more")
+    host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus)
+    facts = load_model_facts(model)
+    if max_model_len is None:
+        from tqdeploy.model.compat import config_max_model_len
+
+        max_model_len = config_max_model_len(facts)
+        if max_model_len is None:
+            raise TQError("config.json names no context length", "pass --max-model-len")
+    gib = 1 << 30
+    result = make_plan(
+        facts, gpu_memory_bytes=host.memory_bytes, num_gpus=host.count, tp=tp, max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtypes=kv_cache_dtype or None, skip_layers=skips,
+        vllm_version=vllm_version, compute_capability=host.compute_capability, gpu_name=host.name,
+        kv_cache_memory_bytes=int(kv_cache_memory_gib * gib) if kv_cache_memory_gib is not None else None,
+        reserve_bytes=int(reserve_gib * gib) if reserve_gib is not None else None, enforce_eager=enforce_eager,
+        min_concurrency=min_concurrency)
+    result.host["source"] = host.source
+    emit(result, as_json)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("plan")(plan)

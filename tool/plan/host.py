@@ -1,0 +1,57 @@
+"""Which GPUs to plan for: a GPU named from the catalog, a recorded snapshot, or this host (live probe)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+
+
+@dataclass
+class PlanHost:
+    name: str
+    memory_bytes: int  # per GPU (the smallest when they differ: vLLM sizes every rank alike)
+    count: int
+    compute_capability: tuple[int, int] | None
+    source: str
+
+
+def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
+    known = [g for g in snap.gpus if g.memory_total]
+    if not known:
+        raise TQError(f"{source} lists no GPU with a memory total",
+                      "record the snapshot on the GPU host, or plan by name: --gpu H200 --gpus N")
+    count = len(known)
+    if gpus is not None:
+        if gpus > count:
+            raise TQError(f"--gpus {gpus} but {source} has {count} GPU(s)", f"pass --gpus {count} or fewer")
+        count = gpus
+    used = sorted(known, key=lambda g: g.memory_total)[:count] if gpus else known
+    ccs = [tuple(g.compute_capability) for g in used if g.compute_capability]
+    return PlanHost(name=used[0].name, memory_bytes=min(g.memory_total for g in used), count=count,
+                    compute_capability=min(ccs) if ccs else None, source=source)
+
+
+def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: int | None = None) -> PlanHost:
+    if gpu and snapshot:
+        raise TQError("--gpu and --snapshot both name the hardware", "pass one of them")
+    if gpu:
+        from tqdeploy.plan.gpus import gpu_by_name
+
+        entry = gpu_by_name(gpu)
+        return PlanHost(entry["name"], int(entry["memory_bytes"]), gpus or 1,
+                        tuple(entry["compute_capability"]), f"catalog ({entry['key']})")
+    from tqdeploy.snapshot import HostSnapshot
+
+    if snapshot:
+        return from_snapshot(HostSnapshot.load(snapshot), f"snapshot {snapshot}", gpus)
+    try:
+        from tqdeploy.probe import collect
+    except ImportError:
+        raise TQError("this install cannot probe the host", "pass --snapshot FILE or --gpu NAME --gpus N") from None
+    snap = collect(offline=True)
+    if not [g for g in snap.gpus if g.memory_total]:
+        why = snap.probe_errors.get("nvml", "no GPU found")
+        raise TQError(f"no GPU on this host to plan for ({why})",
+                      "plan by name (--gpu H200 --gpus 2) or replay a snapshot (--snapshot FILE)")
+    return from_snapshot(snap, "this host", gpus)
