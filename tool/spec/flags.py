@@ -36,17 +36,17 @@ class FlagCheck:
 def check_flags(spec: Spec) -> FlagCheck:
     try:
         from tqdeploy.lint import lint_command
-    except ImportError as err:
+
+        report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version, live=False)
+    except ImportError as err:  # lint not installed in this build of tqdeploy
         return FlagCheck(note=f"vLLM flags not checked: tqdeploy.lint is unavailable ({err})")
-    report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version)
     out = FlagCheck(findings=list(report.findings), checked=True)
     for f in report.findings:
         if _severity(f) != "error":
             continue
         flag = getattr(f, "flag", "") or ""
         key = FLAG_TO_KEY.get(flag.split("=", 1)[0], "vllm.extra_args")
-        label = f"{flag}: " if flag else ""
-        out.problems.append(Problem(key, f"vLLM {spec.vllm_version} rejects {label}{f.message}",
+        out.problems.append(Problem(key, f"{key}: {f.message} [{f.id}, vLLM {spec.vllm_version}]",
                                     getattr(f, "fix", "") or "see `tqdeploy lint`"))
     return out
 

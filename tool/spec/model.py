@@ -113,8 +113,17 @@ class Spec:
         return flags + [str(a) for a in v["extra_args"]]
 
     def lint_argv(self) -> list[str]:
-        """The full command serve.sh runs, as argv for `tqdeploy lint` (host/port as the spec says)."""
-        return ["vllm", "serve", self.container_model_path, *self.vllm_flags(),
+        """The full command serve.sh runs, as argv for `tqdeploy lint` (host/port as the spec says).
+
+        With an API key file, serve.sh exports VLLM_API_KEY from it; lint sees that as the environment
+        prefix (a placeholder value: the key itself is never read at build time).
+        """
+        env = ["env", "VLLM_API_KEY=<read-from-api_key_file>"] if self.data["server"]["api_key_file"] else []
+        if self.variant == "cpu":
+            launcher = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", self.container_model_path]
+        else:
+            launcher = ["vllm", "serve", self.container_model_path]
+        return [*env, *launcher, *self.vllm_flags(),
                 "--host", self.data["server"]["host"], "--port", str(self.data["server"]["port"])]
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,28 @@
+#!/bin/sh
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 0f099c876765a936aa6dd9ad05832f7624a7caeb885f3d4480b4ad1da935bd9b).
+# Fetches Qwen/Qwen3.6-27B at revision 0123456789abcdef0123456789abcdef01234567 into the models directory, through the
+# spec's mirrors in order. Run it on the host before `docker compose up`.
+set -eu
+# Relative paths in the spec are relative to this directory.
+cd "$(dirname "$0")"
+
+MODELS_DIR="${TQ_MODELS_DIR:-./models}"
+DEST="$MODELS_DIR/Qwen--Qwen3.6-27B"
+
+if ! command -v tqdeploy >/dev/null 2>&1; then
+  echo "download.sh: tqdeploy is not on PATH" >&2
+  echo "  fix: install tqdeploy (make install) and activate its venv, then run again" >&2
+  exit 69
+fi
+# A gated repo needs HF_TOKEN in the environment; it is read there, never written here.
+
+# Mirrors in the spec's order.
+set -- https://hf-mirror.internal.example https://huggingface.co
+for mirror in "$@"; do
+  if tqdeploy download Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567 --mirror "$mirror" --to "$DEST"; then
+    exit 0
+  fi
+  echo "download.sh: $mirror failed; trying the next mirror" >&2
+done
+echo "download.sh: every mirror failed for Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567" >&2
+exit 1

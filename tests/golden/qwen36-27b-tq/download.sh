@@ -1,0 +1,29 @@
+#!/bin/sh
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 401eff964f0f08b2d41b28e362c3e8de829505c36e8114e0272f08a4c1d5aca2).
+# Fetches Qwen/Qwen3.6-27B at revision main into the models directory, through the
+# spec's mirrors in order. Run it on the host before `docker compose up`.
+# NOTE: revision main is a branch, not a commit: a later run may fetch other files.
+set -eu
+# Relative paths in the spec are relative to this directory.
+cd "$(dirname "$0")"
+
+MODELS_DIR="${TQ_MODELS_DIR:-./models}"
+DEST="$MODELS_DIR/Qwen--Qwen3.6-27B"
+
+if ! command -v tqdeploy >/dev/null 2>&1; then
+  echo "download.sh: tqdeploy is not on PATH" >&2
+  echo "  fix: install tqdeploy (make install) and activate its venv, then run again" >&2
+  exit 69
+fi
+# A gated repo needs HF_TOKEN in the environment; it is read there, never written here.
+
+# Mirrors in the spec's order.
+set -- https://huggingface.co
+for mirror in "$@"; do
+  if tqdeploy download Qwen/Qwen3.6-27B@main --mirror "$mirror" --to "$DEST"; then
+    exit 0
+  fi
+  echo "download.sh: $mirror failed; trying the next mirror" >&2
+done
+echo "download.sh: every mirror failed for Qwen/Qwen3.6-27B@main" >&2
+exit 1

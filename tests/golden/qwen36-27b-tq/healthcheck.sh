@@ -1,0 +1,13 @@
+#!/bin/sh
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 401eff964f0f08b2d41b28e362c3e8de829505c36e8114e0272f08a4c1d5aca2).
+# Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
+# Uses whichever HTTP client the image has (curl, python3, busybox wget).
+set -eu
+url="http://127.0.0.1:8000/health"
+if command -v curl >/dev/null 2>&1; then
+  exec curl -fsS -o /dev/null --max-time 5 "$url"
+fi
+if command -v python3 >/dev/null 2>&1; then
+  exec python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' "$url"
+fi
+exec wget -q -O /dev/null -T 5 "$url"

@@ -1,0 +1,35 @@
+#!/bin/sh
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 04ff9d45673c2c4deb4aa6e56d01bb2b26f16d1a8ef5242dc9b6df194e8528b3).
+# Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
+#
+# Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
+# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST.
+set -eu
+
+MODEL_DIR="${TQ_MODEL_DIR:-/models/tiny}"
+# The spec's address by default. Inside a container compose/k8s set 0.0.0.0 and publish the port on
+# the spec's address instead (a container bound to loopback cannot be reached through a published port).
+BIND_HOST="${TQ_BIND_HOST:-127.0.0.1}"
+
+# Compile cache and Hugging Face cache on persistent volumes, so a restart reuses compiled graphs
+# (vLLM docs/deployment/docker.md). The cache key includes the environment: keep it stable.
+export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-/cache/vllm}"
+export HF_HOME="${HF_HOME:-/cache/huggingface}"
+# Serve only what download.sh fetched at the pinned revision; never download at start.
+export HF_HUB_OFFLINE=1
+
+if [ ! -f "$MODEL_DIR/config.json" ]; then
+  echo "serve.sh: model missing: $MODEL_DIR has no config.json" >&2
+  echo "  fix: run ./download.sh, or mount the model directory at $MODEL_DIR, then start again" >&2
+  exit 66
+fi
+
+mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME"
+exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \
+  --served-model-name tiny \
+  --tensor-parallel-size 1 \
+  --dtype bfloat16 \
+  --max-model-len 512 \
+  --gpu-memory-utilization 0.3 \
+  --host "$BIND_HOST" \
+  --port 8000

@@ -1,0 +1,211 @@
+"""Rendering: golden files for every template, determinism, lock, --dry-run, --check, stale files."""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tqdeploy.render import render_files, verify, write_build
+from tqdeploy.spec import load_spec
+
+TESTS = Path(__file__).resolve().parent
+GOLDEN = TESTS / "golden"
+FIX = TESTS / "fixtures" / "build"
+UPDATE = os.environ.get("TQDEPLOY_UPDATE_GOLDEN") == "1"
+
+CASES = {
+    "qwen36-27b-tq": lambda: load_spec(check_vllm_flags=False),
+    "tiny-cpu-demo": lambda: load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False),
+    "multinode": lambda: load_spec(FIX / "multinode.toml", check_vllm_flags=False),
+}
+
+
+def _spec_copy_normalized(case: str, files):
+    # The multinode spec is loaded from a path: its copy is the fixture's text, stable as it is.
+    return files
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rendered_files_match_golden(case):
+    files = render_files(CASES[case]())
+    gold = GOLDEN / case
+    if UPDATE:
+        for old in gold.rglob("*"):
+            if old.is_file():
+                old.unlink()
+        for rel, f in files.items():
+            (gold / rel).parent.mkdir(parents=True, exist_ok=True)
+            (gold / rel).write_bytes(f.data)
+    on_disk = sorted(str(p.relative_to(gold)) for p in gold.rglob("*") if p.is_file())
+    assert on_disk == sorted(files), "rendered file set differs from golden (TQDEPLOY_UPDATE_GOLDEN=1 regenerates)"
+    for rel, f in files.items():
+        assert f.data == (gold / rel).read_bytes(), f"{case}/{rel} differs from golden"
+
+
+def test_every_template_is_covered_by_a_golden_case():
+    from tqdeploy.resources import data_dir
+
+    used = set()
+    for make in CASES.values():
+        from tqdeploy.render.context import build_context
+        from tqdeploy.render.files import template_plan
+
+        spec = make()
+        used |= {t for _, t, _ in template_plan(spec, build_context(spec))}
+    templates = {str(p.relative_to(data_dir("templates"))) for p in data_dir("templates").rglob("*.j2")}
+    templates |= {str(p.relative_to(data_dir("dockerfiles"))) for p in data_dir("dockerfiles").rglob("*.j2")}
+    partials = {t for t in templates if Path(t).name.startswith("_")}
+    assert templates - partials == used
+
+
+def test_render_twice_gives_the_same_bytes(tmp_path):
+    a, b = render_files(CASES["qwen36-27b-tq"]()), render_files(CASES["qwen36-27b-tq"]())
+    assert {k: v.data for k, v in a.items()} == {k: v.data for k, v in b.items()}
+    first = write_build(tmp_path / "b", a)
+    assert first["written"] and not first["unchanged"]
+    again = write_build(tmp_path / "b", b)
+    assert again["written"] == [] and sorted(again["unchanged"]) == sorted(a)
+
+
+def test_separate_processes_with_different_hash_seeds_render_identical_builds(tmp_path, tqdeploy_exe):
+    digests = []
+    for seed in ("1", "2"):
+        out = tmp_path / f"b{seed}"
+        env = {**os.environ, "PYTHONHASHSEED": seed}
+        res = subprocess.run([tqdeploy_exe, "build", str(FIX / "multinode.toml"), "--out", str(out)],
+                             capture_output=True, text=True, env=env)
+        assert res.returncode == 0, res.stderr
+        digests.append({str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+                        for p in sorted(out.rglob("*")) if p.is_file()})
+    assert digests[0] == digests[1]
+
+
+def test_lock_records_pins_and_every_file_hash():
+    files = render_files(CASES["qwen36-27b-tq"]())
+    lock = json.loads(files["tqdeploy.lock.json"].data)
+    assert lock["schema"] == "tqdeploy.lock/1"
+    assert lock["pins"]["vllm"]["version"] == "0.32.0"
+    assert lock["pins"]["image"] == {
+        "base": "vllm/vllm-openai:v0.32.0", "digest": "unresolved",
+        "note": "no digest was read from a registry; run `tqdeploy build --resolve-digests` where the "
+                "registry is reachable to pin it"}
+    assert lock["pins"]["model"]["pinned"] is False and "branch" in lock["pins"]["model"]["note"]
+    from tqdeploy import __version__
+
+    assert lock["pins"]["tool"] == {"name": "tqdeploy", "version": __version__}
+    assert set(lock["files"]) == set(files) - {"tqdeploy.lock.json"}
+    for rel, digest in lock["files"].items():
+        assert hashlib.sha256(files[rel].data).hexdigest() == digest
+    multi = json.loads(render_files(CASES["multinode"]())["tqdeploy.lock.json"].data)
+    assert multi["pins"]["model"] == {"repo": "Qwen/Qwen3.6-27B", "pinned": True,
+                                      "revision": "0123456789abcdef0123456789abcdef01234567"}
+
+
+def test_no_digest_is_invented_anywhere():
+    import re
+
+    for make in CASES.values():
+        for rel, f in render_files(make()).items():
+            assert not re.search(rb"sha256:[0-9a-f]{64}", f.data), f"{rel} holds a digest nobody read from a registry"
+
+
+def test_scripts_are_executable_and_the_rest_is_not(tmp_path):
+    write_build(tmp_path, render_files(CASES["qwen36-27b-tq"]()))
+    for name in ("serve.sh", "healthcheck.sh", "download.sh"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o755
+    assert (tmp_path / "compose.yaml").stat().st_mode & 0o777 == 0o644
+
+
+def test_dry_run_prints_a_diff_and_writes_nothing(run_cli, tmp_path):
+    out = tmp_path / "build"
+    code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
+    assert code == 0
+    assert not out.exists()
+    assert "--- /dev/null\n+++ b/serve.sh\n" in stdout
+    assert run_cli("build", "--out", str(out))[0] == 0
+    (out / "compose.yaml").write_text((out / "compose.yaml").read_text().replace("unless-stopped", "always"))
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
+    assert code == 0
+    assert "--- a/compose.yaml\n+++ b/compose.yaml\n" in stdout
+    assert "-    restart: always\n+    restart: unless-stopped\n" in stdout
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    run_cli("build", "--out", str(out))
+    code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
+    assert stdout.startswith("no changes")
+
+
+def test_check_passes_on_a_fresh_build_and_names_drifted_files(run_cli, tmp_path):
+    out = tmp_path / "build"
+    run_cli("build", "--out", str(out))
+    code, stdout, _ = run_cli("build", "--check", str(out))
+    assert code == 0 and "all 12 files match" in stdout
+    with open(out / "serve.sh", "a") as fh:
+        fh.write("echo tampered\n")
+    (out / "k8s" / "service.yaml").unlink()
+    code, stdout, _ = run_cli("build", "--check", str(out), "--json")
+    assert code == 1
+    data = json.loads(stdout)
+    assert data["modified"] == ["serve.sh"] and data["missing"] == ["k8s/service.yaml"] and data["ok"] is False
+    assert verify(out) == {"modified": ["serve.sh"], "missing": ["k8s/service.yaml"]}
+
+
+def test_check_without_a_lock_is_a_usage_error(run_cli, tmp_path):
+    code, _, err = run_cli("build", "--check", str(tmp_path))
+    assert code == 2
+    assert "is not a tqdeploy build directory" in err
+
+
+def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
+    out = tmp_path / "build"
+    run_cli("build", "--out", str(out))
+    (out / "models").mkdir()
+    (out / "models" / "weights.bin").write_bytes(b"operator data")
+    (out / "k8s" / "my-extra.yaml").write_text("kind: ConfigMap\n")
+    code, stdout, _ = run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out), "--json")
+    assert code == 0
+    removed = json.loads(stdout)["changes"]["removed"]
+    assert sorted(removed) == ["download.sh", "k8s/deployment.yaml", "k8s/pvc.yaml", "k8s/service.yaml"]
+    assert (out / "models" / "weights.bin").read_bytes() == b"operator data"
+    assert (out / "k8s" / "my-extra.yaml").exists()
+    assert not list(out.glob(".tqdeploy-staging-*"))
+    assert run_cli("build", "--check", str(out))[0] == 0
+
+
+def test_build_into_a_file_path_is_refused(run_cli, tmp_path):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    code, _, err = run_cli("build", "--out", str(target))
+    assert code == 2 and "is not a directory" in err
+    assert target.read_text() == "x"
+
+
+def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
+    key = "tq-seeded-api-key-7f3a9c1e"
+    token = "hf_seededTOKEN0123456789abcdef"
+    monkeypatch.setenv("HF_TOKEN", token)
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "vllm-api-key").write_text(key)
+    spec = (FIX / "multinode.toml").read_text().replace("/etc/tqdeploy/vllm-api-key", str(tmp_path / "secrets" / "vllm-api-key"))
+    (tmp_path / "tqdeploy.toml").write_text(spec)
+    code, stdout, err = run_cli("build", str(tmp_path / "tqdeploy.toml"), "--out", str(tmp_path / "b"), "--json")
+    assert code == 0
+    for text in (stdout, err):
+        assert key not in text and token not in text
+    for p in (tmp_path / "b").rglob("*"):
+        if p.is_file():
+            data = p.read_bytes()
+            assert key.encode() not in data and token.encode() not in data, p
+
+
+def test_help_stays_light(tqdeploy_exe):
+    code = ("import sys; import tqdeploy.commands.build, tqdeploy.commands.init; "
+            "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.spec') if m in sys.modules])")
+    python = str(Path(tqdeploy_exe).parent / "python")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"

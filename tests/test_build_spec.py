@@ -1,0 +1,121 @@
+"""Spec loading: TOML errors as file:line, unknown keys named, invalid values refused, nothing written."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tqdeploy.errors import TQError
+from tqdeploy.spec import embedded_spec_names, load_spec, spec_problems
+from tqdeploy.spec.load import parse_spec_text
+from tqdeploy.spec.model import Spec
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "build"
+
+
+def _refused(run_cli, tmp_path, spec_path, *extra):
+    out = tmp_path / "out"
+    code, stdout, err = run_cli("build", str(spec_path), "--out", str(out), *extra)
+    assert code == 2
+    assert "Traceback" not in err
+    assert not out.exists(), "a refused spec must write nothing"
+    return err.splitlines()
+
+
+def test_embedded_specs_load_and_validate():
+    assert {"qwen36-27b-tq", "tiny-cpu-demo"} <= set(embedded_spec_names())
+    spec = load_spec(check_vllm_flags=False)
+    assert spec.name == "qwen36-27b-tq"
+    assert spec["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
+    assert spec["server"]["host"] == "127.0.0.1"
+    demo = load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False)
+    assert demo.variant == "cpu" and demo["model"]["path"] == "./models/tiny"
+
+
+def test_toml_syntax_error_names_file_and_line(run_cli, tmp_path):
+    lines = _refused(run_cli, tmp_path, FIX / "bad-syntax.toml")
+    assert lines[0].startswith(f"tqdeploy: error: {FIX / 'bad-syntax.toml'}:6:")
+    assert "invalid TOML" in lines[0]
+    assert lines[1].startswith("  fix:")
+
+
+def test_unknown_key_is_named_with_its_line_and_a_suggestion(run_cli, tmp_path):
+    lines = _refused(run_cli, tmp_path, FIX / "unknown-key.toml")
+    assert lines[0] == (f"tqdeploy: error: {FIX / 'unknown-key.toml'}:6: unknown key 'model.revison' "
+                        "(did you mean 'revision'?)")
+
+
+def test_unknown_section_is_named(tmp_path):
+    with pytest.raises(TQError, match=r"x.toml:2: unknown section \[sevrer\] \(did you mean 'server'\?\)"):
+        parse_spec_text('schema = 1\n[sevrer]\nport = 1\n', "x.toml")
+
+
+def test_wrong_type_is_named():
+    with pytest.raises(TQError, match=r"s.toml:3: server.port must be an integer, got str '8000'"):
+        parse_spec_text('name = "a"\n[server]\nport = "8000"\n', "s.toml")
+
+
+def test_public_bind_without_api_key_is_refused(run_cli, tmp_path):
+    lines = _refused(run_cli, tmp_path, FIX / "public-no-key.toml")
+    assert "server.host 0.0.0.0 publishes the API beyond this machine without an API key" in lines[0]
+    assert ":16:" in lines[0]  # the line of host = "0.0.0.0"
+    assert "api_key_file" in lines[1]
+
+
+@pytest.mark.parametrize("patch, message", [
+    (('max_model_len = 262144', 'max_model_len = 0'), "vllm.max_model_len must be >= 1"),
+    (('port = 8000', 'port = 70000'), "server.port 70000 is not a TCP port"),
+    (('name = "qwen36-27b-tq"', 'name = "Qwen_Bad"'), "must be a lowercase DNS label"),
+    (('extra_args = []', 'extra_args = ["--api-key", "s3cret"]'), "vllm.extra_args sets --api-key, which the spec owns"),
+    (('extra_args = []', 'extra_args = ["--max-model-len=4096"]'), "use vllm.max_model_len instead"),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:latest"'), "explicit version tag (not latest)"),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0"\ndigest = "sha256:1234"'),
+     "image.digest must be sha256:<64 hex>"),
+    (('version = "0.32.0"', 'version = "latest"'), "is not an exact release"),
+    (('gpus = "all"', 'gpus = [0]\n'), None),
+    (('tensor_parallel_size = 1', 'tensor_parallel_size = 2'), None),
+])
+def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, patch, message):
+    from tqdeploy.spec.load import embedded_spec_path
+
+    text = embedded_spec_path("qwen36-27b-tq").read_text()
+    assert patch[0] in text
+    spec_file = tmp_path / "tqdeploy.toml"
+    spec_file.write_text(text.replace(patch[0], patch[1], 1))
+    if message is None:  # valid variations must pass the spec's own rules
+        spec = Spec(parse_spec_text(spec_file.read_text(), str(spec_file)), str(spec_file))
+        assert spec_problems(spec) == []
+        return
+    lines = _refused(run_cli, tmp_path, spec_file)
+    assert message in "\n".join(lines[:2])
+    assert lines[0].startswith(f"tqdeploy: error: {spec_file}:")
+
+
+def test_tp_larger_than_listed_gpus_is_refused(tmp_path):
+    text = 'name = "a"\n[model]\npath = "/m"\nserved_name = "a"\n[vllm]\nversion = "0.32.0"\n' \
+           'tensor_parallel_size = 4\n[image]\nbase = "x/y:1"\n[resources]\ngpus = [0, 1]\n'
+    spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
+    assert [p.message for p in spec_problems(spec)] == ["2 GPU(s) listed but tensor_parallel_size is 4"]
+
+
+def test_repo_and_path_are_exclusive():
+    text = 'name = "a"\n[model]\nrepo = "a/b"\nrevision = "main"\npath = "/m"\nserved_name = "a"\n' \
+           '[vllm]\nversion = "0.32.0"\n[image]\nbase = "x/y:1"\n'
+    spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
+    assert "set exactly one of model.repo and model.path" in [p.message for p in spec_problems(spec)]
+
+
+def test_missing_spec_file_is_one_line(run_cli, tmp_path):
+    code, _, err = run_cli("build", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o"))
+    assert code == 2
+    assert err.splitlines()[0] == f"tqdeploy: error: spec file {tmp_path / 'nope.toml'} not found"
+
+
+def test_spec_hash_ignores_comments_and_key_order():
+    a = 'name = "a"\nschema = 1\n[model]\npath = "/m"\nserved_name = "a"\n'
+    b = '# a comment\nschema = 1\nname = "a"\n\n[model]\nserved_name = "a"   # here too\npath = "/m"\n'
+    ha = Spec(parse_spec_text(a, "a"), "a").spec_hash
+    hb = Spec(parse_spec_text(b, "b"), "b").spec_hash
+    assert ha == hb
+    c = b.replace('"/m"', '"/n"')
+    assert Spec(parse_spec_text(c, "c"), "c").spec_hash != ha

@@ -1,0 +1,235 @@
+"""Rendered files under the real tools: hadolint, shellcheck, the compose schema, Kubernetes schemas
+(offline), `tqdeploy lint` on serve.sh, and the scripts themselves run with sh."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tqdeploy.render import render_files, write_build
+from tqdeploy.spec import load_spec
+
+TESTS = Path(__file__).resolve().parent
+FIX = TESTS / "fixtures" / "build"
+BIN = Path(sys.executable).parent
+CASES = {
+    "qwen36-27b-tq": dict(),
+    "tiny-cpu-demo": dict(embedded="tiny-cpu-demo"),
+    "multinode": dict(path=FIX / "multinode.toml"),
+}
+# Any attempt to reach the network fails fast: the validators must work offline.
+OFFLINE = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": ""}
+
+
+def _tool(name: str) -> str:
+    exe = BIN / name
+    assert exe.exists(), f"{exe} missing: pip install the test tools (see the build docs)"
+    return str(exe)
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory):
+    out = {}
+    for case, kw in CASES.items():
+        spec = load_spec(kw.get("path"), embedded=kw.get("embedded"))
+        d = tmp_path_factory.mktemp(case)
+        write_build(d, render_files(spec))
+        out[case] = d
+    return out
+
+
+def _run(cmd, **kw):
+    return subprocess.run([str(c) for c in cmd], capture_output=True, text=True, **kw)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_hadolint_passes_at_warning_level(builds, case):
+    dockerfile = builds[case] / "Dockerfile"
+    res = _run([_tool("hadolint"), "--no-color", "--failure-threshold", "warning", dockerfile])
+    assert res.returncode == 0, res.stdout + res.stderr
+    # Ignores are allowed only with a reason next to them.
+    for line in dockerfile.read_text().splitlines():
+        if "hadolint ignore" in line:
+            assert re.search(r"hadolint ignore=\S+\s+#?\s*\S+", line), f"ignore without a reason: {line}"
+
+
+def test_hadolint_would_catch_a_bad_dockerfile(tmp_path):
+    bad = tmp_path / "Dockerfile"
+    bad.write_text("FROM vllm/vllm-openai:latest\nENV API_KEY=secret\nENTRYPOINT vllm serve\n")
+    res = _run([_tool("hadolint"), "--no-color", "--failure-threshold", "warning", bad])
+    assert res.returncode == 1 and "DL3007" in res.stdout
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_shellcheck_passes_rendered_scripts(builds, case):
+    scripts = sorted(builds[case].glob("*.sh"))
+    assert {"serve.sh", "healthcheck.sh"} <= {s.name for s in scripts}
+    res = _run([_tool("shellcheck"), "--shell=sh", *scripts])
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_compose_file_matches_the_compose_spec_offline(builds, case):
+    env = {**os.environ, **OFFLINE}
+    res = _run([_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", builds[case] / "compose.yaml"],
+               env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_compose_schema_check_rejects_a_broken_file(tmp_path):
+    bad = tmp_path / "compose.yaml"
+    bad.write_text("services:\n  x:\n    ipc: host\n    ulimits: 5\n    restart: sometimes-maybe\n")
+    res = _run([_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", bad],
+               env={**os.environ, **OFFLINE})
+    assert res.returncode == 1
+
+
+def _k8s_validate(doc: dict) -> list[str]:
+    import kubernetes_validate
+
+    try:
+        kubernetes_validate.validate(doc, "1.30.0", strict=True)
+    except kubernetes_validate.ValidationError as err:
+        return [str(err.message)]
+    return []
+
+
+def test_kubernetes_manifests_validate_offline(builds):
+    res = _run([_tool("kubernetes-validate"), "--strict", "-k", "1.30.0",
+                *sorted((builds["qwen36-27b-tq"] / "k8s").glob("*.yaml"))], env={**os.environ, **OFFLINE})
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert res.stdout.count("passed") == 4  # deployment, service, two PVCs
+
+
+def test_leaderworkerset_pod_templates_validate(builds):
+    import yaml
+
+    k8s = builds["multinode"] / "k8s"
+    assert sorted(p.name for p in k8s.glob("*.yaml")) == ["leaderworkerset.yaml", "pvc.yaml", "service.yaml"]
+    lws = yaml.safe_load((k8s / "leaderworkerset.yaml").read_text())
+    assert lws["kind"] == "LeaderWorkerSet" and lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    # The CRD is not in Kubernetes' schemas: validate each pod template as a core PodTemplate.
+    for role in ("leaderTemplate", "workerTemplate"):
+        tpl = lws["spec"]["leaderWorkerTemplate"][role]
+        doc = {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": role.lower()}, "template": tpl}
+        assert _k8s_validate(doc) == []
+        env = {e["name"]: e["value"] for e in tpl["spec"]["containers"][0]["env"]}
+        assert env["TQ_ROLE"] == role.replace("Template", "")
+    for doc in yaml.safe_load_all((k8s / "pvc.yaml").read_text()):
+        if doc:
+            assert doc["spec"]["accessModes"] == ["ReadWriteMany"]
+            assert _k8s_validate(doc) == []
+    assert _k8s_validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "x"},
+                          "template": {"spec": {"containers": [{"name": "c", "image": 5}]}}}) != []
+
+
+def test_deployment_carries_probes_gpu_requests_shm_and_anti_affinity(builds):
+    import yaml
+
+    dep = yaml.safe_load((builds["qwen36-27b-tq"] / "k8s" / "deployment.yaml").read_text())
+    pod = dep["spec"]["template"]["spec"]
+    c = pod["containers"][0]
+    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+        assert c[probe]["httpGet"]["path"] == "/health"
+    assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 2000
+    shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": "16Gi"}
+    assert pod["affinity"]["podAntiAffinity"]
+
+
+def test_compose_binds_loopback_and_reserves_gpus(builds):
+    import yaml
+
+    svc = yaml.safe_load((builds["qwen36-27b-tq"] / "compose.yaml").read_text())["services"]["qwen36-27b-tq"]
+    assert svc["ports"] == ["127.0.0.1:8000:8000"]
+    assert svc["ipc"] == "host" and svc["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
+    assert svc["deploy"]["resources"]["reservations"]["devices"] == [
+        {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    assert svc["healthcheck"]["test"] == ["CMD", "/opt/tqdeploy/healthcheck.sh"]
+    multi = yaml.safe_load((builds["multinode"] / "compose.yaml").read_text())["services"]["qwen36-multinode"]
+    assert multi["ports"] == ["0.0.0.0:8100:8100"]
+    assert multi["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [str(i) for i in range(8)]
+
+
+def test_monitoring_uses_vllms_real_metric_names(builds):
+    import yaml
+
+    dash = json.loads((builds["qwen36-27b-tq"] / "monitoring" / "grafana-dashboard.json").read_text())
+    exprs = " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])
+    for metric in ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting",
+                   "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
+                   "vllm:num_preemptions_total"):
+        assert metric in exprs
+    assert "gpu_cache_usage" not in exprs  # the pre-0.9 name
+    assert 'model_name="qwen3.6-27b"' in exprs
+    prom = yaml.safe_load((builds["qwen36-27b-tq"] / "monitoring" / "prometheus.yml").read_text())
+    assert prom["scrape_configs"][0]["static_configs"][0]["targets"] == ["127.0.0.1:8000"]
+    nginx = (builds["qwen36-27b-tq"] / "nginx.conf").read_text()
+    assert "proxy_buffering off;" in nginx and "proxy_read_timeout 3600s;" in nginx
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_rendered_serve_sh_passes_tqdeploy_lint(builds, case, run_cli):
+    code, stdout, err = run_cli("lint", "--file", str(builds[case] / "serve.sh"), "--json", "--no-live")
+    assert code == 0, stdout + err
+    report = json.loads(stdout)
+    assert not [f for f in report["findings"] if f["severity"] == "error"]
+
+
+def test_lint_refuses_a_spec_with_a_false_flag(run_cli, tmp_path):
+    from tqdeploy.spec.load import embedded_spec_path
+
+    text = embedded_spec_path("qwen36-27b-tq").read_text().replace(
+        'extra_args = []', 'extra_args = ["--quantization", "turboquant"]')
+    (tmp_path / "s.toml").write_text(text)
+    code, _, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"))
+    assert code == 2 and not (tmp_path / "b").exists()
+    assert re.match(rf"tqdeploy: error: {re.escape(str(tmp_path / 's.toml'))}:\d+: vllm.extra_args: ", err)
+
+
+def _sh(script: Path, env: dict[str, str]):
+    return subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=30,
+                          env={"PATH": os.environ["PATH"], **env})
+
+
+def test_serve_sh_fails_fast_when_the_model_is_missing(builds, tmp_path):
+    res = _sh(builds["qwen36-27b-tq"] / "serve.sh", {"TQ_MODEL_DIR": str(tmp_path / "absent"),
+                                                     "VLLM_CACHE_ROOT": str(tmp_path / "c"), "HF_HOME": str(tmp_path / "h")})
+    assert res.returncode == 66
+    assert res.stderr.splitlines()[0] == f"serve.sh: model missing: {tmp_path / 'absent'} has no config.json"
+
+
+def test_serve_sh_refuses_to_start_without_its_api_key(builds, tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text("{}")
+    res = _sh(builds["qwen36-27b-tq"] / "serve.sh", {"TQ_MODEL_DIR": str(tmp_path / "m"),
+                                                     "TQ_API_KEY_FILE": str(tmp_path / "nokey"),
+                                                     "VLLM_CACHE_ROOT": str(tmp_path / "c"), "HF_HOME": str(tmp_path / "h")})
+    assert res.returncode == 67
+    assert "API key file" in res.stderr and "never goes on the command line" in res.stderr
+
+
+def test_download_sh_calls_tqdeploy_download_per_mirror_in_order(builds, tmp_path):
+    # A stand-in `tqdeploy` on PATH records its argv: download.sh's contract with the download command.
+    fake = tmp_path / "bin" / "tqdeploy"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho "$*" >> "$TQ_CALLS"\ncase "$*" in *hf-mirror*) exit 1;; esac\nexit 0\n')
+    fake.chmod(0o755)
+    calls = tmp_path / "calls"
+    res = subprocess.run(["sh", str(builds["multinode"] / "download.sh")], capture_output=True, text=True,
+                         env={"PATH": f"{fake.parent}:/usr/bin:/bin", "TQ_CALLS": str(calls),
+                              "TQ_MODELS_DIR": str(tmp_path / "models")})
+    assert res.returncode == 0, res.stderr
+    rev = "Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567"
+    dest = tmp_path / "models" / "Qwen--Qwen3.6-27B"
+    assert calls.read_text().splitlines() == [
+        f"download {rev} --mirror https://hf-mirror.internal.example --to {dest}",
+        f"download {rev} --mirror https://huggingface.co --to {dest}",
+    ]
+    assert "trying the next mirror" in res.stderr
