@@ -168,8 +168,10 @@ def test_disk_token_and_mirror():
     disk = {"path": "/m/hub", "measured_at": "/m", "free_bytes": 200 * 10**9, "total_bytes": 10**12}
     assert severities(run("TQ122", with_host(disk=disk))) == ["ok"]
     assert severities(run("TQ122", with_host(disk=disk | {"free_bytes": 20 * 10**9}))) == ["warn"]
-    big = {"weights_bytes": 300 * 10**9}
+    big = {"source": "Qwen/Qwen3.6-27B@main", "weight_bytes": 300 * 10**9}
     assert severities(run("TQ122", with_host(disk=disk), model=big)) == ["error"]
+    local = {"source": "/models/qwen", "weight_bytes": 300 * 10**9}  # already on disk: nothing to download
+    assert severities(run("TQ122", with_host(disk=disk), model=local)) == ["ok"]
     assert severities(run("TQ123", with_host(env={"hf_token_present": True}))) == ["ok"]
     (f,) = run("TQ123", with_host(env={"hf_token_present": False}))
     assert f.severity.value == "info" and f.evidence == {"HF_TOKEN": "absent"}

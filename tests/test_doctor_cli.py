@@ -145,3 +145,12 @@ def test_doctor_does_not_import_torch_or_vllm(tqdeploy_exe):
             "print(','.join(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.strip() == ""
+
+
+def test_model_option_adds_the_checkpoint_checks(run_cli):
+    model = REPO / "tests" / "fixtures" / "models" / "llama-3.1-8b"
+    code, out, _ = run_cli("doctor", "--json", "--snapshot", H200, "--model", str(model))
+    ids = {f["id"] for f in json.loads(out)["findings"]}
+    assert {"TQ201", "TQ206"} <= ids and "TQ101" in ids
+    code, out, err = run_cli("doctor", "--snapshot", H200, "--model", "no-such-folder")
+    assert code == 2 and err.startswith("tqdeploy: error: ") and out == ""

@@ -8,10 +8,14 @@ DEFAULT_TARGET_WEIGHTS_BYTES = 55_600_000_000
 
 
 def _model_weights_bytes(model) -> int | None:
-    """Weights size from the model facts when --model was given (attribute or mapping key)."""
+    """Bytes still to download for --model REPO@REV (ModelFacts.weight_bytes); a local folder needs none."""
     if model is None:
         return None
-    value = model.get("weights_bytes") if isinstance(model, dict) else getattr(model, "weights_bytes", None)
+    get = model.get if isinstance(model, dict) else lambda k, d=None: getattr(model, k, d)
+    source = str(get("source", "") or "")
+    if source and "@" not in source:  # a checkpoint folder already on disk
+        return None
+    value = get("weight_bytes")
     return int(value) if isinstance(value, (int, float)) and value > 0 else None
 
 
