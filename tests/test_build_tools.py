@@ -215,21 +215,25 @@ def test_serve_sh_refuses_to_start_without_its_api_key(builds, tmp_path):
     assert "API key file" in res.stderr and "never goes on the command line" in res.stderr
 
 
-def test_download_sh_calls_tqdeploy_download_per_mirror_in_order(builds, tmp_path):
-    # A stand-in `tqdeploy` on PATH records its argv: download.sh's contract with the download command.
+def test_download_sh_calls_tqdeploy_download_with_every_mirror_in_order(builds, tmp_path):
+    # A stand-in `tqdeploy` on PATH records its argv: download.sh's contract with the download command
+    # (whose own tests fetch from a loopback mirror).
     fake = tmp_path / "bin" / "tqdeploy"
     fake.parent.mkdir()
-    fake.write_text('#!/bin/sh\necho "$*" >> "$TQ_CALLS"\ncase "$*" in *hf-mirror*) exit 1;; esac\nexit 0\n')
+    fake.write_text('#!/bin/sh\necho "$*" > "$TQ_CALLS"\nexit 3\n')
     fake.chmod(0o755)
     calls = tmp_path / "calls"
     res = subprocess.run(["sh", str(builds["multinode"] / "download.sh")], capture_output=True, text=True,
                          env={"PATH": f"{fake.parent}:/usr/bin:/bin", "TQ_CALLS": str(calls),
                               "TQ_MODELS_DIR": str(tmp_path / "models")})
-    assert res.returncode == 0, res.stderr
+    assert res.returncode == 3  # its exit status is download.sh's
     rev = "Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567"
-    dest = tmp_path / "models" / "Qwen--Qwen3.6-27B"
     assert calls.read_text().splitlines() == [
-        f"download {rev} --mirror https://hf-mirror.internal.example --to {dest}",
-        f"download {rev} --mirror https://huggingface.co --to {dest}",
-    ]
-    assert "trying the next mirror" in res.stderr
+        f"download {rev} --mirror https://hf-mirror.internal.example --mirror https://huggingface.co "
+        f"--to {tmp_path / 'models' / 'Qwen--Qwen3.6-27B'}"]
+
+
+def test_download_sh_explains_a_missing_tqdeploy(builds, tmp_path):
+    res = subprocess.run(["/bin/sh", str(builds["qwen36-27b-tq"] / "download.sh")], capture_output=True, text=True,
+                         env={"PATH": str(tmp_path)})
+    assert res.returncode == 69 and "tqdeploy is not on PATH" in res.stderr

@@ -4,7 +4,7 @@
 # spec's mirrors in order. Run it on the host before `docker compose up`.
 set -eu
 # Relative paths in the spec are relative to this directory.
-cd "$(dirname "$0")"
+case "$0" in */*) cd "${0%/*}" ;; esac
 
 MODELS_DIR="${TQ_MODELS_DIR:-./models}"
 DEST="$MODELS_DIR/Qwen--Qwen3.6-27B"
@@ -16,13 +16,5 @@ if ! command -v tqdeploy >/dev/null 2>&1; then
 fi
 # A gated repo needs HF_TOKEN in the environment; it is read there, never written here.
 
-# Mirrors in the spec's order.
-set -- https://hf-mirror.internal.example https://huggingface.co
-for mirror in "$@"; do
-  if tqdeploy download Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567 --mirror "$mirror" --to "$DEST"; then
-    exit 0
-  fi
-  echo "download.sh: $mirror failed; trying the next mirror" >&2
-done
-echo "download.sh: every mirror failed for Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567" >&2
-exit 1
+# `tqdeploy download` tries the mirrors in the spec's order, resumes and verifies every file.
+exec tqdeploy download Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567 --mirror https://hf-mirror.internal.example --mirror https://huggingface.co --to "$DEST"

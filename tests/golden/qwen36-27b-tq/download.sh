@@ -5,7 +5,7 @@
 # NOTE: revision main is a branch, not a commit: a later run may fetch other files.
 set -eu
 # Relative paths in the spec are relative to this directory.
-cd "$(dirname "$0")"
+case "$0" in */*) cd "${0%/*}" ;; esac
 
 MODELS_DIR="${TQ_MODELS_DIR:-./models}"
 DEST="$MODELS_DIR/Qwen--Qwen3.6-27B"
@@ -17,13 +17,5 @@ if ! command -v tqdeploy >/dev/null 2>&1; then
 fi
 # A gated repo needs HF_TOKEN in the environment; it is read there, never written here.
 
-# Mirrors in the spec's order.
-set -- https://huggingface.co
-for mirror in "$@"; do
-  if tqdeploy download Qwen/Qwen3.6-27B@main --mirror "$mirror" --to "$DEST"; then
-    exit 0
-  fi
-  echo "download.sh: $mirror failed; trying the next mirror" >&2
-done
-echo "download.sh: every mirror failed for Qwen/Qwen3.6-27B@main" >&2
-exit 1
+# `tqdeploy download` tries the mirrors in the spec's order, resumes and verifies every file.
+exec tqdeploy download Qwen/Qwen3.6-27B@main --mirror https://huggingface.co --to "$DEST"
