@@ -79,11 +79,14 @@ def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
     notjson.write_text("{not json")
     other = tmp_path / "other.json"
     other.write_text('{"schema": "something/else"}')
+    misshapen = tmp_path / "misshapen.json"
+    misshapen.write_text('{"schema": "tqdeploy.snapshot/1", "driver": "580"}')
     cases = [
         (("doctor", "--snapshot", str(tmp_path / "missing.json")), "does not exist"),
         (("doctor", "--snapshot", str(notjson)), "is not JSON"),
         (("doctor", "--snapshot", str(other)), "is not a tqdeploy.snapshot/1 document"),
         (("doctor", "--snapshot", str(tmp_path)), "not a readable text file"),
+        (("doctor", "--snapshot", str(misshapen)), "section 'driver' must be a JSON object"),
         (("doctor", "--snapshot", H200, "--vllm-version", "latest"), "--vllm-version 'latest' is not a version"),
         (("doctor", "--snapshot", H200, "--fail-on", "info"), "--fail-on 'info'"),
     ]

@@ -223,3 +223,11 @@ def test_collect_tests_the_mirror_unless_offline(tmp_path, mirror_url):
     assert snap.mirror["reachable"] is True
     snap = collect(roots, nvml=FakeNVML([]), offline=True, docker_client_factory=_refusing_client)
     assert snap.mirror == {}
+
+
+def test_missing_nvidia_ml_py_reads_as_no_driver(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
+    snap = collect(make_tree(tmp_path), offline=True, docker_client_factory=_refusing_client)
+    assert snap.driver["present"] is False and "nvidia-ml-py is not installed" in snap.driver["error"]

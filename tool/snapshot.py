@@ -68,8 +68,10 @@ class HostSnapshot:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "HostSnapshot":
-        known = {f.name for f in fields(cls)}
+        known = {f.name: f for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
+        for name, value in kwargs.items():
+            _check_shape(name, value, known[name])
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
         return cls(**kwargs)
 
@@ -103,6 +105,15 @@ class HostSnapshot:
                           "record it again with `tqdeploy doctor --snapshot-out FILE`")
 
 
+def _check_shape(name: str, value: Any, f) -> None:
+    """Sections must keep their container type, so a hand-edited snapshot fails on load, not inside a check."""
+    default = f.default_factory() if callable(f.default_factory) else None  # type: ignore[misc]
+    if isinstance(default, (dict, list)) and not isinstance(value, type(default)):
+        raise TypeError(f"section {name!r} must be a JSON {'object' if isinstance(default, dict) else 'array'}")
+
+
 def _build(cls, data: dict[str, Any]):
+    if not isinstance(data, dict):
+        raise TypeError("each entry of 'gpus' must be a JSON object")
     known = {f.name for f in fields(cls)}
     return cls(**{k: v for k, v in data.items() if k in known})
