@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from tqdeploy.download import diskspace
-from tqdeploy.download.fetch_run import LOCAL, DownloadOutcome, FetchRun, mismatch
+from tqdeploy.download.fetch_run import LOCAL, PARTIAL_DIR, DownloadOutcome, FetchRun, mismatch
 from tqdeploy.download.hashing import digest_files
 from tqdeploy.download.manifest import Manifest, ManifestFile, load_manifest, save_manifest
 from tqdeploy.download.progress import Bars
@@ -26,7 +26,12 @@ def default_endpoints() -> list[str]:
 
 
 def resolve_token(token: str | None) -> str | None:
-    return token if token is not None else (os.environ.get("HF_TOKEN") or None)
+    """The token given, else huggingface_hub's own choice: HF_TOKEN, then the token `hf auth login` stored."""
+    if token is not None:
+        return token or None
+    from huggingface_hub import get_token
+
+    return get_token()
 
 
 def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *,
@@ -35,7 +40,8 @@ def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] |
 
     ``mirrors``: endpoints tried in order (None or empty: HF_ENDPOINT, else huggingface.co).
     ``offline``: no network; raise TQError (exit 1) naming the missing files, if any.
-    ``token``: sent as Authorization to the mirrors; None reads HF_TOKEN. Never printed or written.
+    ``token``: sent as Authorization to every mirror; None: HF_TOKEN, else the stored login. Never printed
+    or written anywhere.
     """
     if offline:
         report = check_offline(Path(dest), repo_id, revision)
@@ -54,10 +60,6 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
                  disk_usage: diskspace.DiskUsage = shutil.disk_usage,
                  on_event: Callable[[str], None] | None = None) -> DownloadOutcome:
     """download_model with the details a command reports (what was fetched, reused, repaired, events)."""
-    from huggingface_hub.utils import build_hf_headers
-
-    from tqdeploy import __version__
-
     started = time.monotonic()
     dest = Path(dest).expanduser().absolute()
     endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
@@ -66,31 +68,45 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
     if old is not None and old.repo != repo_id:
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
     with Bars(progress, on_event) as bars:
-        outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
-        listing = list_repo(endpoints, repo_id, revision, token, bars.event, policy=policy)
-        headers = build_hf_headers(token=token if token else False, library_name="tqdeploy",
-                                   library_version=__version__)
-        run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
-        run.manifest = Manifest(repo_id, revision, listing.commit)
-
-        weight_map = None
-        if WEIGHTS_INDEX in listing.files:  # tiny: fetched first, it decides which shards are needed
-            _bring(run, [WEIGHTS_INDEX], old, workers)
-            weight_map = _shards_of(dest / WEIGHTS_INDEX)
-        selection = select_serving_files(sorted(listing.files), weight_map)
-        if not any(is_weight(p) for p in selection.files):
-            raise TQError(f"{repo_id}@{revision} has no *.safetensors weights at the top level",
-                          "tqdeploy serves safetensors checkpoints only; pick a repository that has them")
-        outcome.skipped = list(selection.skipped)
-        _bring(run, [p for p in selection.files if p != WEIGHTS_INDEX], old, workers, disk_usage)
-        stale = sorted({f.path for f in old.files} - set(selection.files)) if old else []
-        if stale:
-            bars.event(f"left in place, not part of {listing.commit[:12]}: {', '.join(stale)}")
-        run.manifest.complete = True
-        save_manifest(dest, run.manifest)
-        shutil.rmtree(dest / ".tqdeploy", ignore_errors=True)
-    outcome.manifest = run.manifest
+        try:
+            outcome = _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage)
+        except KeyboardInterrupt:
+            bars.event(f"interrupted: partial files kept in {dest / PARTIAL_DIR}; run the same command to resume")
+            raise
     outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage) -> DownloadOutcome:
+    """Listing, index, selection, then the files; the manifest is saved as each file lands."""
+    from huggingface_hub.utils import build_hf_headers
+
+    from tqdeploy import __version__
+
+    outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
+    listing = list_repo(endpoints, repo_id, revision, token or False, bars.event, policy=policy)
+    headers = build_hf_headers(token=token if token else False, library_name="tqdeploy",
+                               library_version=__version__)
+    run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
+    run.manifest = Manifest(repo_id, revision, listing.commit)
+
+    weight_map = None
+    if WEIGHTS_INDEX in listing.files:  # tiny: fetched first, it decides which shards are needed
+        _bring(run, [WEIGHTS_INDEX], old, workers)
+        weight_map = _shards_of(dest / WEIGHTS_INDEX)
+    selection = select_serving_files(sorted(listing.files), weight_map)
+    if not any(is_weight(p) for p in selection.files):
+        raise TQError(f"{repo_id}@{revision} has no *.safetensors weights at the top level",
+                      "tqdeploy serves safetensors checkpoints only; pick a repository that has them")
+    outcome.skipped = list(selection.skipped)
+    _bring(run, [p for p in selection.files if p != WEIGHTS_INDEX], old, workers, disk_usage)
+    stale = sorted({f.path for f in old.files} - set(selection.files)) if old else []
+    if stale:
+        bars.event(f"left in place, not part of {listing.commit[:12]}: {', '.join(stale)}")
+    run.manifest.complete = True
+    save_manifest(dest, run.manifest)
+    shutil.rmtree(dest / ".tqdeploy", ignore_errors=True)
+    outcome.manifest = run.manifest
     return outcome
 
 

@@ -96,7 +96,7 @@ def verify_dir(dest: Path, mirrors: list[str] | None = None, *, token: str | Non
             checks.append(FileCheck(f.path, "sha256", f"git blob id {d.git_oid[:12]}..., expected {f.git_oid[:12]}..."))
         else:
             checks.append(FileCheck(f.path, "ok"))
-    remote_checked, note = _against_remote(manifest, checks, mirrors, resolve_token(token), events)
+    remote_checked, note = _against_remote(manifest, checks, mirrors, resolve_token(token) or False, events)
     return VerifyReport(dest, manifest, checks, remote_checked, note, events)
 
 

@@ -1,0 +1,160 @@
+"""`tqdeploy download` end to end: token hygiene, Ctrl-C and a mirror killed mid-file, output modes."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from support.hubmirror import Faults, HubMirror, Repo, make_repo
+
+SHARD1 = "model-00001-of-00002.safetensors"
+TOKEN = "hf_TESTtokenNeverShown0123456789"
+HUBMIRROR = Path(__file__).resolve().parent / "support" / "hubmirror.py"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Repo:
+    return Repo("org/tiny", make_repo(tmp_path_factory.mktemp("src")))
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for name in ("HF_TOKEN", "HF_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def all_bytes_under(folder: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in folder.rglob("*") if p.is_file())
+
+
+def test_token_is_sent_to_the_mirror_and_never_shown_or_written(repo, tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    dest = tmp_path / "model"
+    with HubMirror(repo) as m:
+        outputs = [run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest)),
+                   run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest), "--json"),
+                   run_cli("download", "--verify", str(dest)),
+                   run_cli("download", "org/tiny@nope", "--mirror", m.url, "--to", str(tmp_path / "x"))]
+        auth = {r["authorization"] for r in m.requests}
+    assert [code for code, _, _ in outputs] == [0, 0, 0, 2]
+    assert auth == {f"Bearer {TOKEN}"}  # the API call, the resolve URLs and the CDN redirects all carried it
+    for _, out, err in outputs:
+        assert TOKEN not in out and TOKEN not in err
+    assert TOKEN.encode() not in all_bytes_under(dest)
+    assert json.loads(outputs[1][1])["token"] == "present"
+
+
+def test_json_output_and_hf_endpoint_as_default_mirror(repo, tmp_path, run_cli, monkeypatch):
+    with HubMirror(repo) as m:
+        monkeypatch.setenv("HF_ENDPOINT", m.url)
+        code, out, err = run_cli("download", f"org/tiny@{repo.commit}", "--to", str(tmp_path / "m"), "--json")
+    data = json.loads(out)
+    assert code == 0 and data["schema"] == "tqdeploy.download/1" and data["complete"] is True
+    assert data["commit"] == repo.commit and data["token"] == "absent"
+    assert {f["endpoint"] for f in data["files"]} == {m.url}
+    assert SHARD1 in data["fetched"] and "pytorch_model.bin" in data["skipped"]
+
+
+def test_mirror_credentials_stay_out_of_manifest_and_output(repo, tmp_path, run_cli):
+    with HubMirror(repo) as m:
+        with_user = m.url.replace("http://", "http://reader:s3cretpw@")
+        code, out, err = run_cli("download", "org/tiny", "--mirror", with_user, "--to", str(tmp_path / "m"))
+    assert code == 0, err
+    assert "s3cretpw" not in out + err
+    assert b"s3cretpw" not in all_bytes_under(tmp_path / "m")
+
+
+def test_offline_lists_missing_files_and_exit_codes(repo, tmp_path, run_cli):
+    dest = tmp_path / "m"
+    with HubMirror(repo) as m:
+        assert run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest))[0] == 0
+    code, out, _ = run_cli("download", "org/tiny", "--offline", "--to", str(dest))
+    assert code == 0 and "all 8 files present" in out
+    (dest / SHARD1).unlink()
+    code, out, _ = run_cli("download", "org/tiny", "--offline", "--to", str(dest), "--json")
+    assert code == 1 and json.loads(out)["missing"] == [SHARD1]
+    code, out, _ = run_cli("download", "--verify", str(dest))
+    assert code == 1 and SHARD1 in out and "missing" in out
+
+
+@pytest.mark.parametrize("args, expected", [
+    ((), "no model given"),
+    (("a/b/c",), "is not a repository id"),
+    (("org/tiny", "--mirror", "ftp://host"), "is not an http(s) URL"),
+    (("--verify", "/nonexistent/dir"), "no tqdeploy-manifest.json"),
+    (("--verify", "/tmp", "--offline"), "takes no --offline"),
+])
+def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, args, expected):
+    code, out, err = run_cli("download", *args)
+    assert code == 2 and err.startswith("tqdeploy: error: ") and expected in err and "Traceback" not in err
+
+
+def wait_for(predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_ctrl_c_exits_130_and_the_next_run_resumes_with_range(repo, tmp_path, tqdeploy_exe):
+    dest = tmp_path / "m"
+    partial = dest / ".tqdeploy" / "partial" / f"{SHARD1}.part"
+    size = repo.files[SHARD1]["size"]
+    with HubMirror(repo, Faults(bps=1_000_000)) as m:
+        cmd = [tqdeploy_exe, "download", "org/tiny", "--mirror", m.url, "--to", str(dest), "--json"]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert wait_for(lambda: partial.exists() and partial.stat().st_size > 200_000)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        kept = partial.stat().st_size
+        assert 0 < kept < size and not (dest / SHARD1).exists()
+        m.faults.bps = None
+        before = len(m.requests)
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        ranges = [r["range"] for r in m.requests[before:] if r["path"].endswith(SHARD1) and r["path"].startswith("/cdn/")]
+    assert res.returncode == 0, res.stderr
+    assert ranges == [f"bytes={kept}-"]
+    assert json.loads(res.stdout)["bytes_fetched"] < sum(repo.files[p]["size"] for p in json.loads(res.stdout)["fetched"]) + 1
+    assert (dest / SHARD1).read_bytes() == (repo.root / SHARD1).read_bytes()
+
+
+def start_mirror_process(repo: Repo, log: Path, port: int = 0, faults: dict | None = None):
+    proc = subprocess.Popen([sys.executable, str(HUBMIRROR), "--root", str(repo.root), "--repo-id", repo.repo_id,
+                             "--port", str(port), "--faults", json.dumps(faults or {}), "--log", str(log)],
+                            stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.startswith("PORT "), line
+    return proc, int(line.split()[1])
+
+
+def test_mirror_killed_mid_file_then_restarted_resumes(repo, tmp_path, run_cli):
+    dest, log = tmp_path / "m", tmp_path / "requests.jsonl"
+    partial = dest / ".tqdeploy" / "partial" / f"{SHARD1}.part"
+    proc, port = start_mirror_process(repo, log, faults={"die_after": {SHARD1: 1_000_000}})
+    try:
+        url = f"http://127.0.0.1:{port}"
+        code, out, err = run_cli("download", "org/tiny", "--mirror", url, "--to", str(dest), "--retries", "1")
+        assert proc.wait(timeout=10) == 3  # the mirror process died mid-file
+        assert code == 1 and SHARD1 in err and "re-run the same command to resume" in err
+        kept = partial.stat().st_size
+        assert 0 < kept <= 1_000_000 and not (dest / SHARD1).exists()
+        proc, _ = start_mirror_process(repo, log, port=port)
+        code, out, err = run_cli("download", "org/tiny", "--mirror", url, "--to", str(dest), "--json")
+        assert code == 0, err
+    finally:
+        proc.kill()
+        proc.wait()
+    requests = [json.loads(line) for line in log.read_text().splitlines()]
+    shard_gets = [r for r in requests if r["path"].startswith("/cdn/") and r["path"].endswith(SHARD1)]
+    assert shard_gets[-1]["range"] == f"bytes={kept}-"
+    assert (dest / SHARD1).read_bytes() == (repo.root / SHARD1).read_bytes()
