@@ -1,0 +1,106 @@
+"""Read the KV figures out of a vLLM start-up log and compare them with the planner (calibration).
+
+Log lines (FACTS.md, "vLLM: cold start, logs, metrics"; vLLM 0.25.0 and 0.32.0 logs seen here):
+  GPU: "Available KV cache memory: 125.15 GiB" (v1/worker/gpu_worker.py)
+  CPU: "Auto set (1.72/7.96) GiB for KV cache" or "Explicitly set (...)" (v1/worker/cpu_worker.py)
+  "GPU|CPU KV cache size: 16,403,232 tokens" + "Maximum concurrency for 32,768 tokens per request:
+  500.59x" on the same or the next line (v1/core/kv_cache_utils.py)
+  "Setting attention block size to N tokens" (platforms/interface.py), "non-default args: {...}".
+The memory figure is printed with two decimals, so a plan from it is exact only to +-0.005 GiB.
+"""
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import asdict, dataclass
+
+GiB = 1 << 30
+
+_AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
+_CPU_SET = re.compile(r"(?:Auto|Explicitly) set \(([\d.]+)/[\d.]+\) GiB for KV cache")
+_SIZE = re.compile(r"(GPU|CPU|XPU|TPU)[^:\n]* KV cache size: ([\d,]+) tokens")
+_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
+_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
+_ARGS = re.compile(r"non-default args: (\{.*\})")
+
+
+@dataclass
+class LoggedKv:
+    device: str  # "GPU" | "CPU" ...
+    kv_memory_gib: float
+    kv_tokens: int
+    max_model_len: int
+    max_concurrency: float
+    block_size: int | None
+    kv_cache_dtype: str
+    args: dict
+
+    @property
+    def kv_memory_bytes(self) -> int:
+        return round(self.kv_memory_gib * GiB)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def parse_kv_log(text: str) -> LoggedKv:
+    """The KV figures of one vLLM start; ValueError naming what is missing."""
+    mem = _AVAILABLE.search(text) or _CPU_SET.search(text)
+    size = _SIZE.search(text)
+    conc = _CONCURRENCY.search(text)
+    missing = [n for n, m in (("KV cache memory", mem), ("KV cache size", size), ("maximum concurrency", conc)) if not m]
+    if missing:
+        raise ValueError(f"log has no {', '.join(missing)} line (did the engine reach KV cache allocation?)")
+    args: dict = {}
+    if (a := _ARGS.search(text)) is not None:
+        try:
+            args = ast.literal_eval(a.group(1))
+        except (ValueError, SyntaxError):
+            args = {}
+    blocks = _BLOCK.findall(text)
+    return LoggedKv(device=size.group(1), kv_memory_gib=float(mem.group(1)),
+                    kv_tokens=int(size.group(2).replace(",", "")), max_model_len=int(conc.group(1).replace(",", "")),
+                    max_concurrency=float(conc.group(2)), block_size=int(blocks[-1]) if blocks else None,
+                    kv_cache_dtype=str(args.get("kv_cache_dtype", "auto")), args=args)
+
+
+@dataclass
+class Calibration:
+    logged: LoggedKv
+    planned_tokens: int
+    planned_low: int  # for the low end of the printed memory's rounding interval
+    planned_high: int
+    block_size: int
+
+    @property
+    def error(self) -> float:
+        return (self.planned_tokens - self.logged.kv_tokens) / self.logged.kv_tokens
+
+    @property
+    def within_rounding(self) -> bool:
+        return self.planned_low <= self.logged.kv_tokens <= self.planned_high
+
+    def to_dict(self) -> dict:
+        return {"logged": self.logged.to_dict(), "planned_tokens": self.planned_tokens, "error": self.error,
+                "planned_range": [self.planned_low, self.planned_high], "within_rounding": self.within_rounding,
+                "block_size": self.block_size}
+
+
+def calibrate(facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None,
+              prefix_caching: bool | None = None) -> Calibration:
+    """Plan KV tokens for the KV memory a log reports and set them beside the logged token count."""
+    from tqdeploy.plan.allocator import kv_capacity
+
+    logged = parse_kv_log(text)
+    dtype = kv_cache_dtype or logged.kv_cache_dtype
+    platform = "cpu" if logged.device == "CPU" else "cuda"
+    if prefix_caching is None:
+        prefix_caching = "enable_prefix_caching=False" not in text and not logged.args.get("no_enable_prefix_caching")
+
+    def plan(gib: float):
+        return kv_capacity(facts, dtype, round(gib * GiB), logged.max_model_len, tp=tp, platform=platform,
+                           prefix_caching=prefix_caching)
+
+    mid = plan(logged.kv_memory_gib)
+    return Calibration(logged, mid.tokens, plan(logged.kv_memory_gib - 0.005).tokens,
+                       plan(logged.kv_memory_gib + 0.005).tokens, mid.block_size)
