@@ -1,6 +1,7 @@
 """LintFinding and LintReport: the one output of `tqdeploy lint`, with secrets redacted everywhere."""
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +50,23 @@ def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
     return out
 
 
+_TILDE_PATH = re.compile(r"^~[A-Za-z0-9_./:@%+=,-]*$")
+
+
+def shell_quote(token: str) -> str:
+    """shlex.quote, except that ~/path stays unquoted and $VAR / $(cmd) stay expandable (double quotes),
+    so the corrected command means what the original script meant."""
+    if _TILDE_PATH.match(token):
+        return token
+    if "$" in token and "`" not in token:
+        return '"' + re.sub(r'(["\\`])', r"\\\1", token) + '"'
+    return shlex.quote(token)
+
+
+def shell_join(argv: list[str]) -> str:
+    return " ".join(shell_quote(t) for t in argv)
+
+
 def redact_argv(argv: list[str], secret_values: set[str]) -> list[str]:
     """Replace every occurrence of a secret value (whole token or VAR=value) by a marker."""
     out = []
@@ -85,11 +103,11 @@ class LintReport:
 
     @property
     def command_text(self) -> str:
-        return shlex.join(redact_argv(self.command, self.secret_values))
+        return shell_join(redact_argv(self.command, self.secret_values))
 
     @property
     def fixed_command_text(self) -> str:
-        return shlex.join(redact_argv(self.fixed_argv, self.secret_values))
+        return shell_join(redact_argv(self.fixed_argv, self.secret_values))
 
     def to_dict(self) -> dict[str, Any]:
         findings = []

@@ -192,6 +192,7 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
                                                 f"{name} is an on/off switch and takes no value: vLLM's parser "
                                                 f"rejects {tok!r} ('ignored explicit argument')", fix, edit, i))
             out.occurrences.append(occ)
+            out.findings.extend(_deprecated(opt, name, i, schema))
             i += 1
             continue
         # options with values
@@ -229,13 +230,17 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
                                                 f"give {name} a valid value", None, i))
             elif opt.engine_values:
                 out.findings.extend(_engine_value(opt, name, v, i, schema))
-        if opt.deprecated:
-            out.findings.append(LintFinding("TQ306", Severity.WARN, name,
-                                            f"{name} is deprecated in vLLM {schema.version}: {opt.help}",
-                                            "follow the replacement named in the message", None, i))
+        out.findings.extend(_deprecated(opt, name, i, schema))
         i = j
     _duplicates(out)
     return out
+
+
+def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+    if not opt.deprecated:
+        return []
+    return [LintFinding("TQ306", Severity.WARN, name, f"{name} is deprecated in vLLM {schema.version}: {opt.help}",
+                        "follow the replacement named in vLLM's message, or drop the flag", None, index)]
 
 
 def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[LintFinding]:

@@ -1,0 +1,81 @@
+"""`tqdeploy lint`: check a vLLM launch command (or the one in a shell script) against the pinned vLLM."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+ORDER = 40
+
+
+def lint(
+    ctx: typer.Context,
+    command: Optional[List[str]] = typer.Argument(None, help="The command, after `--`: vllm serve MODEL ..., "
+                                                  "python -m vllm.entrypoints.openai.api_server ..., docker run ..."),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Lint the vLLM command in a shell script."),
+    fix: bool = typer.Option(False, "--fix", help="Print only the corrected command (secrets stay redacted)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.lint/1)."),
+    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release to check against "
+                                               "(default: the image tag's, else tqdeploy's pinned release)."),
+    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint for TP / max-model-len / TurboQuant "
+                                        "rules: DIR or REPO@REV."),
+    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor "
+                                            "--snapshot-out) for GPU rules."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU by name instead of a snapshot, e.g. H200."),
+    gpus: int = typer.Option(1, "--gpus", min=1, help="Number of GPUs with --gpu."),
+    live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Also parse with vLLM's own parser "
+                                        "(default: when the pinned vLLM is importable)."),
+) -> int:
+    """Find invalid flags, false advice and risky settings; exit 1 when any finding is an error."""
+    from tqdeploy.errors import TQError
+
+    argv = list(command or [])
+    if file is not None and argv:
+        raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
+    if file is None and not argv:
+        raise TQError("nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh")
+    if snapshot is not None and gpu is not None:
+        raise TQError("give either --snapshot or --gpu, not both", "--snapshot FILE records the real host")
+    host = _host(snapshot, gpu, gpus)
+    facts = None
+    if model is not None:
+        from tqdeploy.model import load_model_facts
+
+        facts = load_model_facts(model)
+    from tqdeploy.lint import lint_command, lint_script
+
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TQError(f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
+                          "pass a readable text file")
+        report = lint_script(text, vllm_version=vllm_version, model=facts, host=host, live=live)
+    else:
+        report = lint_command(argv, vllm_version=vllm_version, model=facts, host=host, live=live)
+    if fix and not as_json:
+        typer.echo(report.fixed_command_text)
+    else:
+        from tqdeploy.output import emit
+
+        emit(report, as_json)
+    return 1 if report.errors else 0
+
+
+def _host(snapshot: Optional[Path], gpu: Optional[str], count: int):
+    from tqdeploy.snapshot import GPU, HostSnapshot
+
+    if snapshot is not None:
+        return HostSnapshot.load(snapshot)
+    if gpu is None:
+        return None
+    from tqdeploy.plan.gpus import gpu_by_name
+
+    entry = gpu_by_name(gpu)
+    return HostSnapshot(gpus=[GPU(index=i, name=entry["name"], memory_total=entry["memory_bytes"],
+                                  compute_capability=list(entry["compute_capability"])) for i in range(count)])
+
+
+def register(app: typer.Typer) -> None:
+    app.command("lint", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(lint)
