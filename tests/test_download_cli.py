@@ -158,3 +158,38 @@ def test_mirror_killed_mid_file_then_restarted_resumes(repo, tmp_path, run_cli):
     shard_gets = [r for r in requests if r["path"].startswith("/cdn/") and r["path"].endswith(SHARD1)]
     assert shard_gets[-1]["range"] == f"bytes={kept}-"
     assert (dest / SHARD1).read_bytes() == (repo.root / SHARD1).read_bytes()
+
+
+def run_on_a_tty(cmd: list[str]) -> tuple[int, str]:
+    """Run with stderr on a pseudo-terminal (as a person would see it); returns (code, stderr text)."""
+    import pty
+    import select
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=slave, env={**os.environ, "COLUMNS": "120"})
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    return proc.returncode, b"".join(chunks).decode(errors="replace")
+
+
+def test_progress_bars_on_a_terminal_and_none_with_json(repo, tmp_path, tqdeploy_exe):
+    with HubMirror(repo, Faults(bps=20_000_000)) as m:
+        base = [tqdeploy_exe, "download", "org/tiny", "--mirror", m.url]
+        code, shown = run_on_a_tty([*base, "--to", str(tmp_path / "a")])
+        assert code == 0 and "download 7 file(s)" in shown and "MB" in shown
+        code, shown = run_on_a_tty([*base, "--to", str(tmp_path / "b"), "--json"])
+        assert code == 0 and "file(s)" not in shown
