@@ -86,6 +86,12 @@ def test_persistence_off_warns():
     assert severities(run("TQ105", d)) == ["warn"]
 
 
+def test_memory_check_skips_without_memory_figures():
+    d = h200()
+    d["gpus"][0].update(memory_total=None, memory_used=None)
+    assert severities(run("TQ107", d)) == ["skipped"]
+
+
 def test_memory_check_follows_the_utilization_option():
     d = variant("busy")  # 40 GiB used of 140 GiB: fails at 0.92, fits at 0.5
     assert "error" in severities(run("TQ107", d))

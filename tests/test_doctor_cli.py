@@ -72,6 +72,9 @@ def test_older_vllm_release_changes_the_cuda_verdict(run_cli, tmp_path):
     code, out, _ = run_cli("doctor", "--json", "--snapshot", str(p), "--vllm-version", "0.19.1")
     (f,) = [f for f in json.loads(out)["findings"] if f["id"] == "TQ102"]
     assert f["severity"] == "warn" and code == 0
+    code, out, _ = run_cli("doctor", "--json", "--snapshot", str(p), "--cuda", "12.8")  # e.g. a self-built image
+    (f,) = [f for f in json.loads(out)["findings"] if f["id"] == "TQ102"]
+    assert f["severity"] == "ok" and f["evidence"]["build_cuda_from"] == "given by the operator"
 
 
 def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
@@ -89,6 +92,7 @@ def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
         (("doctor", "--snapshot", str(misshapen)), "section 'driver' must be a JSON object"),
         (("doctor", "--snapshot", H200, "--vllm-version", "latest"), "--vllm-version 'latest' is not a version"),
         (("doctor", "--snapshot", H200, "--fail-on", "info"), "--fail-on 'info'"),
+        (("doctor", "--snapshot", H200, "--cuda", "cu129"), "--cuda 'cu129' is not a CUDA major.minor version"),
     ]
     for args, message in cases:
         code, out, err = run_cli(*args)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,7 @@ def select_checks(ctx) -> list[str]:
     return ids
 
 
-def validate_options(vllm_version: str, fail_on: str) -> None:
+def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = None) -> None:
     from packaging.version import InvalidVersion, Version
 
     from tqdeploy.errors import TQError
@@ -81,6 +82,8 @@ def validate_options(vllm_version: str, fail_on: str) -> None:
         Version(vllm_version)
     except InvalidVersion:
         raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0")
+    if image_cuda is not None and not re.fullmatch(r"\d+\.\d+", image_cuda):
+        raise TQError(f"--cuda {image_cuda!r} is not a CUDA major.minor version", "pass e.g. --cuda 12.9 or --cuda 13.0")
 
 
 def run_doctor(*, snapshot: Path | None = None, snapshot_out: Path | None = None, vllm_version: str,
@@ -89,7 +92,7 @@ def run_doctor(*, snapshot: Path | None = None, snapshot_out: Path | None = None
     from tqdeploy.checkbase import CheckContext, run_checks
     from tqdeploy.snapshot import HostSnapshot
 
-    validate_options(vllm_version, fail_on)
+    validate_options(vllm_version, fail_on, image_cuda)
     model_facts = _load_model(model) if model else None
     if snapshot is not None:
         host = HostSnapshot.load(snapshot)

@@ -19,6 +19,8 @@ def doctor(
                                                "(default: tqdeploy's pinned release)."),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
     model: Optional[str] = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
+    cuda: Optional[str] = typer.Option(None, "--cuda", help="CUDA of the vLLM build you will run, e.g. 12.9 for a "
+                                       "-cu129 image (default: looked up for --vllm-version)."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
     from tqdeploy.doctor import run_doctor
@@ -26,7 +28,7 @@ def doctor(
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
     result = run_doctor(snapshot=snapshot, snapshot_out=snapshot_out, vllm_version=vllm_version or DEFAULT_VLLM_VERSION,
-                        offline=offline, model=model, fail_on=fail_on)
+                        offline=offline, model=model, fail_on=fail_on, image_cuda=cuda)
     emit(result, as_json)
     return result.exit_code
 

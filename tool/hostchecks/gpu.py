@@ -1,7 +1,7 @@
 """Per-GPU checks: compute capability, ECC and memory health, persistence, MIG, memory held by others."""
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, warn
+from tqdeploy.checkbase import check, error, info, passed, skipped, warn
 from tqdeploy.hostchecks.common import gib, no_gpu_verdict
 
 VLLM_MIN_CC = (7, 5)  # vLLM's floor (issue 2; FACTS.md: "vLLM needs CC >= 7.5")
@@ -125,7 +125,9 @@ def memory_in_use(ctx):
               "gpu_memory_utilization": util, "vllm_needs_free_gib": gib(need),
               "processes": [p["pid"] for p in gpu.processes]}
         pids = ", ".join(str(p["pid"]) for p in gpu.processes)
-        if free is not None and need is not None and free < need:
+        if free is None and not gpu.processes:
+            out.append(skipped("NVML reported no memory figures", ev, title=f"{_label(gpu)}: memory use unknown"))
+        elif free is not None and need is not None and free < need:
             out.append(error(ev, f"stop the other processes ({pids or 'see `nvidia-smi`'}) or lower "
                              f"--gpu-memory-utilization below {round(free / total, 2)}: vLLM refuses to start when "
                              "free memory is below utilization x total",
