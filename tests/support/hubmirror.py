@@ -54,9 +54,10 @@ def make_repo(root: Path, shard_bytes: tuple[int, ...] = (3_000_000, 2_000_000))
     root.mkdir(parents=True, exist_ok=True)
     n = len(shard_bytes)
     shards = [f"model-{i + 1:05d}-of-{n:05d}.safetensors" for i in range(n)]
-    for i, (name, size) in enumerate(zip(shards, shard_bytes)):
+    for i, (name, size) in enumerate(zip(shards, shard_bytes, strict=True)):
         write_safetensors(root / name, size, seed=i)
-    index = {"metadata": {"total_size": sum(shard_bytes)}, "weight_map": {f"layer{i}.w": s for i, s in enumerate(shards)}}
+    weight_map = {f"layer{i}.w": s for i, s in enumerate(shards)}
+    index = {"metadata": {"total_size": sum(shard_bytes)}, "weight_map": weight_map}
     files = {
         "model.safetensors.index.json": json.dumps(index, indent=2),
         "config.json": json.dumps({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2"}, indent=2),
@@ -297,7 +298,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--faults", default="{}", help="Faults fields as JSON")
     ap.add_argument("--log", type=Path, help="append each request as a JSON line")
     args = ap.parse_args(argv)
-    server = _Server(("127.0.0.1", args.port), Repo(args.repo_id, args.root), Faults(**json.loads(args.faults)), args.log)
+    faults = Faults(**json.loads(args.faults))
+    server = _Server(("127.0.0.1", args.port), Repo(args.repo_id, args.root), faults, args.log)
     print(f"PORT {server.server_address[1]}", flush=True)
     server.serve_forever()
 

@@ -88,7 +88,7 @@ class FetchRun:
                 later = [e for e in self.endpoints if e not in self.down and e != endpoint]
                 try:
                     transfer.fetch(job, self.policy, has_fallback=bool(later), on_bytes=counted,
-                                   on_retry=lambda m: self.event(f"{path} from {shown}: {m}"), cancel=self.cancel)
+                                   on_retry=lambda m, s=shown: self.event(f"{path} from {s}: {m}"), cancel=self.cancel)
                     digest = digest_file(partial)
                     problem = mismatch(digest, remote)
                 except transfer.BadCopy as err:

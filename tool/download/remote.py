@@ -1,6 +1,7 @@
 """The repository as a mirror describes it: commit, files, sizes, LFS sha256 and blob ids.
 
-One call per mirror (retried on 408/429/5xx like a file, see transfer.RetryPolicy): HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
+One call per mirror, retried on 408/429/5xx like a file (transfer.RetryPolicy):
+HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
 GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_api.py). Mirrors
 are asked in order; one that is down or errors is reported and the next is asked. A mirror that
 answers "no such revision / repository" is believed only when every mirror agrees.
@@ -79,9 +80,9 @@ def list_repo(
         shown = public_endpoint(endpoint)
         api = HfApi(endpoint=endpoint, token=token)
         try:
-            info = _with_retries(lambda: api.model_info(repo, revision=revision, files_metadata=True,
-                                                        timeout=timeout_s),
-                                 policy or RetryPolicy(), lambda m: on_event(f"mirror {shown}: {m}"), sleep)
+            info = _with_retries(lambda api=api: api.model_info(repo, revision=revision, files_metadata=True,
+                                                                timeout=timeout_s),
+                                 policy or RetryPolicy(), lambda m, s=shown: on_event(f"mirror {s}: {m}"), sleep)
         except RevisionNotFoundError:
             not_found.append(f"{shown}: no revision {revision!r}")
             reason = "revision not found"

@@ -45,7 +45,8 @@ class DownloadResult:
     def render(self, console) -> None:
         o, m = self.outcome, self.outcome.manifest
         console.print(f"{m.repo}@{m.revision} -> commit {m.commit}")
-        console.print(f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest}, every one verified (sha256 / git blob id)")
+        console.print(f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest},"
+                      " every one verified (sha256 / git blob id)")
         rate = o.bytes_fetched / o.seconds / 1e6 if o.seconds > 0 else 0.0
         console.print(f"fetched {len(o.fetched)} ({_gb(o.bytes_fetched)}, {rate:.1f} MB/s), already in place"
                       f" {len(o.reused)}, bad and fetched again {len(o.repaired)}"
