@@ -1,0 +1,107 @@
+"""compat rules, each in both directions (catches the bad case, passes the good one)."""
+import json
+from pathlib import Path
+
+import pytest
+
+from tqdeploy.findings import Severity
+from tqdeploy.model import compat, facts_from_config, load_model_facts
+
+MODELS = Path(__file__).parent / "fixtures" / "models"
+
+
+def facts(name):
+    return load_model_facts(str(MODELS / name))
+
+
+def codes(problems):
+    return [(p.severity, p.code) for p in problems]
+
+
+def test_tp_qwen36_valid_sizes_and_replication():
+    q = facts("qwen3.6-27b")
+    assert compat.valid_tp_sizes(q) == [1, 2, 4, 8]  # FACTS: 1/2/4/8 work
+    assert compat.tensor_parallel_problems(q, 2) == []
+    assert codes(compat.tensor_parallel_problems(q, 8)) == [(Severity.INFO, "TP_KV_REPLICATED")]
+    bad = compat.tensor_parallel_problems(q, 3)
+    assert codes(bad) == [(Severity.ERROR, "TP_HEADS")]
+    assert "{1, 2, 4, 8}" in bad[0].fix and bad[0].flag == "--tensor-parallel-size"
+    # 24 attention heads divide by 6, but the 16 linear key heads and 4 KV heads do not
+    six = compat.tensor_parallel_problems(q, 6)[0].message
+    assert "linear-attention key heads" in six and "KV heads" in six
+
+
+def test_tp_mla_replication_note():
+    assert codes(compat.tensor_parallel_problems(facts("deepseek-v2-lite"), 2)) == [(Severity.INFO, "TP_MLA_REPLICATED")]
+    assert compat.tensor_parallel_problems(facts("deepseek-v2-lite"), 1) == []
+
+
+def test_max_model_len_rules():
+    q = facts("qwen3.6-27b")
+    assert compat.max_model_len_problems(q, 262144) == []
+    assert compat.max_model_len_problems(q, 131072) == []  # "must be 131072" is false: any value <= native works
+    assert codes(compat.max_model_len_problems(q, 262145)) == [(Severity.ERROR, "MML_TOO_LONG")]
+    assert codes(compat.max_model_len_problems(q, 0)) == [(Severity.ERROR, "MML_INVALID")]
+    # llama3/yarn rope types are already scaled in max_position_embeddings; linear/dynamic multiply it
+    assert compat.config_max_model_len(facts("llama-3.1-8b")) == 131072
+    assert compat.config_max_model_len(facts("deepseek-v2-lite")) == 163840
+    lin = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
+                             "max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 4.0}})
+    assert compat.config_max_model_len(lin) == 16384
+    none = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256})
+    assert codes(compat.max_model_len_problems(none, 100)) == [(Severity.WARN, "MML_UNKNOWN")]
+
+
+def test_turboquant_good_case_has_no_problems():
+    assert compat.turboquant_problems(facts("llama-3.1-8b"), "turboquant_4bit_nc", "0.32.0", (9, 0)) == []
+    assert compat.turboquant_problems(facts("llama-3.1-8b"), "fp8", "0.10.0", (7, 0)) == []  # not TurboQuant
+
+
+@pytest.mark.parametrize("kwargs,code", [
+    ({"vllm_version": "0.19.1"}, "TQ_VERSION"),
+    ({"compute_capability": (7, 5)}, "TQ_COMPUTE_CAPABILITY"),
+    ({"attention_backend": "FLASHINFER"}, "TQ_BACKEND"),
+    ({"attention_backend": "triton_attn"}, "TQ_BACKEND"),
+])
+def test_turboquant_bad_cases(kwargs, code):
+    args = {"vllm_version": "0.32.0", "compute_capability": (9, 0), "attention_backend": None, **kwargs}
+    got = compat.turboquant_problems(facts("llama-3.1-8b"), "turboquant_4bit_nc", **args)
+    assert (Severity.ERROR, code) in codes(got)
+
+
+def test_turboquant_head_dim_dtype_and_mla():
+    odd = facts_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 384,
+                             "torch_dtype": "bfloat16"})  # head_dim 96
+    assert (Severity.ERROR, "TQ_HEAD_DIM") in codes(compat.turboquant_problems(odd, "turboquant_4bit_nc", "0.32.0"))
+    fp32 = facts_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 512,
+                              "torch_dtype": "float32"})
+    assert (Severity.ERROR, "TQ_MODEL_DTYPE") in codes(compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0"))
+    assert (Severity.ERROR, "TQ_MLA") in codes(compat.turboquant_problems(facts("deepseek-v2-lite"),
+                                                                          "turboquant_4bit_nc", "0.32.0"))
+
+
+def test_turboquant_hybrid_known_bad_versions():
+    q = facts("qwen3.6-27b")
+    on_025 = compat.turboquant_problems(q, "turboquant_4bit_nc", "0.25.0", (9, 0))
+    assert codes(on_025) == [(Severity.ERROR, "TQ_HYBRID_BUG")] and "#50709" in on_025[0].message
+    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.32.0", (9, 0))) == \
+        [(Severity.WARN, "TQ_HYBRID_BUG")]
+    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.21.0", (9, 0))) == \
+        [(Severity.WARN, "TQ_HYBRID_SUPPORT")]
+
+
+def test_weights_fit():
+    q = facts("qwen3.6-27b")
+    q.weight_bytes = int(55.6e9)  # FACTS: ~55.6 GB of BF16 weights
+    assert compat.weights_fit_problems(q, 1, 150754820096, 0.92) == []
+    card = 30 * (1 << 30)  # usable 27.6 GiB at 0.92
+    bad = compat.weights_fit_problems(q, 1, card, 0.92)  # 51.8 GiB on one GPU
+    assert codes(bad) == [(Severity.ERROR, "WEIGHTS_DONT_FIT")]
+    assert "--tensor-parallel-size 4" in bad[0].fix  # TP=2 leaves under 20% for the KV cache
+    assert codes(compat.weights_fit_problems(q, 2, card, 0.92)) == [(Severity.WARN, "WEIGHTS_TIGHT")]
+    assert compat.weights_fit_problems(q, 4, card, 0.92) == []
+
+
+def test_problem_to_dict_is_json():
+    p = compat.tensor_parallel_problems(facts("qwen3.6-27b"), 3)[0]
+    assert json.loads(json.dumps(p.to_dict()))["severity"] == "error"
