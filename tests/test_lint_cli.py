@@ -68,3 +68,15 @@ def test_real_subprocess(tqdeploy_exe):
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "TQ310" in proc.stdout and "hf_BlogPostTokenDoNotShare123" not in proc.stdout + proc.stderr
+
+
+def test_every_lint_rule_has_a_doc_page(run_cli):
+    import re
+
+    source = "".join(p.read_text() for p in (Path(__file__).resolve().parent.parent / "tool" / "lint").glob("*.py"))
+    rule_ids = set(re.findall(r'"(TQ3\d\d)"', source))
+    assert len(rule_ids) >= 20
+    for rid in sorted(rule_ids):
+        code, out, err = run_cli("explain", rid)
+        assert code == 0, err
+        assert out.startswith(f"# {rid}:") and "## Fix" in out
