@@ -81,6 +81,8 @@ def test_offline_lists_missing_files_and_exit_codes(repo, tmp_path, run_cli):
     assert code == 1 and json.loads(out)["missing"] == [SHARD1]
     code, out, _ = run_cli("download", "--verify", str(dest))
     assert code == 1 and SHARD1 in out and "missing" in out
+    code, _, err = run_cli("download", "org/other", "--verify", str(dest))
+    assert code == 2 and "holds org/tiny@main" in err
 
 
 @pytest.mark.parametrize("args, expected", [

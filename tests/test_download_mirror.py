@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -263,3 +264,17 @@ def test_manifest_roundtrip(repo, tmp_path):
     with HubMirror(repo) as m:
         manifest = download_model("org/tiny", "main", tmp_path / "model", [m.url], progress=False)
     assert load_manifest(tmp_path / "model") == manifest
+
+
+def test_the_mirror_speaks_the_hub_api_huggingface_hub_itself_uses(repo, tmp_path):
+    # The stand-in is only worth something if huggingface_hub's own downloaders accept it unchanged.
+    from huggingface_hub import hf_hub_download, snapshot_download
+
+    with HubMirror(repo) as m:
+        path = hf_hub_download("org/tiny", SHARD1, revision="v1.0", endpoint=m.url, local_dir=tmp_path / "one")
+        snap = snapshot_download("org/tiny", endpoint=m.url, local_dir=tmp_path / "snap",
+                                 allow_patterns=["*.json"])
+        heads = [r for r in m.requests if r["method"] == "HEAD"]
+    assert Path(path).read_bytes() == (repo.root / SHARD1).read_bytes()
+    assert {p.name for p in Path(snap).glob("*.json")} == {p for p in repo.files if p.endswith(".json")}
+    assert heads  # the metadata calls (ETag, X-Repo-Commit, X-Linked-Size) were answered

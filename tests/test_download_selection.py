@@ -37,3 +37,10 @@ def test_pickles_original_and_subfolders_are_never_taken():
 def test_without_an_index_every_top_level_safetensors_is_a_weight():
     sel = select_serving_files(["model.safetensors", "config.json", "extra.safetensors"], None)
     assert sel.files == ("config.json", "extra.safetensors", "model.safetensors")
+
+
+def test_paths_that_could_leave_the_target_folder_are_never_taken():
+    hostile = ["../evil.safetensors", "/etc/config.json", "additional_chat_templates/../../x.jinja",
+               "a/../config.json", "..\\config.json", "./config.json", "additional_chat_templates//x.jinja"]
+    sel = select_serving_files(hostile + ["config.json", "model.safetensors"], None)
+    assert sel.files == ("config.json", "model.safetensors")

@@ -3,6 +3,7 @@
 Serves one generated repository from a folder:
 - GET /api/models/{repo}[/revision/{rev}][?blobs=true]: id, sha (commit), siblings with size,
   blobId and, for LFS files, lfs {sha256, size, pointerSize} (as huggingface_hub's ModelInfo reads).
+- GET /api/models/{repo}/tree/{rev}?recursive=true: the file listing snapshot_download reads.
 - GET/HEAD /{repo}/resolve/{rev}/{path}: small files directly with ETag (git blob id) and
   X-Repo-Commit; LFS files as the Hub does, a 302 carrying X-Repo-Commit, X-Linked-Etag and
   X-Linked-Size to /cdn/{sha256}/{path}, which serves the bytes with ETag and Range support.
@@ -93,6 +94,18 @@ class Repo:
         self.commit = hashlib.sha1(listing).hexdigest()
         self.revisions = {"main": self.commit, self.commit: self.commit, **{t: self.commit for t in tags}}
 
+    def tree(self) -> list[dict]:
+        """The recursive listing of /api/models/{repo}/tree/{rev} (huggingface_hub RepoFile / RepoFolder)."""
+        entries, folders = [], set()
+        for path, f in self.files.items():
+            folders.update("/".join(path.split("/")[:i]) for i in range(1, path.count("/") + 1))
+            entry = {"type": "file", "path": path, "size": f["size"],
+                     "oid": git_oid(f["pointer"]) if f["lfs"] else f["oid"]}
+            if f["lfs"]:
+                entry["lfs"] = {"oid": f["sha256"], "size": f["size"], "pointerSize": len(f["pointer"])}
+            entries.append(entry)
+        return [{"type": "directory", "path": d, "oid": "0" * 40, "size": 0} for d in sorted(folders)] + entries
+
     def sibling(self, path: str, blobs: bool) -> dict:
         f = self.files[path]
         if not blobs:
@@ -145,6 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
             api_fault = faults.api_status.pop(0) if path.startswith("/api/") and faults.api_status else None
         if api_fault:
             return self._error(api_fault, "ServerError" if api_fault >= 500 else "RateLimited", "injected")
+        m = re.fullmatch(r"/api/models/(.+?)/tree/([^/]+)(?:/.*)?", path)  # what snapshot_download lists
+        if m:
+            if m.group(1) != repo.repo_id:
+                return self._error(404, "RepoNotFound", "Repository not found")
+            if unquote(m.group(2)) not in repo.revisions:
+                return self._error(404, "RevisionNotFound", f"Invalid rev id: {m.group(2)}")
+            return self._send(200, json.dumps(repo.tree()).encode(), {"Content-Type": "application/json"}, head)
         m = re.fullmatch(r"/api/models/(.+?)(?:/revision/([^/]+))?", path)
         if m:
             if m.group(1) != repo.repo_id:
@@ -157,8 +177,8 @@ class _Handler(BaseHTTPRequestHandler):
                     "siblings": [repo.sibling(p, blobs) for p in repo.files]}
             return self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"}, head)
         m = re.fullmatch(r"/cdn/([0-9a-f]{64})/(.+)", path)
-        if m:
-            return self._content(m.group(2), head)
+        if m:  # same host as the API: huggingface_hub follows the redirect and reads these headers here
+            return self._content(m.group(2), head, {"X-Repo-Commit": repo.commit})
         prefix = f"/{repo.repo_id}/resolve/"
         if not path.startswith(prefix):
             return self._error(404, "RepoNotFound", "Repository not found")

@@ -42,6 +42,12 @@ def download(
         from tqdeploy.download import verify_dir
 
         report = verify_dir(verify, mirror or None, progress=not as_json)
+        if ref:  # a REPO[@REV] given with --verify must be what the folder holds
+            repo, rev = split_ref(ref)
+            m = report.manifest
+            if repo != m.repo or (rev and rev not in (m.revision, m.commit)):
+                raise TQError(f"{verify} holds {m.repo}@{m.revision} ({m.commit[:12]}), not {ref}",
+                              "pass the folder of that model, or leave REPO out")
         emit(report, as_json)
         return EXIT_OK if report.ok else EXIT_FINDINGS
     if not ref:

@@ -62,8 +62,14 @@ def _match(path: str, pattern: str) -> bool:
     return path.count("/") == pattern.count("/") and fnmatch.fnmatchcase(path, pattern)
 
 
+def _unsafe(path: str) -> bool:
+    # A listing comes from the network: a path that could leave the target folder is never taken.
+    parts = path.split("/")
+    return path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts)
+
+
 def _never(path: str) -> bool:
-    return any(path.startswith(p[:-1]) if p.endswith("/*") else _match(path, p) for p, _ in NEVER)
+    return _unsafe(path) or any(path.startswith(p[:-1]) if p.endswith("/*") else _match(path, p) for p, _ in NEVER)
 
 
 def is_weight(path: str) -> bool:
