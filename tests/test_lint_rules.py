@@ -144,3 +144,19 @@ def test_no_vllm_command_is_usage_error():
 
     with pytest.raises(TQError, match="no vLLM command found"):
         lint("ls -l /tmp")
+
+
+def test_hf_token_on_argv_is_flagged_fixed_and_redacted():
+    secret = "hf_ArgvSecret555"
+    r = lint(f"vllm serve m --hf-token {secret} {SAFE}")
+    assert ids(r) == ["TQ323"] and r.findings[0].flag == "--hf-token"
+    assert r.fixed_argv[-3:] == ["--hf-token", "--host", "127.0.0.1"]
+    assert secret not in str(r.to_dict())
+    assert ids(lint(f"vllm serve m --hf-token {SAFE}")) == []  # bare: token from `hf auth login`
+
+
+def test_unknown_secret_looking_option_value_is_redacted():
+    secret = "hf_Unknown777"
+    r = lint(f"vllm serve m --hf-api-token={secret} {SAFE}")
+    assert ids(r) == ["TQ301"]
+    assert secret not in str(r.to_dict())

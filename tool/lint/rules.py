@@ -36,12 +36,24 @@ def is_literal(value: str) -> bool:
     return bool(value) and not value.startswith("$")
 
 
+SECRET_OPTIONS = ("api_key", "hf_token")  # vLLM options whose value is a credential
+_SECRET_OPTION_NAME = re.compile(r"^--[\w-]*(token|api[-_]?key|secret|password)$", re.I)
+
+
 def secret_values(inv: Invocation, parsed: ParsedArgs | None) -> set[str]:
+    """Every credential written out in the command: redacted from all output."""
     found = {v for k, v in inv.env.items() if is_secret_name(k) and is_literal(v)}
     if parsed is not None:
         for occ in parsed.occurrences:
-            if occ.option.dest == "api_key":
+            if occ.option.dest in SECRET_OPTIONS:
                 found.update(v for v in occ.values if is_literal(v))
+    argv = inv.argv
+    for i in range(inv.vllm_start, inv.vllm_end):  # options vLLM does not know, e.g. --hf_api_token X
+        name, has_eq, inline = argv[i].partition("=")
+        if _SECRET_OPTION_NAME.match(name):
+            value = inline if has_eq else (argv[i + 1] if i + 1 < inv.vllm_end else "")
+            if is_literal(value) and not value.startswith("-"):
+                found.add(value)
     return found
 
 
@@ -92,6 +104,14 @@ def exposure_rules(inv: Invocation, parsed: ParsedArgs) -> list[LintFinding]:
             "history and, before vLLM PR #52523, in vLLM's 'non-default args' log line",
             "remove --api-key and export VLLM_API_KEY=\"$(cat /path/to/secret)\" before starting vLLM",
             None, occ.start))
+    token = parsed.last("hf_token")
+    if token is not None and token.values and is_literal(token.value or ""):
+        out.append(LintFinding(
+            "TQ323", Severity.WARN, "--hf-token",
+            "a Hugging Face token is on the command line (value present, not shown): it is visible in `ps` "
+            "and shell history",
+            "drop the value: a bare --hf-token uses the token from `hf auth login`; or export HF_TOKEN from a file",
+            Edit(token.start, token.end, ("--hf-token",)), token.start))
     return out
 
 
