@@ -65,7 +65,8 @@ def plan(
         min_concurrency=min_concurrency)
     result.host["source"] = host.source
     emit(result, as_json)
-    return 0
+    failed = result.recommended is None or any(p["severity"] == "error" for p in result.problems)
+    return 1 if failed else 0
 
 
 def register(app: typer.Typer) -> None:

@@ -1,0 +1,101 @@
+"""`tqdeploy plan` end to end: human table, tqdeploy.plan/1 JSON, hardware sources and one-line errors."""
+import json
+from pathlib import Path
+
+import pytest
+
+FIX = Path(__file__).parent / "fixtures"
+QWEN36 = str(FIX / "models" / "qwen3.6-27b")
+LLAMA = str(FIX / "models" / "llama-3.1-8b")
+H200_SNAPSHOT = str(FIX / "hosts" / "h200-1gpu.json")
+
+
+def plan_json(run_cli, *args):
+    code, out, err = run_cli("plan", *args, "--json")
+    return code, json.loads(out) if out.strip() else None, err
+
+
+def test_json_contract_qwen36_on_two_h200(run_cli):
+    code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--gpus", "2")
+    assert code == 0 and data["schema"] == "tqdeploy.plan/1"
+    assert data["tensor_parallel_size"] == 2 and data["max_model_len"] == 262144
+    rows = {r["kv_cache_dtype"]: r for r in data["rows"]}
+    for key in ("kv_cache_dtype", "kv_bytes_per_token", "kv_tokens", "max_concurrency", "fixed_state_bytes_per_seq"):
+        assert key in rows["turboquant_4bit_nc"]
+    assert rows["turboquant_4bit_nc"]["kv_bytes_per_token"] == 16 * 2 * 262  # per GPU at TP=2
+    assert rows["auto"]["kv_bytes_per_token"] == 32 * 1024
+    assert rows["turboquant_4bit_nc"]["fixed_state_bytes_per_seq"] > 0  # linear-attention state
+    assert rows["fp8_ds_mla"]["status"] == "not_applicable"
+    assert data["recommended"] in rows and data["model"]["is_hybrid"] is True
+    assert rows["turboquant_4bit_nc"]["kv_tokens"] > 3 * rows["auto"]["kv_tokens"]
+
+
+def test_human_table_and_recommendation(run_cli):
+    code, out, _ = run_cli("plan", "--model", LLAMA, "--gpu", "h200", "--max-model-len", "131072",
+                           "--kv-cache-dtype", "auto", "--kv-cache-dtype", "turboquant_4bit_nc")
+    assert code == 0
+    assert "turboquant_4bit_nc" in out and "46,400" in out and "131,072" in out
+    assert "recommended: --kv-cache-dtype auto" in out
+    assert "fp8_e5m2" not in out  # only the dtypes asked for
+
+
+def test_min_concurrency_moves_the_recommendation_to_turboquant(run_cli):
+    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--max-model-len", "131072",
+                              "--min-concurrency", "16", "--kv-cache-memory-gib", "100")
+    rows = {r["kv_cache_dtype"]: r for r in data["rows"]}
+    assert rows["fp8"]["max_concurrency"] < 16 <= rows["turboquant_4bit_nc"]["max_concurrency"]
+    assert data["recommended"] == "turboquant_4bit_nc" and data["budget"]["kv_source"] == "operator"
+
+
+def test_snapshot_source_and_exact_kv_memory(run_cli):
+    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--snapshot", H200_SNAPSHOT, "--max-model-len", "32768",
+                              "--kv-cache-memory-gib", "125.15", "--kv-cache-dtype", "auto")
+    assert code == 0 and data["host"]["source"].startswith("snapshot")
+    assert data["host"]["gpu_memory_bytes"] == 150754820096
+    (row,) = data["rows"]
+    assert row["kv_tokens"] == int(125.15 * (1 << 30)) // (16 * 131072) * 16
+
+
+def test_skip_layers_and_utilization(run_cli):
+    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turboquant_4bit_nc",
+                              "--skip-layers", "10, 11", "--gpu-memory-utilization", "0.5")
+    (row,) = data["rows"]
+    assert row["skip_layers"] == [0, 1, 10, 11, 30, 31]
+    assert row["kv_bytes_per_token"] == 26 * 8 * 134 + 6 * 4096
+    assert data["budget"]["gpu_memory_utilization"] == 0.5
+
+
+def test_errors_in_the_plan_exit_1(run_cli):
+    code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    assert code == 1 and any(p["code"] == "TP_HEADS" for p in data["problems"])
+    code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--max-model-len", "300000")
+    assert code == 1 and any(p["code"] == "MML_TOO_LONG" for p in data["problems"])
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--model", LLAMA, "--gpu", "B999"], "no GPU named 'B999'"),
+    (["--model", LLAMA, "--gpu", "H200", "--snapshot", H200_SNAPSHOT], "--gpu and --snapshot both"),
+    (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "a,b"], "--skip-layers 'a,b'"),
+    (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "99"], "outside this model's layers"),
+    (["--model", LLAMA, "--gpu", "H200", "--gpus", "1", "--tp", "2"], "--tp 2 needs 2 GPUs"),
+    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turbo"], "--kv-cache-dtype 'turbo'"),
+    (["--model", LLAMA, "--gpu", "H200", "--gpu-memory-utilization", "1.5"], "outside (0, 1]"),
+    (["--model", LLAMA, "--gpu", "H200", "--max-model-len", "0"], "--max-model-len 0"),
+    (["--model", "/nonexistent/model", "--gpu", "H200"], "neither an existing folder"),
+    (["--model", LLAMA, "--snapshot", "/nonexistent.json"], "does not exist"),
+])
+def test_bad_input_is_one_line(run_cli, args, needle):
+    code, out, err = run_cli("plan", *args)
+    assert code == 2, (out, err)
+    assert err.startswith("tqdeploy: error:") and needle in err.splitlines()[0]
+    assert "Traceback" not in err and out == ""
+
+
+def test_no_gpu_here_names_the_alternatives(run_cli, monkeypatch):
+    import tqdeploy.probe
+
+    from tqdeploy.snapshot import HostSnapshot
+
+    monkeypatch.setattr(tqdeploy.probe, "collect", lambda **kw: HostSnapshot(probe_errors={"nvml": "no driver"}))
+    code, _, err = run_cli("plan", "--model", LLAMA)
+    assert code == 2 and "no GPU on this host" in err and "--gpu H200" in err
