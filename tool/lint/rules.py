@@ -87,7 +87,7 @@ def exposure_rules(inv: Invocation, parsed: ParsedArgs) -> list[LintFinding]:
     has_key = has_key_flag or bool(inv.env.get("VLLM_API_KEY")) or "VLLM_API_KEY" in inv.env
     host_occ = parsed.last("host")
     host = host_occ.value if host_occ else None
-    if inv.kind != "docker" and (host is None or host not in LOOPBACK) and not has_key:
+    if not inv.kind.startswith("docker") and (host is None or host not in LOOPBACK) and not has_key:
         where = f"--host {host}" if host else "no --host (vLLM binds all interfaces)"
         edit = (Edit(host_occ.start, host_occ.end, ("--host", "127.0.0.1")) if host_occ
                 else Edit(inv.vllm_end, inv.vllm_end, ("--host", "127.0.0.1")))
@@ -116,7 +116,7 @@ def exposure_rules(inv: Invocation, parsed: ParsedArgs) -> list[LintFinding]:
 
 
 def docker_rules(inv: Invocation, parsed: ParsedArgs | None) -> list[LintFinding]:
-    if inv.kind != "docker":
+    if not inv.kind.startswith("docker"):
         return []
     out: list[LintFinding] = []
     args = inv.argv
@@ -167,3 +167,14 @@ def docker_rules(inv: Invocation, parsed: ParsedArgs | None) -> list[LintFinding
             "add --ipc=host (or --shm-size 16g)",
             Edit(inv.docker_start, inv.docker_start, ("--ipc=host",)), inv.docker_start))
     return out
+
+
+def config_file_rule(parsed: ParsedArgs) -> list[LintFinding]:
+    """--config FILE: vLLM reads more options from a YAML file that this lint does not see."""
+    occ = parsed.last("config")
+    if occ is None or not occ.value:
+        return []
+    return [LintFinding("TQ314", Severity.INFO, "--config",
+                        f"options inside {occ.value} are not checked (vLLM merges them into the command line)",
+                        "lint them as flags: tqdeploy lint -- vllm serve MODEL --flag ... (same keys, `--` prefixed)",
+                        None, occ.start)]

@@ -141,6 +141,12 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
             i += 1
             continue
         name, has_eq, inline = tok.partition("=")
+        if tok == "-O" and i + 1 < end and argv[i + 1] in {"0", "1", "2", "3"}:  # `-O 3`
+            occ_opt = schema.lookup("--optimization-level")
+            if occ_opt:
+                out.occurrences.append(Occurrence(occ_opt, tok, i, i + 2, [argv[i + 1]]))
+                i += 2
+                continue
         if re.match(r"^-O\d?$|^-O[a-z]", name) and name != "-O":  # -O3 / -Odecode shorthand
             occ_opt = schema.lookup("--optimization-level")
             if occ_opt:
