@@ -121,3 +121,15 @@ def test_two_layer_model_keeps_every_layer_at_bf16_under_turboquant():
     cal = calibrate(f, (CPU / "tiny-tq-not-in-effect.log").read_text())
     assert cal.logged.kv_cache_dtype == "turboquant_4bit_nc"
     assert cal.within_rounding and abs(cal.error) < 0.02
+
+
+def test_budget_estimate_is_conservative_on_the_hybrid_log():
+    """Budget side (an estimate): with the logged weights (50.22 GiB), util 0.55 on a 140.4 GiB H200 and
+    --enforce-eager, the planned KV memory must not exceed what vLLM measured (18.64 GiB), and stay close."""
+    from tqdeploy.plan.budget import make_budget
+
+    f = q36like()
+    f.weight_bytes = round(50.22 * (1 << 30))
+    b = make_budget(f, gpu_memory_bytes=150754820096, tp=1, gpu_memory_utilization=0.55, enforce_eager=True)
+    logged = 18.64 * (1 << 30)
+    assert 0.95 * logged <= b.kv_bytes <= logged

@@ -18,7 +18,7 @@ GiB = 1 << 30
 CONTEXT_RESERVE = GiB // 2  # CUDA context + allocator slack outside torch's pool (assumption)
 CUDA_GRAPH_RESERVE = GiB // 2  # measured 0.20-0.26 GiB for a small model on an H200 (0.25.0 logs)
 NCCL_RESERVE = GiB  # per rank when tp > 1: NCCL and custom all-reduce buffers (assumption)
-SAMPLER_COPIES = 6  # fp32 logits copies in the sampler warm-up, calibrated on the Qwen3.6-shaped log
+SAMPLER_COPIES = 7  # fp32 logits copies in the sampler warm-up: the smallest count that covers the Qwen3.6-shaped H200 log
 
 
 def scheduler_defaults(gpu_memory_bytes: int, gpu_name: str = "", platform: str = "cuda") -> tuple[int, int]:
