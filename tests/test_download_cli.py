@@ -85,6 +85,16 @@ def test_offline_lists_missing_files_and_exit_codes(repo, tmp_path, run_cli):
     assert code == 2 and "holds org/tiny@main" in err
 
 
+def test_hub_offline_mode_and_a_file_as_target_are_refused(run_cli, tmp_path, tqdeploy_exe):
+    (tmp_path / "f").write_text("x")
+    code, _, err = run_cli("download", "org/tiny", "--mirror", "http://127.0.0.1:9", "--to", str(tmp_path / "f"))
+    assert code == 2 and "is a file, not a folder" in err
+    # huggingface_hub reads HF_HUB_OFFLINE once, at import: a fresh process is needed.
+    cmd = [tqdeploy_exe, "download", "org/tiny", "--mirror", "http://127.0.0.1:9", "--to", str(tmp_path / "m")]
+    res = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert res.returncode == 2 and "HF_HUB_OFFLINE is set" in res.stderr and "--offline" in res.stderr
+
+
 @pytest.mark.parametrize("args, expected", [
     ((), "no model given"),
     (("a/b/c",), "is not a repository id"),

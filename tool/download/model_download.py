@@ -60,8 +60,15 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
                  disk_usage: diskspace.DiskUsage = shutil.disk_usage,
                  on_event: Callable[[str], None] | None = None) -> DownloadOutcome:
     """download_model with the details a command reports (what was fetched, reused, repaired, events)."""
+    from huggingface_hub import is_offline_mode
+
     started = time.monotonic()
     dest = Path(dest).expanduser().absolute()
+    if is_offline_mode():  # huggingface_hub's session refuses every request then
+        raise TQError("HF_HUB_OFFLINE is set, so no mirror can be asked",
+                      "unset HF_HUB_OFFLINE, or add --offline to list the files still missing")
+    if dest.exists() and not dest.is_dir():
+        raise TQError(f"{dest} is a file, not a folder", "pass a folder with --to")
     endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
     token = resolve_token(token)
     old = load_manifest(dest)
