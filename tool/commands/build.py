@@ -27,7 +27,7 @@ def build(
         result = run_check(check)
     else:
         result = run_build(spec_file, embedded=embedded, out=out, dry_run=dry_run, image=image,
-                           resolve_digests=resolve_digests, progress=not as_json)
+                           resolve_digests=resolve_digests, progress=True)  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code
 
