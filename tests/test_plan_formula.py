@@ -133,3 +133,12 @@ def test_turboquant_table_matches_installed_presets():
         ours = presets()[name]
         assert (ours["key_bits"], ours["value_bits"], ours["norm_correction"]) == \
             (p["key_quant_bits"], p["value_quant_bits"], p["norm_correction"])
+
+
+def test_weight_estimate_is_close_for_published_sizes():
+    from tqdeploy.plan.budget import estimate_weight_bytes
+
+    # parameter counts as the model names state them, bf16: 8B, 30B (MoE), 27B (hybrid, without vision/MTP)
+    assert abs(estimate_weight_bytes(facts("llama-3.1-8b")) / 16e9 - 1) < 0.05
+    assert abs(estimate_weight_bytes(facts("qwen3-30b-a3b")) / 60e9 - 1) < 0.05
+    assert 50e9 < estimate_weight_bytes(facts("qwen3.6-27b")) < 55.6e9  # FACTS: 55.6 GB incl. vision + MTP

@@ -54,7 +54,8 @@ class Budget:
 
 
 def estimate_weight_bytes(facts: ModelFacts) -> int:
-    """Parameter bytes from the config when no safetensors headers were read (dense/MoE/MLA decoders)."""
+    """Parameter bytes from the config when no safetensors headers were read (dense/MoE/hybrid decoders;
+    vision towers and MTP heads are not counted): a rough figure, always labelled as an estimate."""
     h, layers = facts.hidden_size, facts.num_hidden_layers
     q = facts.num_attention_heads * facts.head_dim
     kv = 2 * facts.num_key_value_heads * facts.head_dim
@@ -72,7 +73,15 @@ def estimate_weight_bytes(facts: ModelFacts) -> int:
         mlp_total = layers * mlp
     vocab = facts.vocab_size or 0
     embed = vocab * h * (1 if facts.tie_word_embeddings else 2)
-    params = layers * attn + mlp_total + embed
+    attn_total = len(facts.full_attention_layers or range(layers)) * attn
+    la = facts.linear_attention or {}
+    if la.get("kind") == "gated_delta_net":  # q, k, v, z and b, a projections, conv, out projection
+        kd, vd = la["num_key_heads"] * la["key_head_dim"], la["num_value_heads"] * la["value_head_dim"]
+        per = h * (2 * kd + 2 * vd + 2 * la["num_value_heads"]) + (2 * kd + vd) * la["conv_kernel"] + vd * h
+        attn_total += len(la["layers"]) * per
+    elif la:
+        attn_total += len(la.get("layers", [])) * attn  # unknown mixer: sized like attention
+    params = attn_total + mlp_total + embed
     return params * facts.dtype_bytes
 
 
