@@ -83,3 +83,15 @@ def test_cli_with_snapshot(run_cli, tmp_path):
                            "vllm", "serve", "m", "--kv-cache-dtype", "turboquant_k8v4", "--host", "127.0.0.1")
     assert code == 1
     assert any(f["id"] == "TQ342" and f["severity"] == "error" for f in json.loads(out)["findings"])
+
+
+def test_weights_fit_both_directions(qwen36):
+    small = HostSnapshot(gpus=[GPU(index=i, name="24 GiB GPU", memory_total=24 << 30, compute_capability=[8, 9])
+                               for i in range(4)])
+    bad = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}", model=qwen36, host=small)
+    f = by_id(bad, "TQ343")
+    assert f and f[0].severity.value == "error" and "--tensor-parallel-size" in f[0].fix
+    good = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}", model=qwen36,
+                host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200", memory_total=150754820096,
+                                            compute_capability=[9, 0])]))
+    assert not by_id(good, "TQ343")

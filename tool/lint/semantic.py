@@ -3,7 +3,7 @@
   TQ340  tensor parallel size vs attention / KV / linear-attention heads
   TQ341  --max-model-len vs what config.json supports
   TQ342  TurboQuant vs model, vLLM version and GPU compute capability
-  TQ343  weights per GPU vs GPU memory x --gpu-memory-utilization (needs a host snapshot)
+  TQ343  weights per GPU vs GPU memory x --gpu-memory-utilization (needs a host: --snapshot or --gpu)
 """
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def model_rules(parsed: ParsedArgs, schema: VllmSchema, model, host) -> list[Lin
                                               attention_backend=None)  # TQ320 covers the backend
         out += _convert(problems, "TQ342", dtype_occ.start)
     memory = _gpu_memory(host)
-    if memory is not None and getattr(model, "weight_bytes", None):
+    if memory is not None:  # compat estimates the weights from config.json when no safetensors are at hand
         util_occ = parsed.last("gpu_memory_utilization")
         try:
             util = float(util_occ.value) if util_occ and util_occ.value else schema.default("gpu_memory_utilization")
