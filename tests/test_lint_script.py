@@ -94,3 +94,9 @@ def test_first_vllm_line_wins_and_operators_end_it():
     r = lint_script(text, live=False)
     assert r.command == ["vllm", "serve", "m", "--host", "127.0.0.1", "--port", "8001"]
     assert r.findings == []
+
+
+def test_hash_inside_a_word_is_not_a_comment():
+    r = lint_script("vllm serve m --served-model-name team#1 --host 127.0.0.1  # served as team#1\n", live=False)
+    assert r.command == ["vllm", "serve", "m", "--served-model-name", "team#1", "--host", "127.0.0.1"]
+    assert r.findings == []

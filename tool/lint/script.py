@@ -45,11 +45,18 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 def _split(line: str, where: int) -> list[str]:
     from tqdeploy.errors import TQError
 
-    lexer = shlex.shlex(line, posix=True, punctuation_chars=False)
-    lexer.whitespace_split = True
-    lexer.commenters = "#"
     try:
-        return list(lexer)
+        # `#` starts a comment only at the start of an unquoted word (a#b is one word): find it on the
+        # raw words (quotes kept), then split what precedes it the POSIX way.
+        raw = shlex.shlex(line, posix=False)
+        raw.whitespace_split = True
+        raw.commenters = ""
+        words = []
+        for word in raw:
+            if word.startswith("#"):
+                break
+            words.append(word)
+        return shlex.split(" ".join(words), comments=False, posix=True)
     except ValueError as exc:
         raise TQError(f"line {where}: cannot split the shell command ({exc})",
                       "close the open quote or put the command on one line")
