@@ -180,3 +180,14 @@ def test_config_file_is_reported_as_unchecked():
     r = lint(f"vllm serve m --config serve.yaml {SAFE}")
     assert ids(r) == ["TQ314"] and not r.errors
     assert lint(f"vllm serve m {SAFE}").findings == []
+
+
+def test_sh_c_wrapper_is_unwrapped_and_rewrapped():
+    argv = ["/bin/sh", "-c", "exec vllm serve m --kv-cache-dtype turboquant_5bit --api-key sk-Wrapped42 --host 127.0.0.1"]
+    r = lint_command(argv, live=False)
+    assert sorted({f.id for f in r.findings}) == ["TQ302", "TQ323"]
+    assert r.fixed_argv[:2] == ["/bin/sh", "-c"]
+    assert "turboquant_4bit_nc" in r.fixed_argv[2]
+    assert "sk-Wrapped42" not in str(r.to_dict())
+    clean = lint_command(["bash", "-c", "vllm  serve m   --host '127.0.0.1'"], live=False)
+    assert clean.findings == [] and clean.fixed_argv == clean.command

@@ -104,10 +104,33 @@ def _want_live(live: bool | None, version: str) -> bool:
     return True
 
 
+def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
+    """(prefix, inner argv) for `sh -c "vllm serve ..."` / `bash -c ...` (compose and k8s commands)."""
+    import re
+    import shlex
+
+    if len(argv) >= 3 and re.fullmatch(r"(.*/)?(ba|da)?sh", argv[0]) and argv[1] == "-c":
+        try:
+            return argv[:2], shlex.split(argv[2])
+        except ValueError:
+            return None
+    return None
+
+
 def lint_command(argv: list[str], *, vllm_version: str | None = None, model=None, host=None,
                  live: bool | None = None) -> LintReport:
     """Lint one command line (already split into argv); live=None validates with vLLM when importable."""
-    return _lint(list(argv), " ".join(argv), {}, vllm_version=vllm_version, model=model, host=host, live=live)
+    wrapped = _shell_wrapper(list(argv))
+    if wrapped is None:
+        return _lint(list(argv), " ".join(argv), {}, vllm_version=vllm_version, model=model, host=host, live=live)
+    from tqdeploy.lint.report import shell_join
+
+    prefix, inner = wrapped
+    report = _lint(inner, argv[2], {}, vllm_version=vllm_version, model=model, host=host, live=live)
+    changed = report.changed
+    report.command = [*prefix, argv[2]]
+    report.fixed_argv = [*prefix, shell_join(report.fixed_argv)] if changed else list(report.command)
+    return report
 
 
 def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=None,
