@@ -142,3 +142,19 @@ def test_weight_estimate_is_close_for_published_sizes():
     assert abs(estimate_weight_bytes(facts("llama-3.1-8b")) / 16e9 - 1) < 0.05
     assert abs(estimate_weight_bytes(facts("qwen3-30b-a3b")) / 60e9 - 1) < 0.05
     assert 50e9 < estimate_weight_bytes(facts("qwen3.6-27b")) < 55.6e9  # FACTS: 55.6 GB incl. vision + MTP
+
+
+def test_sliding_window_capacity_hand_computed():
+    from tqdeploy.plan.allocator import kv_capacity
+
+    gib = 10 << 30
+    g = kv_capacity(facts("gemma-2-9b"), "auto", gib, 8192, max_in_flight_tokens=8192)
+    # 21 global + 21 sliding layers: two groups of 21; a block spans 21 pages of 16 tokens x 8192 B
+    assert g.group_sizes == [21, 21] and g.bytes_per_block == 21 * 16 * 8192
+    # a request: 8192/16 = 512 global blocks + ceil(min(4095 + 8192, 8192) / 16) + 1 = 513 sliding blocks
+    assert g.blocks_per_request == 512 + 513
+    assert g.tokens == int(gib // g.bytes_per_block / 1025 * 8192)
+    m = kv_capacity(facts("mistral-7b-v0.1"), "auto", gib, 32768, max_in_flight_tokens=8192)
+    # one sliding group of all 32 layers: ceil((4095 + 8192) / 16) + 1 = 769 blocks instead of 2048
+    assert m.blocks_per_request == 769 and m.bytes_per_block == 16 * 131072
+    assert m.tokens == int(gib // (16 * 131072) / 769 * 32768)

@@ -116,17 +116,23 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
     if sliding and facts.sliding_window.get("size") is None:
         raise ValueError("sliding-window layers without a window size in config.json")
     full = [i for i in per_layer if i not in set(sliding)]
-    buckets = [("full", len(full)), ("sliding", len(sliding)), ("linear", n_linear)]
-    buckets = [(kind, n) for kind, n in buckets if n]
+    linear = list(facts.linear_attention["layers"]) if n_linear else []
+    buckets = [(kind, layers) for kind, layers in (("full", full), ("sliding", sliding), ("linear", linear)) if layers]
     if len(buckets) == 1:
-        layout = [[buckets[0][1]]]  # one type: one group, every layer's page in each block
-        bytes_per_block = bs * sum(per_layer.values())
+        groups = [[buckets[0][1]]]  # one type: one group, every layer's page in each block
     else:
         if has_skip and not n_linear:
             exact = False
-            notes.append("sliding-window model with skip layers: padded pages not modelled exactly")
-        layout = _group_layout([n for _, n in buckets])
-        bytes_per_block = bs * max(per_layer.values()) * max(max(g) for g in layout)
+            notes.append("sliding-window model with skip layers: mixed page sizes are packed by vLLM in ways "
+                          "not modelled exactly")
+        groups = [[layers[i::n] for i in range(n)] for (_, layers), n in
+                  zip(buckets, (len(g) for g in _group_layout([len(b) for _, b in buckets])))]
+
+    def page(layer: int, kind: str) -> int:
+        return mamba_padded if kind == "linear" else bs * per_layer[layer]
+
+    # One block spans the pages of a group's layers; the pool's block is the largest group's.
+    bytes_per_block = max(sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups) for g in gs)
     if sliding:
         notes.append(f"sliding-window groups sized for {max_in_flight_tokens} in-flight tokens "
                      "(vLLM's max_num_batched_tokens default for this GPU class; hybrid KV manager on)")
@@ -134,8 +140,8 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
     num_blocks = max(kv_memory_bytes, 0) // bytes_per_block
     per_request = 0
     mamba_blocks = 0
-    for (kind, _), groups in zip(buckets, layout):
-        for _ in groups:
+    for (kind, _), gs in zip(buckets, groups):
+        for _ in gs:
             if kind == "sliding":
                 window = facts.sliding_window["size"]
                 per_request += cdiv(min(window - 1 + max_in_flight_tokens, max_model_len), bs) + 1
@@ -149,7 +155,7 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
     return KvCapacity(
         block_size=bs, bytes_per_block=bytes_per_block, num_blocks=num_blocks, blocks_per_request=per_request,
         max_concurrency=concurrency, tokens=int(concurrency * max_model_len),
-        group_sizes=[n for g in layout for n in g],
+        group_sizes=[len(g) for gs in groups for g in gs],
         mamba_page_bytes=mamba_page, mamba_page_padded=mamba_padded, mamba_cache_mode=mode,
         fixed_state_bytes_per_seq=mamba_blocks * bytes_per_block, exact=exact, notes=notes,
     )
