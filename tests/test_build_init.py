@@ -1,0 +1,74 @@
+"""`tqdeploy init`: a commented spec from the model's config and a host snapshot, valid as written."""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+from tqdeploy.spec import load_spec
+
+TESTS = Path(__file__).resolve().parent
+MODELS = TESTS / "fixtures" / "models"
+H200 = TESTS / "fixtures" / "hosts" / "h200-1gpu.json"
+
+
+def test_init_without_inputs_reproduces_the_embedded_default(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, stdout, err = run_cli("init", "--out", str(out), "--no-probe")
+    assert code == 0, err
+    assert load_spec(out, check_vllm_flags=False).spec_hash == load_spec(check_vllm_flags=False).spec_hash
+    text = out.read_text()
+    assert "# --kv-cache-dtype, e.g. turboquant_4bit_nc" in text
+    assert "# max_num_seqs = (unset: vLLM's own default applies)" in text
+
+
+def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, stdout, err = run_cli("init", "--model", str(MODELS / "qwen3.6-27b"), "--snapshot", str(H200),
+                                "--out", str(out), "--json")
+    assert code == 0, err
+    chosen = json.loads(stdout)["chosen"]
+    assert chosen["vllm.max_model_len"] == "max_position_embeddings from the model's config.json"
+    assert chosen["resources.gpus"].startswith("1 GPU(s) seen: NVIDIA H200")
+    data = tomllib.loads(out.read_text())
+    config = json.loads((MODELS / "qwen3.6-27b" / "config.json").read_text())
+    native = config.get("max_position_embeddings") or config["text_config"]["max_position_embeddings"]
+    assert data["vllm"]["max_model_len"] == native
+    assert data["model"]["path"] == str((MODELS / "qwen3.6-27b").resolve())  # absolute: build-dir relative otherwise
+    assert "repo" not in data["model"]
+    spec = load_spec(out)  # the written file is a valid spec, vLLM flags included
+    assert spec.name == "qwen3-6-27b" and spec["model"]["served_name"] == "qwen3.6-27b"
+    code, _, err = run_cli("build", str(out), "--out", str(tmp_path / "b"))
+    assert code == 0, err
+
+
+def test_init_takes_the_kv_dtype_from_the_turbo_quant_config_hint(run_cli, tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    config = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    config["turbo_quant_config"] = {"preset": "turboquant_k8v4"}
+    (model / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "s.toml"
+    code, stdout, err = run_cli("init", "--model", str(model), "--no-probe", "--out", str(out), "--name", "llama8b")
+    assert code == 0, err
+    text = out.read_text()
+    assert 'kv_cache_dtype = "turboquant_k8v4"' in text
+    assert "# chosen: the checkpoint's turbo_quant_config hint (a tqdeploy field; vLLM ignores it)" in text
+    assert load_spec(out).name == "llama8b"
+
+
+def test_init_refuses_to_overwrite_without_force(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    out.write_text("# mine\n")
+    code, _, err = run_cli("init", "--out", str(out), "--no-probe")
+    assert code == 2 and "already exists" in err and "--force" in err
+    assert out.read_text() == "# mine\n"
+    assert run_cli("init", "--out", str(out), "--no-probe", "--force")[0] == 0
+    assert out.read_text().startswith("# tqdeploy deployment spec")
+
+
+def test_init_with_a_missing_model_is_one_line_and_writes_nothing(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, _, err = run_cli("init", "--model", str(tmp_path / "nope"), "--no-probe", "--out", str(out))
+    assert code == 2 and err.startswith("tqdeploy: error: ") and "Traceback" not in err
+    assert not out.exists()
