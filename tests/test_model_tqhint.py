@@ -75,3 +75,11 @@ def test_hint_becomes_plans_default():
     assert plan.recommended == "turboquant_k3v4_nc"
     assert "turbo_quant_config" in plan.recommendation_reason
     assert 10 in plan.row("turboquant_k3v4_nc").skip_layers
+
+
+def test_invalid_hint_is_ignored_by_plan_and_said_so():
+    from tqdeploy.plan import make_plan
+
+    plan = make_plan(with_hint({"preset": "turbo"}), gpu_memory_bytes=150754820096, max_model_len=131072)
+    assert plan.recommended == "auto"
+    assert any("turbo_quant_config (error)" in n for n in plan.notes)

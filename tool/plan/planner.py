@@ -98,6 +98,8 @@ def make_plan(facts: ModelFacts, *, gpu_memory_bytes: int, max_model_len: int, n
         plan.notes.append(f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
                           f"each sequence also holds fixed linear-attention state (mamba cache mode "
                           f"{'align' if prefix_caching else 'none'})")
+    for p in facts.turbo_quant_config_problems:
+        plan.notes.append(f"turbo_quant_config ({p['severity']}): {p['message']}; {p['fix']}")
     if not facts.weight_bytes:
         plan.notes.append("weights estimated from config.json (no safetensors headers read): point --model at the "
                           "checkpoint folder or REPO@REV for exact bytes")
