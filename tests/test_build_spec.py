@@ -119,3 +119,14 @@ def test_spec_hash_ignores_comments_and_key_order():
     assert ha == hb
     c = b.replace('"/m"', '"/n"')
     assert Spec(parse_spec_text(c, "c"), "c").spec_hash != ha
+
+
+def test_docs_describe_every_spec_key():
+    from tqdeploy.spec.schema import SCHEMA
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "build.md").read_text()
+    for section, table in SCHEMA.items():
+        if section:
+            assert f"### [{section}]" in doc
+        for key, meta in table.items():
+            assert f"| `{key}` |" in doc and meta.doc.replace("|", "/") in doc, f"{section}.{key} undocumented"
