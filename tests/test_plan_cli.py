@@ -81,6 +81,7 @@ def test_errors_in_the_plan_exit_1(run_cli):
     (["--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turbo"], "--kv-cache-dtype 'turbo'"),
     (["--model", LLAMA, "--gpu", "H200", "--gpu-memory-utilization", "1.5"], "outside (0, 1]"),
     (["--model", LLAMA, "--gpu", "H200", "--max-model-len", "0"], "--max-model-len 0"),
+    (["--model", LLAMA, "--gpu", "H200", "--vllm-version", "latest"], "--vllm-version 'latest'"),
     (["--model", "/nonexistent/model", "--gpu", "H200"], "neither an existing folder"),
     (["--model", LLAMA, "--snapshot", "/nonexistent.json"], "does not exist"),
 ])

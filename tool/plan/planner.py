@@ -67,6 +67,10 @@ def make_plan(facts: ModelFacts, *, gpu_memory_bytes: int, max_model_len: int, n
     if not 0 < util <= 1:
         raise TQError(f"--gpu-memory-utilization {util} is outside (0, 1]", "pass a fraction such as 0.92")
     version = vllm_version or DEFAULT_VLLM_VERSION
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise TQError(f"--vllm-version {version!r} is not a version", "pass a release such as 0.32.0") from None
     hint = facts.turbo_quant_config
     skips = tuple(skip_layers) or tuple((hint or {}).get("skip_layers", ()))
     bad = [i for i in skips if not 0 <= i < facts.num_hidden_layers]
