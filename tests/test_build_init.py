@@ -30,10 +30,21 @@ def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
     chosen = json.loads(stdout)["chosen"]
     assert chosen["vllm.max_model_len"] == "max_position_embeddings from the model's config.json"
     assert chosen["resources.gpus"].startswith("1 GPU(s) seen: NVIDIA H200")
+    # tensor-parallel size and KV dtype are tqdeploy plan's recommendation for this model on this host
+    from tqdeploy.model import load_model_facts
+    from tqdeploy.plan import make_plan
+    from tqdeploy.snapshot import HostSnapshot
+
+    gpu = HostSnapshot.load(H200).gpus[0]
+    plan = make_plan(load_model_facts(str(MODELS / "qwen3.6-27b")), gpu_memory_bytes=gpu.memory_total,
+                     max_model_len=262144, num_gpus=1, tp=1, vllm_version="0.32.0",
+                     compute_capability=tuple(gpu.compute_capability), gpu_name=gpu.name)
+    assert chosen["vllm.kv_cache_dtype"] == f"tqdeploy plan: {plan.recommendation_reason}"
     data = tomllib.loads(out.read_text())
     config = json.loads((MODELS / "qwen3.6-27b" / "config.json").read_text())
     native = config.get("max_position_embeddings") or config["text_config"]["max_position_embeddings"]
     assert data["vllm"]["max_model_len"] == native
+    assert data["vllm"]["kv_cache_dtype"] == plan.recommended and data["vllm"]["tensor_parallel_size"] == 1
     assert data["model"]["path"] == str((MODELS / "qwen3.6-27b").resolve())  # absolute: build-dir relative otherwise
     assert "repo" not in data["model"]
     spec = load_spec(out)  # the written file is a valid spec, vLLM flags included
@@ -72,3 +83,17 @@ def test_init_with_a_missing_model_is_one_line_and_writes_nothing(run_cli, tmp_p
     code, _, err = run_cli("init", "--model", str(tmp_path / "nope"), "--no-probe", "--out", str(out))
     assert code == 2 and err.startswith("tqdeploy: error: ") and "Traceback" not in err
     assert not out.exists()
+
+
+def test_plan_on_a_host_keeps_the_checkpoints_hint(run_cli, tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    config = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    config["turbo_quant_config"] = {"key_bits": 4, "value_bits": 4}
+    (model / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "s.toml"
+    code, stdout, err = run_cli("init", "--model", str(model), "--snapshot", str(H200), "--out", str(out), "--json")
+    assert code == 0, err
+    chosen = json.loads(stdout)["chosen"]
+    assert chosen["vllm.kv_cache_dtype"].startswith("tqdeploy plan: the checkpoint's turbo_quant_config hint")
+    assert tomllib.loads(out.read_text())["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"

@@ -17,10 +17,10 @@ class InitResult:
         return {"schema": "tqdeploy.init/1", "out": str(self.out), "chosen": self.notes}
 
     def render(self, console) -> None:
-        console.print(f"wrote {self.out}")
+        console.print(f"wrote {self.out}", soft_wrap=True)
         for key, why in sorted(self.notes.items()):
-            console.print(f"  {key}: {why}")
-        console.print(f"next: review it, then `tqdeploy build {self.out}`")
+            console.print(f"  {key}: {why}", soft_wrap=True)
+        console.print(f"next: review it, then `tqdeploy build {self.out}`", soft_wrap=True)
 
 
 def init(

@@ -37,21 +37,21 @@ class BuildResult:
                 sys.stdout.write(self.diff)
                 sys.stdout.flush()
             else:
-                console.print(f"no changes: {self.out_dir} already matches spec {self.name}")
+                console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
             return
-        console.print(f"built {self.name} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}")
+        console.print(f"built {self.name} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}", soft_wrap=True)
         for key in ("written", "unchanged", "removed"):
             if self.changes.get(key):
-                console.print(f"  {key}: {', '.join(self.changes[key])}")
+                console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
         for what, why in self.skipped.items():
-            console.print(f"  not rendered: {what}: {why}")
+            console.print(f"  not rendered: {what}: {why}", soft_wrap=True)
         for note in self.notes:
-            console.print(f"  note: {note}")
+            console.print(f"  note: {note}", soft_wrap=True)
         if self.image:
             if self.image.get("id"):
-                console.print(f"  image: {self.image['tag']} ({self.image['id']})")
+                console.print(f"  image: {self.image['tag']} ({self.image['id']})", soft_wrap=True)
             else:
-                console.print(f"  image not built: {self.image.get('reason', '')}\n  run: {self.image['command']}")
+                console.print(f"  image not built: {self.image.get('reason', '')}\n  run: {self.image['command']}", soft_wrap=True)
 
 
 @dataclass
@@ -70,12 +70,12 @@ class CheckResult:
 
     def render(self, console) -> None:
         if self.exit_code == EXIT_OK:
-            console.print(f"{self.build_dir}: all {self.checked} files match tqdeploy.lock.json")
+            console.print(f"{self.build_dir}: all {self.checked} files match tqdeploy.lock.json", soft_wrap=True)
             return
         for kind, paths in self.drift.items():
             for p in paths:
-                console.print(f"{self.build_dir}: {kind}: {p}")
-        console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)")
+                console.print(f"{self.build_dir}: {kind}: {p}", soft_wrap=True)
+        console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True)
 
 
 def run_check(build_dir: Path) -> CheckResult:

@@ -15,9 +15,6 @@ from tqdeploy.spec.model import Spec
 from tqdeploy.spec.validate import spec_problems
 from tqdeploy.spec.write import spec_to_toml
 
-# Share of one GPU's memory the weights may take when picking a tensor-parallel size: the rest is KV
-# cache, activations and CUDA graphs. A starting point for the operator; `tqdeploy plan` has the exact numbers.
-WEIGHT_SHARE = 0.8
 TP_SIZES = (1, 2, 4, 8)
 
 
@@ -51,6 +48,7 @@ def apply_model(data: dict[str, Any], source: str, facts: Any, notes: dict[str, 
 
 
 def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str, str]) -> None:
+    """GPUs from the snapshot; tensor-parallel size and KV dtype from `tqdeploy plan` when the model is known."""
     gpus = list(getattr(snapshot, "gpus", []) or [])
     if not gpus:
         notes["resources.gpus"] = "no GPU seen on this host; the spec targets the serving host"
@@ -58,19 +56,31 @@ def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str,
     data["resources"]["gpus"] = "all"
     notes["resources.gpus"] = f"{len(gpus)} GPU(s) seen: {gpus[0].name}"
     mem = min((g.memory_total or 0) for g in gpus)
-    weights = getattr(facts, "weight_bytes", None) if facts is not None else None
-    heads = getattr(facts, "num_attention_heads", 0) if facts is not None else 0
-    if not (mem and weights):
+    if facts is None or not mem:
         return
+    from tqdeploy.plan import make_plan
+
+    v = data["vllm"]
+    mml = v["max_model_len"] or facts.max_position_embeddings
+    cc = tuple(gpus[0].compute_capability) if gpus[0].compute_capability else None
     for tp in TP_SIZES:
-        if tp > len(gpus) or (heads and heads % tp):
-            continue
-        if weights / tp <= WEIGHT_SHARE * mem:
-            data["vllm"]["tensor_parallel_size"] = tp
-            notes["vllm.tensor_parallel_size"] = (f"smallest size whose weight share ({weights / tp / 2**30:.1f} GiB) "
-                                                  f"fits {int(WEIGHT_SHARE * 100)}% of one GPU ({mem / 2**30:.0f} GiB)")
+        if tp > len(gpus):
+            break
+        try:
+            plan = make_plan(facts, gpu_memory_bytes=mem, max_model_len=mml, num_gpus=len(gpus), tp=tp,
+                             gpu_memory_utilization=v["gpu_memory_utilization"], vllm_version=v["version"],
+                             compute_capability=cc, gpu_name=gpus[0].name)
+        except TQError as err:
+            notes["vllm.tensor_parallel_size"] = f"tqdeploy plan could not size this model: {err.message}"
             return
-    notes["vllm.tensor_parallel_size"] = "the weights do not fit this host's GPUs at any tensor-parallel size"
+        if plan.recommended and not any(p["severity"] == "error" for p in plan.problems):
+            v["tensor_parallel_size"] = tp
+            notes["vllm.tensor_parallel_size"] = f"smallest size tqdeploy plan finds workable on {len(gpus)} x {gpus[0].name}"
+            v["kv_cache_dtype"] = plan.recommended
+            notes["vllm.kv_cache_dtype"] = f"tqdeploy plan: {plan.recommendation_reason}"
+            return
+    notes["vllm.tensor_parallel_size"] = ("tqdeploy plan finds no workable size on this host's GPUs "
+                                          "(`tqdeploy plan` shows why); kept the embedded default")
 
 
 def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str | None = None,
