@@ -130,3 +130,19 @@ def test_docs_describe_every_spec_key():
             assert f"### [{section}]" in doc
         for key, meta in table.items():
             assert f"| `{key}` |" in doc and meta.doc.replace("|", "/") in doc, f"{section}.{key} undocumented"
+
+
+def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
+    model = Path(__file__).resolve().parent / "fixtures" / "models" / "qwen3.6-27b"
+    text = (f'name = "q"\n[model]\npath = "{model}"\nserved_name = "q"\n[vllm]\nversion = "0.32.0"\n'
+            'tensor_parallel_size = 3\n[image]\nbase = "vllm/vllm-openai:v0.32.0"\n[resources]\ngpus = [0, 1, 2]\n')
+    (tmp_path / "s.toml").write_text(text)
+    lines = _refused(run_cli, tmp_path, tmp_path / "s.toml")
+    assert lines[0].startswith(f"tqdeploy: error: {tmp_path / 's.toml'}:7: vllm.tensor_parallel_size: ")
+    assert "16 linear-attention key heads are not divisible by 3" in lines[0]
+    (tmp_path / "s.toml").write_text(text.replace("tensor_parallel_size = 3", "tensor_parallel_size = 2"))
+    code, stdout, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"), "--json")
+    assert code == 0, err
+    import json
+
+    assert f"vLLM flags checked against the checkpoint at {model}" in json.loads(stdout)["notes"]

@@ -17,6 +17,7 @@ def build(
     check: Optional[Path] = typer.Option(None, "--check", help="Verify a build directory against its lock; exit 1 on drift."),
     image: bool = typer.Option(False, "--image", help="Also build the container image (Docker engine), or print the command."),
     resolve_digests: bool = typer.Option(False, "--resolve-digests", help="Read the base image digest from its registry and pin it."),
+    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
@@ -27,7 +28,7 @@ def build(
         result = run_check(check)
     else:
         result = run_build(spec_file, embedded=embedded, out=out, dry_run=dry_run, image=image,
-                           resolve_digests=resolve_digests, progress=True)  # stderr: JSON on stdout stays clean
+                           resolve_digests=resolve_digests, progress=True, model=model)  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code
 

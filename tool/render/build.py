@@ -85,18 +85,43 @@ def run_check(build_dir: Path) -> CheckResult:
     return CheckResult(str(build_dir), drift, len(read_lock(build_dir)["files"]))
 
 
+def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, model: str | None):
+    """Facts of the checkpoint to check the flags against: --model, else a local model.path that exists
+    (relative paths are relative to the build dir). None when neither is at hand (a repo is not fetched)."""
+    from tqdeploy.model import load_model_facts
+
+    if model:
+        return load_model_facts(model), model
+    from tqdeploy.spec import load_spec
+
+    path = load_spec(spec_file, embedded=embedded, check_vllm_flags=False)["model"]["path"]
+    if path:
+        local = Path(path).expanduser()
+        local = local if local.is_absolute() else Path(out) / local
+        if (local / "config.json").is_file():
+            return load_model_facts(str(local)), str(local)
+    return None, None
+
+
 def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path = Path("build"),
               dry_run: bool = False, image: bool = False, resolve_digests: bool = False,
-              progress: bool = True) -> BuildResult:
+              progress: bool = True, model: str | None = None) -> BuildResult:
     from tqdeploy.render.files import render_files, skipped_outputs
     from tqdeploy.render.lock import pins
     from tqdeploy.render.write import diff_build, write_build
     from tqdeploy.spec import load_spec
 
-    spec = load_spec(spec_file, embedded=embedded)
+    facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
+    spec = load_spec(spec_file, embedded=embedded, model=facts)
     notes: list[str] = []
+    if facts_from:
+        notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
     if spec.flag_check is not None and spec.flag_check.note:
         notes.append(spec.flag_check.note)
+    for f in (spec.flag_check.findings if spec.flag_check is not None else []):
+        sev = getattr(f.severity, "value", f.severity)
+        if sev in ("warn", "info"):  # errors refused the spec already
+            notes.append(f"lint {f.id} ({sev}) {f.flag}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
     if resolve_digests:
         from tqdeploy.render.image import resolve_digest
 

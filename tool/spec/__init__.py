@@ -25,8 +25,11 @@ __all__ = ["DEFAULT_SPEC_NAME", "Problem", "Spec", "embedded_spec_names", "load_
 
 
 def load_spec(path: str | Path | None = None, *, embedded: str | None = None,
-              check_vllm_flags: bool = True) -> Spec:
-    """A valid spec, or a TQError naming file:line and the key. No file and no name: the embedded default."""
+              check_vllm_flags: bool = True, model=None) -> Spec:
+    """A valid spec, or a TQError naming file:line and the key. No file and no name: the embedded default.
+
+    model: checkpoint facts (tqdeploy.model.load_model_facts) to check the flags against as well.
+    """
     if path is not None and embedded is not None:
         from tqdeploy.errors import TQError
 
@@ -41,6 +44,6 @@ def load_spec(path: str | Path | None = None, *, embedded: str | None = None,
     if check_vllm_flags:
         from tqdeploy.spec.flags import check_flags
 
-        spec.flag_check = check_flags(spec)
+        spec.flag_check = check_flags(spec, model)
         raise_problems(spec.flag_check.problems, source, text)
     return spec
