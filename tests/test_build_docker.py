@@ -282,3 +282,78 @@ def test_resolve_digests_fails_clearly_without_a_registry(run_cli, docker_client
     assert err.startswith("tqdeploy: error: cannot resolve the digest of vllm/vllm-openai:v0.32.0 from its registry: ")
     assert "Traceback" not in err
     assert not (tmp_path / "b").exists()
+
+
+class _LoopbackRegistry:
+    """The part of the registry API (v2) that `docker` uses to resolve a tag to its manifest digest."""
+
+    def __init__(self):
+        import hashlib
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
+                             "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
+        manifest = json.dumps({"schemaVersion": 2,
+                               "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                               "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
+                                          "size": len(config), "digest": config_digest},
+                               "layers": []}).encode()
+        self.digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
+        routes = {"/v2/": (b"{}", "application/json"),
+                  "/v2/tq/base/manifests/v1": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
+                  f"/v2/tq/base/manifests/{self.digest}": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
+                  f"/v2/tq/base/blobs/{config_digest}": (config, "application/octet-stream")}
+        digest = self.digest
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body, ctype = routes.get(self.path, (b'{"errors":[{"code":"MANIFEST_UNKNOWN"}]}', "application/json"))
+                self.send_response(200 if self.path in routes else 404)
+                self.send_header("Docker-Distribution-API-Version", "registry/2.0")
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                if "/manifests/" in self.path:
+                    self.send_header("Docker-Content-Digest", digest)
+                self.end_headers()
+                if self.command == "GET":
+                    self.wfile.write(body)
+
+            do_HEAD = do_GET
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_resolve_digests_pins_what_the_registry_answers(run_cli, docker_client, tmp_path):
+    # Docker treats 127.0.0.0/8 registries as insecure (plain HTTP) by default: a loopback registry works.
+    registry = _LoopbackRegistry()
+    try:
+        base = f"127.0.0.1:{registry.port}/tq/base:v1"
+        spec = (f'name = "digest"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
+                f'[image]\nbase = "{base}"\n')
+        (tmp_path / "s.toml").write_text(spec)
+        code, stdout, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"),
+                                    "--resolve-digests", "--json")
+        assert code == 0, err
+        assert f"ARG BASE_IMAGE={base}@{registry.digest}\n" in (tmp_path / "b" / "Dockerfile").read_text()
+        lock = json.loads((tmp_path / "b" / "tqdeploy.lock.json").read_text())
+        assert lock["pins"]["image"] == {"base": base, "digest": registry.digest}
+        assert any(registry.digest in n and "add `digest =" in n for n in json.loads(stdout)["notes"])
+        # A spec pinned to another digest: the tag moved, refused, nothing written.
+        other = "sha256:" + "0" * 64
+        (tmp_path / "s.toml").write_text(spec + f'digest = "{other}"\n')
+        code, _, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "c"), "--resolve-digests")
+        assert code == 2 and f"now resolves to {registry.digest}, not the spec's image.digest {other}" in err
+        assert not (tmp_path / "c").exists()
+    finally:
+        registry.close()

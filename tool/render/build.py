@@ -126,6 +126,13 @@ def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path 
         from tqdeploy.render.image import resolve_digest
 
         digest = resolve_digest(spec["image"]["base"])
+        pinned = spec["image"]["digest"]
+        if pinned and pinned != digest:
+            from tqdeploy.errors import TQError
+
+            raise TQError(f"{spec['image']['base']} now resolves to {digest}, not the spec's image.digest {pinned}",
+                          "the tag moved: review the new image, then update image.digest (or build without "
+                          "--resolve-digests to keep the pinned one)")
         spec.data["image"]["digest"] = digest
         notes.append(f"base digest {digest} read from the registry; add `digest = \"{digest}\"` to [image] "
                      "in the spec to keep it")
