@@ -25,11 +25,6 @@ CASES = {
 }
 
 
-def _spec_copy_normalized(case: str, files):
-    # The multinode spec is loaded from a path: its copy is the fixture's text, stable as it is.
-    return files
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rendered_files_match_golden(case):
     files = render_files(CASES[case]())
