@@ -237,3 +237,40 @@ def test_download_sh_explains_a_missing_tqdeploy(builds, tmp_path):
     res = subprocess.run(["/bin/sh", str(builds["qwen36-27b-tq"] / "download.sh")], capture_output=True, text=True,
                          env={"PATH": str(tmp_path)})
     assert res.returncode == 69 and "tqdeploy is not on PATH" in res.stderr
+
+
+@pytest.fixture(scope="module")
+def nginx_binary(tmp_path_factory):
+    """Debian's nginx binary, downloaded and unpacked (not installed); its libraries are the system's."""
+    import shutil
+
+    if shutil.which("nginx"):
+        return shutil.which("nginx")
+    tmp = tmp_path_factory.mktemp("nginx")
+    for attempt in (0, 1):
+        res = _run(["apt-get", "download", "nginx"], cwd=tmp)
+        if res.returncode == 0:
+            break
+        _run(["apt-get", "update", "-qq"])
+    else:
+        pytest.skip(f"nginx not downloadable here: {res.stderr.strip()[-200:]}")
+    deb = next(tmp.glob("nginx_*.deb"))
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(tmp / "root")], check=True)
+    return str(tmp / "root" / "usr" / "sbin" / "nginx")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_nginx_accepts_the_rendered_proxy_config(builds, case, nginx_binary, tmp_path):
+    prefix = tmp_path / "prefix"
+    (prefix / "logs").mkdir(parents=True)
+    temp = "\n".join(f"  {kind}_temp_path {prefix / 'tmp'};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    conf = tmp_path / "nginx.conf"
+    conf.write_text(f"pid {prefix / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\nhttp {{\n  access_log off;\n"
+                    f"{temp}\n  include {builds[case] / 'nginx.conf'};\n}}\n")
+    res = _run([nginx_binary, "-t", "-p", prefix, "-c", conf])
+    assert res.returncode == 0, res.stderr
+    assert "test is successful" in res.stderr
+    broken = tmp_path / "broken.conf"
+    broken.write_text((builds[case] / "nginx.conf").read_text().replace("proxy_buffering off;", "proxy_buffering of;"))
+    conf.write_text(conf.read_text().replace(str(builds[case] / "nginx.conf"), str(broken)))
+    assert _run([nginx_binary, "-t", "-p", prefix, "-c", conf]).returncode == 1
