@@ -204,3 +204,19 @@ def test_help_stays_light(tqdeploy_exe):
     python = str(Path(tqdeploy_exe).parent / "python")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+def test_check_with_a_spec_names_files_the_spec_now_renders_differently(run_cli, tmp_path):
+    from tqdeploy.spec.load import embedded_spec_path
+
+    spec = tmp_path / "tqdeploy.toml"
+    spec.write_text(embedded_spec_path("qwen36-27b-tq").read_text())
+    out = tmp_path / "build"
+    assert run_cli("build", str(spec), "--out", str(out))[0] == 0
+    assert run_cli("build", str(spec), "--check", str(out))[0] == 0
+    spec.write_text(spec.read_text().replace("port = 8000", "port = 8001"))
+    code, stdout, _ = run_cli("build", str(spec), "--check", str(out), "--json")
+    assert code == 1
+    data = json.loads(stdout)
+    assert data["modified"] == [] and data["missing"] == []  # the directory still matches its own lock
+    assert {"serve.sh", "compose.yaml", "healthcheck.sh", "tqdeploy.toml"} <= set(data["stale"])

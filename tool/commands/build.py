@@ -14,7 +14,7 @@ def build(
     embedded: Optional[str] = typer.Option(None, "--embedded", help="Use an embedded spec by name (e.g. tiny-cpu-demo)."),
     out: Path = typer.Option(Path("build"), "--out", "-o", help="Build directory to write."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print a unified diff against --out and write nothing."),
-    check: Optional[Path] = typer.Option(None, "--check", help="Verify a build directory against its lock; exit 1 on drift."),
+    check: Optional[Path] = typer.Option(None, "--check", help="Verify a build directory against its lock (and, given a spec, against what it renders now); exit 1 on drift."),
     image: bool = typer.Option(False, "--image", help="Also build the container image (Docker engine), or print the command."),
     resolve_digests: bool = typer.Option(False, "--resolve-digests", help="Read the base image digest from its registry and pin it."),
     model: Optional[str] = typer.Option(None, "--model", help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path."),
@@ -25,7 +25,7 @@ def build(
     from tqdeploy.output import emit
 
     if check is not None:
-        result = run_check(check)
+        result = run_check(check, spec_file, embedded)
     else:
         result = run_build(spec_file, embedded=embedded, out=out, dry_run=dry_run, image=image,
                            resolve_digests=resolve_digests, progress=True, model=model)  # stderr: JSON on stdout stays clean

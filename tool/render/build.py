@@ -76,13 +76,26 @@ class CheckResult:
             for p in paths:
                 console.print(f"{self.build_dir}: {kind}: {p}", soft_wrap=True)
         console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True)
+        if self.drift.get("stale"):
+            console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
 
-def run_check(build_dir: Path) -> CheckResult:
+def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | None = None) -> CheckResult:
+    """Files against the lock; with a spec, also the lock against what the spec renders now ("stale")."""
     from tqdeploy.render.lock import read_lock, verify
 
     drift = verify(build_dir)
-    return CheckResult(str(build_dir), drift, len(read_lock(build_dir)["files"]))
+    lock = read_lock(build_dir)
+    if spec_file is not None or embedded is not None:
+        import json
+
+        from tqdeploy.render.files import render_files
+        from tqdeploy.spec import load_spec
+
+        files = render_files(load_spec(spec_file, embedded=embedded))
+        now = json.loads(files["tqdeploy.lock.json"].data)["files"]
+        drift["stale"] = sorted(p for p in set(now) | set(lock["files"]) if now.get(p) != lock["files"].get(p))
+    return CheckResult(str(build_dir), drift, len(lock["files"]))
 
 
 def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, model: str | None):
