@@ -220,3 +220,19 @@ def test_check_with_a_spec_names_files_the_spec_now_renders_differently(run_cli,
     data = json.loads(stdout)
     assert data["modified"] == [] and data["missing"] == []  # the directory still matches its own lock
     assert {"serve.sh", "compose.yaml", "healthcheck.sh", "tqdeploy.toml"} <= set(data["stale"])
+
+
+def test_template_environment_is_strict_and_sandboxed(tmp_path):
+    from jinja2.exceptions import SecurityError, UndefinedError
+
+    from tqdeploy.render.env import make_env
+
+    (tmp_path / "missing.j2").write_text("port={{ prot }}\n")
+    (tmp_path / "escape.j2").write_text("{{ ''.__class__.__mro__[1].__subclasses__() }}\n")
+    (tmp_path / "quote.j2").write_text("{{ v | shquote }} {{ v | yamlstr }}\n")
+    env = make_env([tmp_path])
+    with pytest.raises(UndefinedError):
+        env.get_template("missing.j2").render(port=1)
+    with pytest.raises(SecurityError):
+        env.get_template("escape.j2").render()
+    assert env.get_template("quote.j2").render(v="a b'$(x)") == "'a b'\"'\"'$(x)' \"a b'$(x)\"\n"
