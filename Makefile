@@ -17,11 +17,14 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The main job on the embedded default: audit this host.
+# The main job on the embedded default (Qwen3.6-27B with turboquant_4bit_nc): audit this host, then
+# render the pinned deployment into build/default and lint the launch script it wrote.
 run: install
 	@$(TQ) doctor; rc=$$?; \
-	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention)"; fi; \
+	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention on this host)"; fi; \
 	  [ $$rc -le 1 ]
+	$(TQ) build --out build/default
+	$(TQ) lint --file build/default/serve.sh
 
 # The real CPU build of vLLM, in its own venv: the server side of the tests.
 $(VLLM_VENV)/.installed:

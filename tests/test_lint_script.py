@@ -100,3 +100,17 @@ def test_hash_inside_a_word_is_not_a_comment():
     r = lint_script("vllm serve m --served-model-name team#1 --host 127.0.0.1  # served as team#1\n", live=False)
     assert r.command == ["vllm", "serve", "m", "--served-model-name", "team#1", "--host", "127.0.0.1"]
     assert r.findings == []
+
+
+def test_assigned_then_exported_key_counts_as_an_api_key():
+    # serve.sh reads the key from a file into a shell variable, then exports it by name.
+    script = 'KEY_FILE=/run/secrets/k\nVLLM_API_KEY="$(cat "$KEY_FILE")"\nexport VLLM_API_KEY\n' \
+             'exec vllm serve /models/m --host 0.0.0.0 --port 8000\n'
+    r = lint_script(script, live=False)
+    assert "TQ322" not in ids(r)
+
+
+def test_assigned_but_never_exported_key_does_not_count():
+    script = 'VLLM_API_KEY="$(cat /run/secrets/k)"\nexec vllm serve /models/m --host 0.0.0.0 --port 8000\n'
+    r = lint_script(script, live=False)
+    assert "TQ322" in ids(r)

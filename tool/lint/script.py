@@ -77,6 +77,7 @@ def _cut_at_operator(tokens: list[str]) -> list[str]:
 
 def find_command(text: str) -> ScriptCommand | None:
     env: dict[str, str] = {}
+    shell_vars: dict[str, str] = {}  # `NAME=value` lines: not in the environment until exported
     for start, line in logical_lines(text):
         if not line.strip() or line.lstrip().startswith("#"):
             continue
@@ -88,9 +89,21 @@ def find_command(text: str) -> ScriptCommand | None:
                 if "=" in tok:
                     name, value = tok.split("=", 1)
                     env[name] = value
+                elif tok in shell_vars:  # `NAME=...` then `export NAME`
+                    env[tok] = shell_vars[tok]
+            continue
+        if all(_is_assignment(tok) for tok in tokens):
+            for tok in tokens:
+                name, value = tok.split("=", 1)
+                shell_vars[name] = value
             continue
         argv = _cut_at_operator(tokens)
         inv: Invocation = find_invocation(argv)
         if inv.kind != "unknown":
             return ScriptCommand(argv=argv, line=start, env=env)
     return None
+
+
+def _is_assignment(token: str) -> bool:
+    name, sep, _ = token.partition("=")
+    return bool(sep) and name.isidentifier()
