@@ -57,6 +57,14 @@ def sort_worst_first(findings: list[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-f.severity.rank, f.area, f.id))
 
 
+def group_by_area(findings: list[Finding]) -> list[tuple[str, list[Finding]]]:
+    """Areas ordered by their worst finding, each area's findings worst first."""
+    areas: dict[str, list[Finding]] = {}
+    for f in sort_worst_first(findings):
+        areas.setdefault(f.area, []).append(f)
+    return sorted(areas.items(), key=lambda item: (-item[1][0].severity.rank, item[0]))
+
+
 def summarize(findings: list[Finding]) -> dict[str, int]:
     counts = {s.value: 0 for s in Severity}
     for f in findings:

@@ -9,7 +9,7 @@ import json
 import sys
 from typing import Any, Protocol
 
-from tqdeploy.findings import Finding, sort_worst_first
+from tqdeploy.findings import Finding, group_by_area
 
 SEVERITY_STYLE = {
     "error": "bold red",
@@ -55,7 +55,7 @@ def format_evidence(evidence: dict[str, Any]) -> str:
 
 
 def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
-    """A table grouped by area, worst first, with the remediation under each problem."""
+    """A table grouped by area (the area with the worst finding first), with the fix under each problem."""
     from rich.table import Table
     from rich.text import Text
 
@@ -64,14 +64,15 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
     table.add_column("severity", no_wrap=True)
     table.add_column("area", no_wrap=True)
     table.add_column("finding")
-    for f in sort_worst_first(findings):
-        if not show_ok and f.severity.value in ("ok", "skipped"):
-            continue
-        body = Text(f.title)
-        ev = format_evidence(f.evidence)
-        if ev:
-            body.append("\n" + ev, style="dim")
-        if f.remediation and f.severity.value in ("error", "warn", "info"):
-            body.append("\nfix: " + f.remediation, style="bold")
-        table.add_row(f.id, Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]), f.area, body)
+    for area, group in group_by_area(findings):
+        rows = [f for f in group if show_ok or f.severity.value not in ("ok", "skipped")]
+        for i, f in enumerate(rows):
+            body = Text(f.title)
+            ev = format_evidence(f.evidence)
+            if ev:
+                body.append("\n" + ev, style="dim")
+            if f.remediation and f.severity.value in ("error", "warn", "info"):
+                body.append("\nfix: " + f.remediation, style="bold")
+            table.add_row(f.id, Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
+                          area if i == 0 else "", body, end_section=i == len(rows) - 1)
     console.print(table)
