@@ -11,12 +11,11 @@ import pytest
 from tqdeploy.model import facts_from_config, load_model_facts
 from tqdeploy.plan.vllmlog import calibrate, parse_kv_log
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "vllm-logs"
-H200 = SHARED / "h200-vllm-0.25.0"
-CPU = SHARED / "cpu-vllm-0.32.0"
+# Real start-up logs recorded on an H200 and on this kind of CPU machine (see the READMEs there).
+LOGS = Path(__file__).parent / "fixtures" / "vllm-logs"
+H200 = LOGS / "h200-vllm-0.25.0"
+CPU = LOGS / "cpu-vllm-0.32.0"
 MODELS = Path(__file__).parent / "fixtures" / "models"
-
-pytestmark = pytest.mark.skipif(not H200.is_dir(), reason="shared vLLM log fixtures missing")
 
 # dense8 (fixtures README): Llama-style, 8 layers, 8 heads, 2 KV heads, head_dim 128, bf16.
 DENSE8 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
