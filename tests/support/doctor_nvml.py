@@ -22,6 +22,11 @@ class NVMLError_InvalidArgument(NVMLError):
         return "Invalid Argument"
 
 
+class NVMLError_GpuIsLost(NVMLError):
+    def __str__(self):
+        return "GPU is lost"
+
+
 class NVMLError_LibraryNotFound(NVMLError):
     def __str__(self):
         return "NVML Shared Library Not Found"
@@ -63,6 +68,8 @@ class FakeNVML:
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, i):
+        if "handle_error" in self.gpus[i]:  # e.g. a GPU that fell off the bus (Xid 79)
+            raise self.gpus[i]["handle_error"]
         return i
 
     def nvmlDeviceGetName(self, h):

@@ -22,3 +22,11 @@ def no_gpu_verdict(host):
     if not host.gpus:
         return skipped("no GPU visible (see TQ101)")
     return None
+
+
+def unreadable_gpu_verdict(gpu):
+    """The skip a per-GPU check returns for a GPU NVML could not open (TQ101 reports it as an error)."""
+    if "handle" in (gpu.field_errors or {}):
+        return skipped(f"GPU {gpu.index} not accessible through NVML (see TQ101)", {"gpu": gpu.index},
+                       title=f"GPU {gpu.index}: not accessible")
+    return None

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import gib, no_gpu_verdict
+from tqdeploy.hostchecks.common import gib, no_gpu_verdict, unreadable_gpu_verdict
 
 VLLM_MIN_CC = (7, 5)  # vLLM's floor (issue 2; FACTS.md: "vLLM needs CC >= 7.5")
 TURBOQUANT_MIN_CC = (8, 0)  # TurboQuant's effective floor: T4 (7.5) fails, vLLM issue #43576 (FACTS.md)
@@ -21,6 +21,9 @@ def compute_capability(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         cc = tuple(gpu.compute_capability or ())
         ev = {"gpu": gpu.index, "name": gpu.name, "memory_gib": gib(gpu.memory_total),
               "compute_capability": ".".join(map(str, cc)) or None}
@@ -44,6 +47,9 @@ def memory_health(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         ev = {"gpu": gpu.index, "ecc_mode": gpu.ecc_mode, "retired_pages_pending": gpu.retired_pages_pending,
               "remapped_rows": gpu.remapped_rows}
         rows = gpu.remapped_rows or {}
@@ -76,6 +82,9 @@ def persistence(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         ev = {"gpu": gpu.index, "persistence": gpu.persistence}
         if gpu.persistence is False:
             out.append(warn(ev, "enable it: `sudo systemctl enable --now nvidia-persistenced` "
@@ -95,6 +104,9 @@ def mig(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         mode = gpu.mig_mode
         ev = {"gpu": gpu.index, "mig_current": mode[0] if mode else None, "mig_pending": mode[1] if mode else None}
         if not mode:
@@ -111,6 +123,12 @@ def mig(ctx):
     return out
 
 
+def _process(p: dict) -> str:
+    """'pid 4242: 40.0 GiB'; NVML leaves the figure out inside some containers (no access to the pid)."""
+    used = p.get("used_memory")
+    return f"pid {p.get('pid')}: {gib(used)} GiB" if isinstance(used, int) else f"pid {p.get('pid')}: memory not reported"
+
+
 @check("TQ107", "gpu", "GPU memory held by other processes")
 def memory_in_use(ctx):
     if (v := no_gpu_verdict(ctx.host)) is not None:
@@ -118,12 +136,15 @@ def memory_in_use(ctx):
     util = float(ctx.options.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION)
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         total, used = gpu.memory_total, gpu.memory_used
         free = None if total is None or used is None else total - used
         need = None if total is None else int(total * util)
         ev = {"gpu": gpu.index, "used_gib": gib(used), "free_gib": gib(free), "total_gib": gib(total),
               "gpu_memory_utilization": util, "vllm_needs_free_gib": gib(need),
-              "processes": [p["pid"] for p in gpu.processes]}
+              "processes": [_process(p) for p in gpu.processes]}
         pids = ", ".join(str(p["pid"]) for p in gpu.processes)
         if free is None and not gpu.processes:
             out.append(skipped("NVML reported no memory figures", ev, title=f"{_label(gpu)}: memory use unknown"))

@@ -8,7 +8,7 @@ narrow link at idle is a real fault (a slot wired x8, a bad riser, a badly seate
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import no_gpu_verdict
+from tqdeploy.hostchecks.common import no_gpu_verdict, unreadable_gpu_verdict
 from tqdeploy.probe.pci import sysfs_bdf
 
 
@@ -30,6 +30,9 @@ def link_width(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         sysfs = _sysfs(ctx.host, gpu)
         cur = gpu.pcie.get("width_cur") or sysfs.get("current_link_width")
         top = gpu.pcie.get("width_max") or sysfs.get("max_link_width")
@@ -52,6 +55,9 @@ def link_generation(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         sysfs = _sysfs(ctx.host, gpu)
         cur = gpu.pcie.get("gen_cur") or sysfs.get("current_gen")
         link_max = gpu.pcie.get("gen_max") or sysfs.get("max_gen")
@@ -81,6 +87,9 @@ def aer_counters(ctx):
         return v
     out = []
     for gpu in ctx.host.gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         aer = _sysfs(ctx.host, gpu).get("aer")
         if not aer:
             out.append(skipped("the kernel exposes no AER counters for this device (aer_dev_* absent)",

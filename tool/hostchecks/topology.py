@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import no_gpu_verdict
+from tqdeploy.hostchecks.common import no_gpu_verdict, unreadable_gpu_verdict
 
 
 @check("TQ112", "topology", "NVLink state")
@@ -14,6 +14,9 @@ def nvlink_state(ctx):
         return skipped("one GPU: no GPU-to-GPU traffic", {"nvlink": gpus[0].nvlink_error or "links read"})
     out = []
     for gpu in gpus:
+        if (skip := unreadable_gpu_verdict(gpu)) is not None:
+            out.append(skip)
+            continue
         active = [link["link"] for link in gpu.nvlinks if link.get("active")]
         down = [link["link"] for link in gpu.nvlinks if not link.get("active")]
         ev = {"gpu": gpu.index, "active_links": len(active), "inactive_links": down, "error": gpu.nvlink_error or None}
@@ -36,7 +39,9 @@ def p2p_matrix(ctx):
         return v
     if len(ctx.host.gpus) < 2:
         return skipped("one GPU: no GPU pairs")
-    pairs = ctx.host.topology
+    pairs = [p for p in ctx.host.topology if p.get("level") is not None or p.get("p2p_read") is not None]
+    if not pairs:
+        return skipped("no GPU pair could be read through NVML", {"pairs": ctx.host.topology})
     matrix = {f"{p['a']}-{p['b']}": p.get("level") for p in pairs}
     no_p2p = [p for p in pairs if p.get("p2p_read") != "OK"]
     sys_pairs = [p for p in pairs if p.get("level") == "SYS"]

@@ -71,23 +71,24 @@ def collect(roots: ProbeRoots | None = None, nvml=None, offline: bool = False,
         snap.disk = run("disk", lambda: hostenv.probe_disk(Path(snap.env["hf_cache"]))) or {}
     endpoint = roots.env.get("HF_ENDPOINT")
     if endpoint and not offline:
-        snap.mirror = run("mirror", lambda: hostenv.probe_mirror(endpoint)) or {}
+        snap.mirror = run("mirror", lambda: hostenv.probe_mirror(endpoint, roots.env)) or {}
     return snap
 
 
 def _probe_gpus(snap: HostSnapshot, nvml) -> None:
-    from tqdeploy.probe.nvml import NoDriver, load_adapter, probe_nvml
+    from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter, probe_nvml
     from tqdeploy.probe.topology import probe_topology
 
     try:
         nv = nvml if nvml is not None else load_adapter()
-        driver, gpus, handles = probe_nvml(nv)
+        init_nvml(nv)
     except NoDriver as exc:
         snap.driver = {"present": False, "error": str(exc)}
         raise
-    try:
-        snap.driver, snap.gpus = driver, gpus
-        snap.topology = probe_topology(nv, handles, gpus)
+    try:  # NVML started: a driver is there, whatever fails below
+        snap.driver = {"present": True}
+        snap.driver, snap.gpus, handles = probe_nvml(nv)
+        snap.topology = probe_topology(nv, handles, snap.gpus)
     finally:
         try:
             nv.nvmlShutdown()

@@ -37,12 +37,21 @@ def _decode(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
-    """Read driver facts and every GPU. Returns (driver, gpus, handles); the caller shuts NVML down."""
+def init_nvml(nv) -> None:
+    """Start NVML; NoDriver when it cannot be used. After this the caller owns an nvmlShutdown()."""
     try:
         nv.nvmlInit()
     except Exception as exc:  # NVMLError_LibraryNotFound, _DriverNotLoaded, _NoPermission...
         raise NoDriver(_err(exc)) from exc
+
+
+def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
+    """Read driver facts and every GPU of a started NVML. Returns (driver, gpus, handles).
+
+    A GPU whose handle NVML refuses (NVMLError_GpuIsLost after an Xid 79, NoPermission for a GPU
+    outside the container's cgroup) is kept as an entry with ``field_errors["handle"]`` and a None
+    handle, so the checks name it instead of the whole probe failing.
+    """
     driver: dict[str, Any] = {"present": True}
     for key, fn in (("version", "nvmlSystemGetDriverVersion"), ("cuda_driver", "nvmlSystemGetCudaDriverVersion_v2"),
                     ("nvml_version", "nvmlSystemGetNVMLVersion")):
@@ -51,10 +60,20 @@ def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
         except Exception as exc:
             driver[key] = None
             driver.setdefault("errors", {})[key] = _err(exc)
+    try:
+        count = int(nv.nvmlDeviceGetCount())
+    except Exception as exc:
+        driver.setdefault("errors", {})["gpu_count"] = _err(exc)
+        return driver, [], []
     gpus: list[GPU] = []
     handles: list[Any] = []
-    for index in range(nv.nvmlDeviceGetCount()):
-        handle = nv.nvmlDeviceGetHandleByIndex(index)
+    for index in range(count):
+        try:
+            handle = nv.nvmlDeviceGetHandleByIndex(index)
+        except Exception as exc:
+            handles.append(None)
+            gpus.append(GPU(index=index, field_errors={"handle": _err(exc)}))
+            continue
         handles.append(handle)
         gpus.append(_probe_gpu(nv, index, handle))
     return driver, gpus, handles

@@ -26,6 +26,10 @@ def probe_topology(nv, handles: list[Any], gpus) -> list[dict[str, Any]]:
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):
             pair: dict[str, Any] = {"a": a, "b": b}
+            if handles[a] is None or handles[b] is None:  # a GPU NVML could not open (see its field_errors)
+                pairs.append(pair | {"level": None, "nvlinks": 0, "p2p_read": None, "p2p_nvlink": None,
+                                     "error": "GPU not accessible through NVML"})
+                continue
             try:
                 level = int(nv.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b]))
                 pair["level"] = LEVEL_NAMES.get(level, str(level))
