@@ -7,14 +7,17 @@ from tqdeploy.hostchecks.common import MIB, mib
 # vLLM 0.32.0 puts the scheduler-to-worker broadcast ring in /dev/shm when it runs worker processes
 # (tensor parallelism): VLLM_MQ_MAX_CHUNK_BYTES_MB (16, vllm/envs.py) x max_chunks (10, MessageQueue in
 # vllm/distributed/device_communicators/shm_broadcast.py) = 160 MiB, before NCCL's own shared-memory
-# buffers. Docker's default /dev/shm is 64 MiB (FACTS.md): too small.
+# buffers. Docker's default /dev/shm is 64 MiB (FACTS.md): too small. With one GPU (world size 1) vLLM
+# picks the in-process "uni" executor and no ring (vllm/config/parallel.py, distributed_executor_backend),
+# so a small /dev/shm is a warning there and an error where tensor parallelism is possible.
 VLLM_MQ_SHM_BYTES = 16 * MIB * 10
 DOCKER_DEFAULT_SHM = 64 * MIB
 # vLLM raises its soft RLIMIT_NOFILE to 65535 and warns when the hard limit forbids it
 # (vllm/utils/system_utils.py, set_ulimit).
 VLLM_NOFILE_TARGET = 65535
-# First WSL2 kernel with (limited) pinned-memory support for CUDA; below it vLLM turns pinned memory off
-# (vllm/platforms/cuda.py, CudaPlatform.is_pin_memory_available).
+# First WSL2 kernel with (limited) pinned-memory support for CUDA; below it vLLM turns pinned memory off,
+# at or above it pinned memory stays off unless VLLM_WSL2_ENABLE_PIN_MEMORY=1 (vLLM 0.32.0:
+# vllm/platforms/cuda.py CudaPlatform.is_pin_memory_available, vllm/envs.py).
 WSL_PINNED_MIN_KERNEL = (4, 19, 121)
 
 
@@ -35,8 +38,11 @@ def shm_size(ctx):
           "vllm_broadcast_ring_mib": mib(VLLM_MQ_SHM_BYTES)}
     if free is not None and free < VLLM_MQ_SHM_BYTES:
         note = " (Docker's default)" if total is not None and total <= DOCKER_DEFAULT_SHM else ""
-        return error(ev, _shm_fix(in_container),
-                     title=f"/dev/shm has {mib(free)} MiB free{note}: vLLM's worker broadcast ring alone needs 160 MiB")
+        title = f"/dev/shm has {mib(free)} MiB free{note}: vLLM's worker broadcast ring alone needs 160 MiB"
+        if len(ctx.host.gpus) == 1:
+            return warn(ev, _shm_fix(in_container) + "; one GPU serves without worker processes, but "
+                        "--tensor-parallel-size > 1 needs it", title=title + " with tensor parallelism")
+        return error(ev, _shm_fix(in_container), title=title)
     return passed(ev, title=f"/dev/shm {mib(total)} MiB ({mib(free)} MiB free)")
 
 
@@ -111,5 +117,6 @@ def wsl(ctx):
         return warn(ev, "update WSL (`wsl --update`) to a kernel >= 4.19.121: below it vLLM disables pinned memory "
                     "and host-to-GPU copies run at pageable speed",
                     title="WSL2 kernel without pinned-memory support for CUDA")
-    return info(ev, "WSL2 supports pinned memory only in part (NVIDIA's CUDA on WSL guide); serve production "
-                "loads on native Linux", title="running under WSL2")
+    return info(ev, "vLLM leaves pinned memory off under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1 (host-to-GPU "
+                "copies run at pageable speed without it); serve production loads on native Linux",
+                title="running under WSL2")
