@@ -59,9 +59,14 @@ def mirror(ctx):
     if not m:
         reason = ctx.host.probe_errors.get("mirror") or "not tested (--offline)"
         return skipped(reason, {"endpoint": endpoint})
-    ev = {"endpoint": m.get("endpoint"), "status": m.get("status"), "seconds": m.get("seconds"),
-          "error": m.get("error") or None}
+    ev = {"endpoint": m.get("endpoint"), "proxy": m.get("proxy"), "status": m.get("status"),
+          "seconds": m.get("seconds"), "error": m.get("error") or None}
+    fix = "check the URL, DNS and proxy settings (HTTPS_PROXY / NO_PROXY) or unset HF_ENDPOINT; downloads will fail"
+    status = m.get("status")
+    if m.get("reachable") and isinstance(status, int) and status >= 500:
+        # a 502/503/504 is typically a proxy or gateway that could not reach the mirror behind it
+        via = f" (through proxy {m.get('proxy')})" if m.get("proxy") else ""
+        return error(ev, fix, title=f"mirror {m.get('endpoint')} answered HTTP {status}{via}: server or gateway error")
     if m.get("reachable"):
-        return passed(ev, title=f"mirror {m.get('endpoint')} answered HTTP {m.get('status')} in {m.get('seconds')} s")
-    return error(ev, "check the URL, DNS and proxy settings (HTTPS_PROXY / NO_PROXY) or unset HF_ENDPOINT; "
-                 "downloads will fail", title=f"mirror {m.get('endpoint')} not reachable")
+        return passed(ev, title=f"mirror {m.get('endpoint')} answered HTTP {status} in {m.get('seconds')} s")
+    return error(ev, fix, title=f"mirror {m.get('endpoint')} not reachable")

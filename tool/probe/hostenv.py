@@ -49,26 +49,69 @@ def probe_disk(path: Path) -> dict[str, Any]:
     return {"path": str(path), "measured_at": str(probe), "free_bytes": usage.free, "total_bytes": usage.total}
 
 
-def probe_mirror(endpoint: str, timeout: float = MIRROR_TIMEOUT_S) -> dict[str, Any]:
-    """One HEAD request to the endpoint's root; any HTTP answer counts as reachable."""
-    import http.client
+def proxy_for(url: str, env: Mapping[str, str]) -> str | None:
+    """The proxy huggingface_hub's HTTP client would use for url: <scheme>_proxy, else ALL_PROXY, unless NO_PROXY
+    matches (huggingface_hub 2.4 builds an httpx2 client that takes proxies from the environment:
+    httpx2/_utils.py get_environment_proxies; a proxy without a scheme is taken as http://)."""
+    from urllib.parse import urlsplit
+    from urllib.request import proxy_bypass_environment
+
+    def get(name: str) -> str | None:
+        return env.get(name.lower()) or env.get(name.upper()) or None
+
+    parts = urlsplit(url)
+    proxy = get(f"{parts.scheme}_proxy") or get("all_proxy")
+    no_proxy = get("no_proxy")
+    if proxy and no_proxy and parts.hostname and proxy_bypass_environment(parts.hostname, {"no": no_proxy}):
+        return None
+    if proxy and "://" not in proxy:
+        proxy = "http://" + proxy
+    return proxy
+
+
+def probe_mirror(endpoint: str, env: Mapping[str, str] | None = None, timeout: float = MIRROR_TIMEOUT_S) -> dict[str, Any]:
+    """One HEAD request to the endpoint's root, through the proxy the environment names.
+
+    Any HTTP answer counts as reachable; the status is kept (a proxy that cannot reach the mirror answers
+    502/503/504). The whole attempt, DNS included (socket timeouts do not cover name resolution), is
+    bounded by running it in a daemon thread.
+    """
+    import threading
     from urllib.parse import urlsplit
 
     parts = urlsplit(endpoint)
-    out: dict[str, Any] = {"endpoint": redact_url(endpoint), "reachable": False, "status": None, "error": ""}
+    proxy = proxy_for(endpoint, env or {})
+    out: dict[str, Any] = {"endpoint": redact_url(endpoint), "proxy": redact_url(proxy) if proxy else None,
+                           "reachable": False, "status": None, "error": ""}
     if parts.scheme not in ("http", "https") or not parts.hostname:
         out["error"] = "not an http(s) URL"
         return out
-    conn_cls = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    answer: dict[str, Any] = {}
     t0 = time.perf_counter()
-    conn = conn_cls(parts.hostname, parts.port, timeout=timeout)
-    try:
-        conn.request("HEAD", parts.path or "/")
-        out["status"] = conn.getresponse().status
-        out["reachable"] = True
-    except Exception as exc:  # DNS failure, refused, timeout, TLS
-        out["error"] = f"{type(exc).__name__}: {exc}"[:300]
-    finally:
-        conn.close()
-        out["seconds"] = round(time.perf_counter() - t0, 3)
+    worker = threading.Thread(target=_head, args=(endpoint, proxy, timeout, answer), daemon=True)
+    worker.start()
+    worker.join(timeout + 0.5)
+    out["seconds"] = round(time.perf_counter() - t0, 3)
+    if worker.is_alive():
+        out["error"] = f"no answer within {timeout} s (name resolution or connect)"
+    elif "status" in answer:
+        out["status"], out["reachable"] = answer["status"], True
+    else:
+        out["error"] = answer.get("error", "no answer")
     return out
+
+
+def _head(url: str, proxy: str | None, timeout: float, answer: dict[str, Any]) -> None:
+    import urllib.error
+    import urllib.request
+
+    handler = urllib.request.ProxyHandler({"http": proxy, "https": proxy} if proxy else {})
+    opener = urllib.request.build_opener(handler)
+    try:
+        with opener.open(urllib.request.Request(url, method="HEAD"), timeout=timeout) as resp:
+            answer["status"] = resp.status
+    except urllib.error.HTTPError as exc:  # an HTTP answer, e.g. 404 at the root or 502 from a proxy
+        answer["status"] = exc.code
+    except Exception as exc:  # DNS failure, refused, timeout, TLS
+        reason = getattr(exc, "reason", exc)
+        answer["error"] = f"{type(reason).__name__}: {reason}"[:300]
