@@ -31,7 +31,7 @@ def cuda_libraries(ctx):
                     else (ld.get("cudnn") or [None])[0]),
           "cuda_runtime": (f"{next(iter(runtime_wheels))} {next(iter(runtime_wheels.values()))} (wheel)" if runtime_wheels
                            else (ld.get("cudart") or [None])[0]),
-          "wheels": wheels, "system_cudnn": ld.get("cudnn", [])[:2], "system_cudart": ld.get("cudart", [])[:2],
+          "wheels": wheels, "wheels_of_python_env": libs.get("python_env"), "system_cudnn": ld.get("cudnn", [])[:2], "system_cudart": ld.get("cudart", [])[:2],
           "build_cuda": target}
     if target:
         need = cuda_tuple(target)[0]

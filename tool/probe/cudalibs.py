@@ -7,8 +7,10 @@ libcudnn (../shared/fixtures/hosts/h200-1gpu/torch.txt).
 """
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import sys
 from typing import Any, Callable
 
 WHEEL_PREFIXES = ("nvidia-cudnn-", "nvidia-cuda-runtime", "nvidia-nccl-", "nvidia-cublas-")
@@ -41,15 +43,25 @@ def parse_ldconfig(text: str) -> dict[str, list[str]]:
     return out
 
 
+def with_real_name(entry: str, realpath: Callable[[str], str] = os.path.realpath) -> str:
+    """"libcudnn_ops.so.9 => /lib/.../libcudnn_ops.so.9" + " (libcudnn_ops.so.9.8.0)": the soname carries only
+    the major version, the file the symlink chain ends at carries the full one."""
+    path = entry.rpartition(" => ")[2]
+    real = os.path.basename(realpath(path))
+    return entry if real == os.path.basename(path) else f"{entry} ({real})"
+
+
 def probe_ldconfig(run=subprocess.run) -> dict[str, list[str]]:
     for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
         try:
             res = run([exe, "-p"], capture_output=True, text=True, timeout=5)
         except (FileNotFoundError, PermissionError):
             continue
-        return parse_ldconfig(res.stdout)
+        return {family: [with_real_name(e) for e in entries] for family, entries in parse_ldconfig(res.stdout).items()}
     raise FileNotFoundError("ldconfig not found")
 
 
 def probe_cuda_libs() -> dict[str, Any]:
-    return {"wheels": probe_wheels(), "ldconfig": probe_ldconfig()}
+    # The wheels are those of the Python environment the doctor runs in; a server started from another
+    # venv or an image loads its own, so the environment is recorded beside them.
+    return {"wheels": probe_wheels(), "python_env": sys.prefix, "ldconfig": probe_ldconfig()}
