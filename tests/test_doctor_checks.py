@@ -40,7 +40,8 @@ CASES = [
     ("TQ111", h200(), variant("aspm-powersave"), "warn"),
     ("TQ112", two_gpus(h200(), nvlink=True), two_gpus(h200(), nvlink=False), "warn"),
     ("TQ113", two_gpus(h200(), nvlink=True), two_gpus(h200(), nvlink=False), "warn"),
-    ("TQ114", h200(), variant("shm64"), "error"),
+    ("TQ114", h200(), variant("shm64"), "warn"),  # one GPU: no worker processes, no broadcast ring
+    ("TQ114", two_gpus(h200(), nvlink=True), two_gpus(variant("shm64"), nvlink=True), "error"),
 ]
 
 
@@ -226,3 +227,84 @@ def test_every_host_check_has_a_doc_page():
 
 def test_gib_helper_matches_fixture_units():
     assert h200()["gpus"][0]["memory_total"] / GIB > 140
+
+
+def test_driver_without_gpus_and_the_driver_floor_from_the_table():
+    d = h200()
+    d["gpus"] = []
+    (f,) = run("TQ101", d)
+    assert f.severity.value == "error" and "no GPU visible" in f.title
+    (f,) = run("TQ101", variant("no-driver"))
+    assert ">= 580 for vLLM 0.32.0 (CUDA 13.0)" in f.remediation  # checks/cuda_compat.json, not a literal
+    (f,) = run("TQ101", variant("no-driver"), vllm_version="0.19.1")
+    assert ">= 525 for vLLM 0.19.1 (CUDA 12.9)" in f.remediation
+    (f,) = run("TQ101", variant("no-driver"), vllm_version="0.8.5")
+    assert "see TQ102" in f.remediation
+
+
+def test_driver_major_too_old_names_forward_compatibility():
+    (f,) = run("TQ102", variant("old-driver"))
+    assert "cuda-compat-13-0" in f.remediation and "VLLM_ENABLE_CUDA_COMPATIBILITY=1" in f.remediation
+    (f,) = run("TQ102", variant("old-driver"), vllm_version="0.20.0")  # env switch not verified before 0.32
+    assert "cuda-compat-13-0" in f.remediation and "LD_LIBRARY_PATH" in f.remediation
+    assert "VLLM_ENABLE_CUDA_COMPATIBILITY" not in f.remediation
+
+
+def test_ecc_pending_change_uncorrectable_rows_and_retired_pages():
+    d = h200()
+    d["gpus"][0]["ecc_mode"] = [1, 0]
+    assert severities(run("TQ104", d)) == ["warn"]
+    d = h200()
+    d["gpus"][0]["remapped_rows"]["uncorrectable"] = 2
+    (f,) = run("TQ104", d)
+    assert f.severity.value == "warn" and "2 row(s)" in f.title
+    d = h200()
+    d["gpus"][0]["retired_pages_pending"] = True  # pre-Ampere page retirement
+    assert severities(run("TQ104", d)) == ["error"]
+
+
+def test_mig_change_pending_warns():
+    d = h200()
+    d["gpus"][0]["mig_mode"] = [0, 1]
+    (f,) = run("TQ106", d)
+    assert f.severity.value == "warn" and "pending" in f.title
+
+
+def test_busy_gpu_names_each_process_and_its_memory():
+    (f,) = run("TQ107", variant("busy"))
+    assert f.evidence["processes"] == ["pid 4242: 40.0 GiB"] and "4242" in f.remediation
+    d = variant("busy-small")
+    d["gpus"][0]["processes"][0]["used_memory"] = None  # NVML hides it inside some containers
+    (f,) = run("TQ107", d)
+    assert f.evidence["processes"] == ["pid 4242: memory not reported"]
+
+
+def test_wsl_with_a_recent_kernel_names_the_pinned_memory_switch():
+    (f,) = run("TQ118", with_host(kernel={"release": "5.15.153.1-microsoft-standard-WSL2", "wsl": True}))
+    assert "VLLM_WSL2_ENABLE_PIN_MEMORY=1" in f.remediation
+
+
+def test_nvidia_runtime_when_the_engine_is_not_reachable():
+    down = {"sdk": "7.2.0", "reachable": False, "error": "refused", "server_version": None, "runtimes": [],
+            "default_runtime": None, "cdi_specs": {}, "nvidia_ctk": None, "docker_cli": "/usr/bin/docker"}
+    assert severities(run("TQ120", with_host(docker=down))) == ["warn"]
+    assert severities(run("TQ120", with_host(docker=down | {"nvidia_ctk": "/usr/bin/nvidia-ctk"}))) == ["info"]
+    assert severities(run("TQ120", with_host(docker=down | {"docker_cli": None}))) == ["skipped"]
+
+
+def test_cuda_libraries_from_the_linker_cache_only():
+    d = h200()
+    d["cuda_libs"] = {"wheels": {}, "ldconfig": {"cudnn": [], "cudart": [], "cuda": [], "nccl": []}}
+    assert severities(run("TQ121", d)) == ["info"]
+    d["cuda_libs"]["ldconfig"]["cudnn"] = ["libcudnn_ops.so.9 => /lib/libcudnn_ops.so.9 (libcudnn_ops.so.9.8.0)"]
+    (f,) = run("TQ121", d)
+    assert f.severity.value == "ok" and "9.8.0" in f.title
+
+
+def test_mirror_behind_a_proxy_that_answers_5xx_is_an_error():
+    env = {"hf_token_present": False, "hf_endpoint": "https://mirror.example"}
+    bad = {"endpoint": "https://mirror.example", "proxy": "http://proxy:3128", "reachable": True, "status": 502,
+           "error": "", "seconds": 0.1}
+    (f,) = run("TQ124", with_host(env=env, mirror=bad))
+    assert f.severity.value == "error" and "HTTP 502" in f.title and "proxy" in f.title
+    assert severities(run("TQ124", with_host(env=env, mirror=bad | {"status": 404}))) == ["ok"]

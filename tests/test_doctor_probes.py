@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import http.server
+import socket
+import sys
 import threading
 from pathlib import Path
 
 import pytest
-from support.doctor_nvml import FakeNVML, NVMLError_LibraryNotFound, h200_like
+from support.doctor_nvml import FakeNVML, NVMLError_GpuIsLost, NVMLError_LibraryNotFound, h200_like
 
 from tqdeploy.probe import ProbeRoots, collect
 from tqdeploy.probe import cudalibs, docker_engine, hostenv, pci, system
@@ -101,6 +103,36 @@ def test_no_driver_is_recorded_not_raised(tmp_path):
     assert snap.shm  # the other probes still ran
 
 
+def test_a_gpu_nvml_cannot_open_is_kept_and_named(tmp_path):
+    import tqdeploy.hostchecks  # noqa: F401
+    from tqdeploy.checkbase import REGISTRY, CheckContext
+
+    nv = FakeNVML([h200_like(), {"handle_error": NVMLError_GpuIsLost()}])
+    snap = collect(make_tree(tmp_path), nvml=nv, offline=True, docker_client_factory=_refusing_client)
+    assert nv.shutdown_called and "nvml" not in snap.probe_errors
+    assert snap.driver["present"] is True and [g.index for g in snap.gpus] == [0, 1]
+    assert snap.gpus[0].name == "NVIDIA H200" and "GpuIsLost" in snap.gpus[1].field_errors["handle"]
+    assert snap.topology[0]["level"] is None and snap.topology[0]["error"] == "GPU not accessible through NVML"
+    ctx = CheckContext(host=snap, options={"vllm_version": "0.32.0"})
+    (f,) = REGISTRY["TQ101"].run(ctx)
+    assert f.severity.value == "error" and "GPU(s) 1 of 2" in f.title and "Xid" in f.remediation
+    assert "GpuIsLost" in f.evidence["not_accessible"][1]
+    # the lost GPU is skipped by the per-GPU checks, never reported clean; the readable one is judged
+    assert [x.severity.value for x in REGISTRY["TQ104"].run(ctx)] == ["ok", "skipped"]
+    assert [x.severity.value for x in REGISTRY["TQ113"].run(ctx)] == ["skipped"]
+
+
+def test_a_failing_gpu_count_keeps_the_driver_facts(tmp_path):
+    class CountFails(FakeNVML):
+        def nvmlDeviceGetCount(self):
+            raise NVMLError_GpuIsLost()
+
+    nv = CountFails([])
+    snap = collect(make_tree(tmp_path), nvml=nv, offline=True, docker_client_factory=_refusing_client)
+    assert nv.shutdown_called and snap.driver["version"] == "580.159.04" and snap.gpus == []
+    assert "GpuIsLost" in snap.driver["errors"]["gpu_count"]
+
+
 def test_a_failing_probe_is_recorded_and_the_rest_run(tmp_path):
     roots = make_tree(tmp_path)
     roots.shm = tmp_path / "missing-shm"
@@ -144,6 +176,16 @@ def test_ldconfig_parsing_and_real_ldconfig():
     assert len(out["cudart"]) == 1 and len(out["cuda"]) == 1 and out["nccl"] == []
     real = cudalibs.probe_ldconfig()  # this machine's real linker cache
     assert set(real) == {"cudnn", "cudart", "cuda", "nccl"}
+
+
+def test_ldconfig_entries_carry_the_versioned_file_name(tmp_path):
+    (tmp_path / "libcudnn_ops.so.9.8.0").write_bytes(b"")
+    (tmp_path / "libcudnn_ops.so.9").symlink_to("libcudnn_ops.so.9.8.0")
+    entry = f"libcudnn_ops.so.9 => {tmp_path}/libcudnn_ops.so.9"
+    assert cudalibs.with_real_name(entry) == entry + " (libcudnn_ops.so.9.8.0)"
+    plain = f"libcudnn_ops.so.9.8.0 => {tmp_path}/libcudnn_ops.so.9.8.0"
+    assert cudalibs.with_real_name(plain) == plain
+    assert cudalibs.probe_cuda_libs()["python_env"] == sys.prefix  # the environment the wheels were read from
 
 
 def test_wheel_metadata_without_importing_torch():
@@ -206,14 +248,62 @@ def test_mirror_reachable_on_loopback_server(mirror_url):
 
 
 def test_mirror_refused_within_the_timeout():
-    import socket
-
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
     out = hostenv.probe_mirror(f"http://127.0.0.1:{port}")
     assert not out["reachable"] and "Refused" in out["error"] and out["seconds"] <= 2.5
+
+
+class _Proxy(http.server.BaseHTTPRequestHandler):
+    """A forward proxy on loopback: answers every request itself and records the absolute URL asked for."""
+    seen: list[str] = []
+    status = 200
+
+    def do_HEAD(self):
+        type(self).seen.append(self.path)
+        self.send_response(type(self).status)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def proxy_url():
+    _Proxy.seen, _Proxy.status = [], 200
+    server = http.server.HTTPServer(("127.0.0.1", 0), _Proxy)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"127.0.0.1:{server.server_port}"  # no scheme, as proxies are often written
+    server.shutdown()
+    server.server_close()
+
+
+def test_mirror_is_tested_through_the_proxy_the_environment_names(proxy_url):
+    out = hostenv.probe_mirror("http://mirror.invalid/", {"HTTP_PROXY": proxy_url})
+    assert out["reachable"] and out["status"] == 200 and out["proxy"] == f"http://{proxy_url}"
+    assert _Proxy.seen == ["http://mirror.invalid/"]
+    # NO_PROXY sends it direct, where the name does not resolve
+    out = hostenv.probe_mirror("http://mirror.invalid/", {"HTTP_PROXY": proxy_url, "NO_PROXY": "mirror.invalid"})
+    assert not out["reachable"] and out["proxy"] is None and _Proxy.seen == ["http://mirror.invalid/"]
+
+
+def test_mirror_behind_a_failing_proxy_keeps_the_5xx(proxy_url):
+    _Proxy.status = 502
+    out = hostenv.probe_mirror("http://mirror.invalid/", {"http_proxy": "http://user:pw@" + proxy_url})
+    assert out["status"] == 502 and "pw" not in out["proxy"]
+
+
+def test_mirror_that_never_answers_is_bounded():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)  # accepts connections into the backlog, never answers
+    try:
+        out = hostenv.probe_mirror(f"http://127.0.0.1:{listener.getsockname()[1]}", {}, timeout=0.3)
+    finally:
+        listener.close()
+    assert not out["reachable"] and out["error"] and out["seconds"] < 1.5
 
 
 def test_collect_tests_the_mirror_unless_offline(tmp_path, mirror_url):
