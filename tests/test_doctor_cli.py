@@ -87,12 +87,15 @@ def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
     other.write_text('{"schema": "something/else"}')
     misshapen = tmp_path / "misshapen.json"
     misshapen.write_text('{"schema": "tqdeploy.snapshot/1", "driver": "580"}')
+    bad_gpu = tmp_path / "bad_gpu.json"
+    bad_gpu.write_text('{"schema": "tqdeploy.snapshot/1", "gpus": [{"index": 0, "pcie": []}]}')
     cases = [
         (("doctor", "--snapshot", str(tmp_path / "missing.json")), "does not exist"),
         (("doctor", "--snapshot", str(notjson)), "is not JSON"),
         (("doctor", "--snapshot", str(other)), "is not a tqdeploy.snapshot/1 document"),
         (("doctor", "--snapshot", str(tmp_path)), "not a readable text file"),
         (("doctor", "--snapshot", str(misshapen)), "section 'driver' must be a JSON object"),
+        (("doctor", "--snapshot", str(bad_gpu)), "section 'gpus[].pcie' must be a JSON object"),
         (("doctor", "--snapshot", H200, "--vllm-version", "latest"), "--vllm-version 'latest' is not a version"),
         (("doctor", "--snapshot", H200, "--fail-on", "info"), "--fail-on 'info'"),
         (("doctor", "--snapshot", H200, "--cuda", "cu129"), "--cuda 'cu129' is not a CUDA major.minor version"),

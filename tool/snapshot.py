@@ -115,5 +115,8 @@ def _check_shape(name: str, value: Any, f) -> None:
 def _build(cls, data: dict[str, Any]):
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
-    known = {f.name for f in fields(cls)}
-    return cls(**{k: v for k, v in data.items() if k in known})
+    known = {f.name: f for f in fields(cls)}
+    kwargs = {k: v for k, v in data.items() if k in known}
+    for name, value in kwargs.items():
+        _check_shape(f"gpus[].{name}", value, known[name])
+    return cls(**kwargs)
