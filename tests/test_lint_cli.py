@@ -59,6 +59,10 @@ def test_usage_errors_exit_2(run_cli, tmp_path):
     assert code == 2 and "no vLLM argument schema" in err
     code, _, err = run_cli("lint", "--", "echo", "hi")
     assert code == 2 and "no vLLM command found" in err
+    plain = tmp_path / "plain.sh"
+    plain.write_text("#!/bin/sh\necho hello\n")
+    code, out, err = run_cli("lint", "--file", str(plain))
+    assert code == 2 and f"no vLLM command found in {plain}" in err and out == ""
     code, _, err = run_cli("lint", "--gpu", "Z9000", "--", "vllm", "serve", "m")
     assert code == 2 and "no GPU named" in err
 

@@ -99,6 +99,18 @@ def test_did_you_mean_and_fix():
     assert "--tensor-parallel-size" in r.fixed_argv
 
 
+def test_did_you_mean_never_gives_an_option_twice():
+    # --model-len is closest to --max-model-len, which the command already sets: renaming it would give
+    # --max-model-len twice (the typo's value winning silently), so the fix drops the typo with its value.
+    r = lint(f"vllm serve m --max-model-len 100000 --model-len 5 {SAFE}")
+    f = next(f for f in r.findings if f.id == "TQ301")
+    assert "already sets --max-model-len 100000" in f.fix
+    assert r.fixed_argv == ["vllm", "serve", "m", "--max-model-len", "100000", "--host", "127.0.0.1"]
+    assert ids(lint_command(r.fixed_argv, live=False)) == []
+    alone = lint(f"vllm serve m --model-len 5 {SAFE}")
+    assert alone.fixed_argv[3:5] == ["--max-model-len", "5"]
+
+
 def test_boolean_with_value_becomes_no_form():
     r = lint(f"vllm serve m --enable-prefix-caching=False {SAFE}")
     assert r.fixed_argv[-3] == "--no-enable-prefix-caching"

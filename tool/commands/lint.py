@@ -51,7 +51,8 @@ def lint(
         except (OSError, UnicodeDecodeError) as exc:
             raise TQError(f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
                           "pass a readable text file")
-        report = lint_script(text, vllm_version=vllm_version, model=facts, host=host, live=live)
+        report = lint_script(text, vllm_version=vllm_version, model=facts, host=host, live=live,
+                             name=str(file))
     else:
         report = lint_command(argv, vllm_version=vllm_version, model=facts, host=host, live=live)
     if fix and not as_json:

@@ -134,11 +134,19 @@ def lint_command(argv: list[str], *, vllm_version: str | None = None, model=None
 
 
 def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=None,
-                live: bool | None = None) -> LintReport:
-    """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too."""
+                live: bool | None = None, name: str = "the script") -> LintReport:
+    """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too.
+    name (e.g. the file's path) is what an error about the script calls it."""
+    from tqdeploy.lint.catalogue import match_text
     from tqdeploy.lint.script import find_command
 
     cmd = find_command(text)
+    if cmd is None and not match_text(text):
+        from tqdeploy.errors import TQError
+
+        raise TQError(f"no vLLM command found in {name} (no line starts `vllm serve`, `python -m "
+                      "vllm.entrypoints.openai.api_server` or `docker run`)",
+                      "lint the script that launches vLLM, or pass the command: tqdeploy lint -- vllm serve MODEL ...")
     argv = cmd.argv if cmd else []
     report = _lint(argv, text, cmd.env if cmd else {}, vllm_version=vllm_version, model=model, host=host,
                    live=live)

@@ -126,6 +126,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
 def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -> ParsedArgs:
     """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about."""
     out = ParsedArgs()
+    unknown_spans: list[tuple[LintFinding, int]] = []  # unknown options and where their value ends
     i = start
     while i < end:
         tok = argv[i]
@@ -174,7 +175,9 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
         if opt is None:
             takes_next = not has_eq and i + 1 < end and not _is_option_like(argv[i + 1])
             span_end = i + (2 if takes_next else 1)
-            out.findings.append(_unknown_flag(schema, name, i, span_end))
+            finding = _unknown_flag(schema, name, i, span_end)
+            out.findings.append(finding)
+            unknown_spans.append((finding, span_end))
             i = span_end
             continue
         if dotted:  # --compilation-config.mode 3: a JSON key of a dict option
@@ -238,8 +241,24 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
                 out.findings.extend(_engine_value(opt, name, v, i, schema))
         out.findings.extend(_deprecated(opt, name, i, schema))
         i = j
+    _no_duplicate_suggestions(out, unknown_spans, schema)
     _duplicates(out)
     return out
+
+
+def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, int]], schema: VllmSchema) -> None:
+    """A did-you-mean whose option the command already sets would make --fix give it twice (the last
+    value winning silently): the fix drops the misspelt option with its value instead."""
+    given = {o.option.dest: o for o in out.occurrences}
+    for finding, span_end in unknown:
+        if finding.id != "TQ301" or finding.edit is None or not finding.edit.tokens:
+            continue
+        opt = schema.lookup(finding.edit.tokens[0])
+        if opt is None or opt.dest not in given:
+            continue
+        finding.fix = (f"drop {finding.flag}: the command already sets {given[opt.dest].name}"
+                       + (f" {given[opt.dest].value}" if given[opt.dest].value is not None else ""))
+        finding.edit = Edit(finding.token, span_end, ())
 
 
 def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[LintFinding]:
