@@ -72,3 +72,44 @@ def test_doctor_model_json(run_cli):
     assert set(IDS) <= set(ids)
     assert ids["TQ202"]["severity"] == "info"
     assert ids["TQ205"]["severity"] == "warn"  # hybrid + TurboQuant on 0.32.0: smoke-test advice
+
+
+def _fail_case_inputs(tmp_path):
+    """A 3-GPU host of compute capability 7.5 with 4 GiB each, and a checkpoint whose config has
+    head_dim 96 and a turbo_quant_config with a preset vLLM does not have."""
+    snap = json.loads(H200.read_text())
+    gpu = dict(snap["gpus"][0], compute_capability=[7, 5], memory_total=4 << 30, name="small GPU")
+    snap["gpus"] = [dict(gpu, index=i, pci_bus_id=f"00000000:00:0{6 + i}.0") for i in range(3)]
+    host_file = tmp_path / "host.json"
+    host_file.write_text(json.dumps(snap))
+    cfg = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    cfg.update(head_dim=96, turbo_quant_config={"preset": "turboquant_2bit"})
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps(cfg))
+    return host_file, model
+
+
+def test_doctor_model_cli_fail_cases(run_cli, tmp_path):
+    host_file, model = _fail_case_inputs(tmp_path)
+    code, out, _ = run_cli("doctor", "--snapshot", str(host_file), "--model", str(model), "--json")
+    assert code == 1  # errors found (--fail-on error is the default)
+    found: dict[str, list[dict]] = {}
+    for f in json.loads(out)["findings"]:
+        found.setdefault(f["id"], []).append(f)
+    sev = {cid: {f["severity"] for f in fs} for cid, fs in found.items() if cid in IDS}
+    assert sev["TQ202"] == {"error"} and "turboquant_2bit" in found["TQ202"][0]["title"]
+    assert sev["TQ203"] == {"error"}  # TP=3 from the host's 3 GPUs: 32 heads do not divide
+    assert "1, 2, 4, 8" in found["TQ203"][0]["remediation"]
+    codes = {f["evidence"]["code"] for f in found["TQ205"]}
+    assert codes == {"TQ_COMPUTE_CAPABILITY", "TQ_HEAD_DIM"} and sev["TQ205"] == {"error"}
+    assert sev["TQ206"] == {"error"}  # ~14 GiB of bf16 weights / 3 GPUs > 4 GiB x 0.92 per GPU
+    # the human table shows the same verdicts
+    code, out, _ = run_cli("doctor", "--snapshot", str(host_file), "--model", str(model))
+    assert code == 1 and "TQ205" in out and "head_dim 96 is not a power of two" in out
+
+
+def test_doctor_model_cli_pass_cases(run_cli):
+    code, out, _ = run_cli("doctor", "--snapshot", str(H200), "--model", str(MODELS / "llama-3.1-8b"), "--json")
+    sev = {f["id"]: f["severity"] for f in json.loads(out)["findings"] if f["id"] in IDS}
+    assert sev == {"TQ201": "info", "TQ202": "info", "TQ203": "ok", "TQ204": "info", "TQ205": "ok", "TQ206": "ok"}
