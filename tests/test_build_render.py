@@ -236,3 +236,86 @@ def test_template_environment_is_strict_and_sandboxed(tmp_path):
     with pytest.raises(SecurityError):
         env.get_template("escape.j2").render()
     assert env.get_template("quote.j2").render(v="a b'$(x)") == "'a b'\"'\"'$(x)' \"a b'$(x)\"\n"
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("obstacle", ["dir-for-file", "file-for-dir", "symlinked-dir"])
+def test_a_build_dir_that_cannot_take_the_files_is_refused_before_anything_is_written(run_cli, tmp_path, obstacle):
+    out, outside = tmp_path / "build", tmp_path / "outside"
+    out.mkdir()
+    outside.mkdir()
+    if obstacle == "dir-for-file":
+        (out / "serve.sh").mkdir()  # sorted after Dockerfile, compose.yaml, ...: they must not be written either
+        where = "serve.sh"
+    elif obstacle == "file-for-dir":
+        (out / "monitoring").write_text("not a folder\n")
+        where = "monitoring"
+    else:
+        (out / "k8s").symlink_to(outside)  # would send the manifests outside the build dir
+        where = "k8s"
+    before = _tree(out)
+    for extra in ((), ("--dry-run",)):
+        code, stdout, err = run_cli("build", "--out", str(out), *extra)
+        assert code == 2 and "Traceback" not in err, err
+        assert err.startswith(f"tqdeploy: error: {out / where} is in the way"), err
+        assert _tree(out) == before and list(outside.iterdir()) == []
+
+
+def test_out_below_a_file_is_refused(run_cli, tmp_path):
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run_cli("build", "--out", str(tmp_path / "afile" / "sub"))
+    assert code == 2
+    assert err.splitlines()[0] == (f"tqdeploy: error: {tmp_path / 'afile'} exists and is not a directory, "
+                                   f"so {tmp_path / 'afile' / 'sub'} cannot be created")
+
+
+def test_a_staging_folder_left_by_an_interrupted_build_is_cleaned_up(run_cli, tmp_path):
+    out = tmp_path / "build"
+    assert run_cli("build", "--out", str(out))[0] == 0
+    (out / ".tqdeploy-staging-interrupted").mkdir()
+    (out / ".tqdeploy-staging-interrupted" / "serve.sh").write_text("half\n")
+    (out / ".operator-notes").write_text("mine\n")
+    assert run_cli("build", "--out", str(out))[0] == 0
+    assert not list(out.glob(".tqdeploy-staging-*"))
+    assert (out / ".operator-notes").read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--check", "B", "--image"), "--check verifies an existing build directory and writes nothing; it does not take --image"),
+    (("--check", "B", "--out", "C", "--dry-run"), "it does not take --out, --dry-run"),
+    (("--check", "B", "--resolve-digests"), "it does not take --resolve-digests"),
+    (("--dry-run", "--image"), "--dry-run writes nothing, so there is no build directory to build an image from"),
+])
+def test_option_combinations_that_would_be_ignored_are_refused(run_cli, tmp_path, args, message):
+    args = [str(tmp_path / a) if a in ("B", "C") else a for a in args]
+    code, stdout, err = run_cli("build", *args)
+    assert code == 2 and stdout == ""
+    assert err.splitlines()[0].startswith("tqdeploy: error: ") and err.splitlines()[0].endswith(message)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_text_report_names_what_is_not_pinned(run_cli, tmp_path):
+    code, stdout, _ = run_cli("build", "--out", str(tmp_path / "b"))
+    assert code == 0
+    assert ("  not pinned: model: 'main' is a branch or tag, not a commit: set model.revision to the 40-hex "
+            "commit you tested") in stdout.splitlines()
+    assert any(line.startswith("  not pinned: image: no digest was read from a registry") for line in stdout.splitlines())
+    code, stdout, _ = run_cli("build", str(FIX / "multinode.toml"), "--out", str(tmp_path / "m"))
+    assert "not pinned: model" not in stdout  # a commit sha is a pin
+
+
+def test_lock_says_when_the_vllm_version_is_only_the_specs_claim(tmp_path):
+    text = ('name = "custom"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
+            '[image]\nbase = "registry.internal/team/vllm-patched:2026-11"\n')
+    (tmp_path / "s.toml").write_text(text)
+    pin = json.loads(render_files(load_spec(tmp_path / "s.toml", check_vllm_flags=False))["tqdeploy.lock.json"].data)
+    assert pin["pins"]["vllm"] == {
+        "version": "0.32.0", "how": "base image registry.internal/team/vllm-patched:2026-11",
+        "note": "registry.internal/team/vllm-patched:2026-11 is not vLLM's official image: that it holds "
+                "vLLM 0.32.0 is the spec's claim, not checked by tqdeploy"}
+    official = json.loads(render_files(CASES["qwen36-27b-tq"]())["tqdeploy.lock.json"].data)["pins"]["vllm"]
+    assert official == {"version": "0.32.0", "how": "official image tag vllm/vllm-openai:v0.32.0"}

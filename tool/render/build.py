@@ -47,6 +47,9 @@ class BuildResult:
             console.print(f"  not rendered: {what}: {why}", soft_wrap=True)
         for note in self.notes:
             console.print(f"  note: {note}", soft_wrap=True)
+        for what, pin in self.pins.items():  # what is not pinned yet, so a reader of the text sees it too
+            if isinstance(pin, dict) and pin.get("note"):
+                console.print(f"  not pinned: {what}: {pin['note']}", soft_wrap=True)
         if self.image:
             if self.image.get("id"):
                 console.print(f"  image: {self.image['tag']} ({self.image['id']})", soft_wrap=True)
@@ -78,6 +81,23 @@ class CheckResult:
         console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True)
         if self.drift.get("stale"):
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
+
+
+def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool,
+                  model: bool) -> None:
+    """Refuse option combinations that would be silently ignored."""
+    from tqdeploy.errors import TQError
+
+    if check:
+        given = [name for name, on in (("--out", out), ("--dry-run", dry_run), ("--image", image),
+                                       ("--resolve-digests", resolve_digests), ("--model", model)) if on]
+        if given:
+            raise TQError(f"--check verifies an existing build directory and writes nothing; it does not "
+                          f"take {', '.join(given)}", "run `tqdeploy build --check DIR` on its own, "
+                          "optionally with the spec file")
+    if dry_run and image:
+        raise TQError("--dry-run writes nothing, so there is no build directory to build an image from",
+                      "drop --image, or drop --dry-run")
 
 
 def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | None = None) -> CheckResult:

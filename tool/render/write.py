@@ -13,6 +13,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_bytes
 from tqdeploy.render.files import RenderedFile
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
@@ -31,25 +32,68 @@ def previous_files(out_dir: Path) -> list[str]:
     return [p for p in lock["files"] if isinstance(p, str)]
 
 
+STAGING_PREFIX = ".tqdeploy-staging-"
+
+
 def _inside(root: Path, rel: str) -> Path | None:
     path = (root / rel).resolve()
     return path if root.resolve() in path.parents else None
 
 
-def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list[str]]:
-    """Write files into out_dir; returns {"written": [...], "unchanged": [...], "removed": [...]}."""
+def check_targets(out_dir: Path, files: dict[str, RenderedFile]) -> None:
+    """Refuse, before anything is written, a build dir whose paths cannot take the rendered files:
+    a file where a folder is needed, a folder (or anything else) where a file goes, or a symlinked
+    folder that would send a file outside the build dir."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        from tqdeploy.errors import TQError
+    for parent in (out_dir, *out_dir.parents):
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                raise TQError(f"{parent} exists and is not a directory, so {out_dir} cannot be created",
+                              "choose another --out directory")
+            break
+    if not out_dir.is_dir():
+        return
+    root = out_dir.resolve()
+    for rel in files:
+        target = out_dir / rel
+        for folder in reversed(Path(rel).parents[:-1]):  # k8s, monitoring: folders inside the build dir
+            where = out_dir / folder
+            if where.is_symlink() or (where.exists() and not where.is_dir()):
+                raise TQError(f"{where} is in the way: the build writes {rel} there and it is "
+                              f"{'a symlink' if where.is_symlink() else 'not a directory'}",
+                              f"move {where} out of {out_dir}, or choose another --out directory")
+        if target.is_symlink() or (target.exists() and not target.is_file()):
+            raise TQError(f"{target} is in the way: the build writes a file there and it is "
+                          f"{'a symlink' if target.is_symlink() else 'a directory or special file'}",
+                          f"move {target} out of {out_dir}, or choose another --out directory")
+        if root not in target.resolve().parents:
+            raise TQError(f"{target} resolves outside {out_dir}", "choose another --out directory")
 
-        raise TQError(f"{out_dir} exists and is not a directory", "choose another --out directory")
-    out_dir.mkdir(parents=True, exist_ok=True)
+
+def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list[str]]:
+    """Write files into out_dir; returns {"written": [...], "unchanged": [...], "removed": [...]}.
+
+    A build dir that cannot take the files is refused before anything is written (check_targets);
+    an OS error while staging leaves the build dir as it was; one while swapping files in is reported
+    with the advice to rebuild (the lock goes last, so `build --check` names what was left behind).
+    """
+    out_dir = Path(out_dir)
+    check_targets(out_dir, files)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        _remove_old_staging(out_dir)
+        staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
+    except OSError as err:
+        raise TQError(f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory") from None
     stale = [p for p in previous_files(out_dir) if p not in files]
     report: dict[str, list[str]] = {"written": [], "unchanged": [], "removed": []}
-    staging = Path(tempfile.mkdtemp(prefix=".tqdeploy-staging-", dir=out_dir))
     try:
-        for rel, f in files.items():
-            atomic_write_bytes(staging / rel, f.data, mode=f.mode)
+        try:
+            for rel, f in files.items():
+                atomic_write_bytes(staging / rel, f.data, mode=f.mode)
+        except OSError as err:
+            raise TQError(f"cannot stage the build in {out_dir}: {err.strerror or err}; nothing was changed",
+                          "free disk space or choose a writable --out directory") from None
         order = [r for r in files if r != LOCK_NAME] + [LOCK_NAME]
         for rel in order:
             target = out_dir / rel
@@ -57,8 +101,14 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list
                     and (target.stat().st_mode & 0o777) == files[rel].mode:
                 report["unchanged"].append(rel)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(staging / rel, target)
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(staging / rel, target)
+            except OSError as err:
+                raise TQError(f"cannot put {rel} in place in {out_dir}: {err.strerror or err}; "
+                              f"written so far: {', '.join(report['written']) or 'nothing'}",
+                              "fix the cause and run `tqdeploy build` again (`tqdeploy build --check` "
+                              "names the files left behind)") from None
             report["written"].append(rel)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -69,6 +119,13 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list
             report["removed"].append(rel)
             _prune_empty_dirs(path.parent, out_dir)
     return report
+
+
+def _remove_old_staging(out_dir: Path) -> None:
+    """Staging folders an interrupted build left behind (ours by name; nothing else is touched)."""
+    for old in out_dir.glob(STAGING_PREFIX + "*"):
+        if old.is_dir() and not old.is_symlink():
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def _prune_empty_dirs(folder: Path, root: Path) -> None:
@@ -85,6 +142,7 @@ def _prune_empty_dirs(folder: Path, root: Path) -> None:
 def diff_build(out_dir: Path, files: dict[str, RenderedFile]) -> str:
     """Unified diff from what is in out_dir to what a build would write (empty: no change)."""
     out_dir = Path(out_dir)
+    check_targets(out_dir, files)  # a dry run refuses what the real build would refuse
     chunks: list[str] = []
     names = sorted(set(files) | set(previous_files(out_dir)))
     for rel in names:
