@@ -66,7 +66,20 @@ def test_public_bind_without_api_key_is_refused(run_cli, tmp_path):
     (('max_model_len = 262144', 'max_model_len = 0'), "vllm.max_model_len must be >= 1"),
     (('port = 8000', 'port = 70000'), "server.port 70000 is not a TCP port"),
     (('name = "qwen36-27b-tq"', 'name = "Qwen_Bad"'), "must be a lowercase DNS label"),
-    (('extra_args = []', 'extra_args = ["--api-key", "s3cret"]'), "vllm.extra_args sets --api-key, which the spec owns"),
+    (('extra_args = []', 'extra_args = ["--api-key", "s3cret"]'),
+     "vllm.extra_args puts a secret on vLLM's command line (--api-key)"),
+    (('extra_args = []', 'extra_args = ["--hf-token=hf_seededSpecToken0123456789"]'),
+     "vllm.extra_args puts a secret on vLLM's command line (--hf-token)"),
+    (('extra_args = []', 'extra_args = ["--tokenizer", "hf_seededSpecToken0123456789"]'),
+     "vllm.extra_args puts a secret on vLLM's command line (a Hugging Face token)"),
+    (('mirrors = ["https://huggingface.co"]', 'mirrors = ["https://ops:s3cret@mirror.example"]'),
+     "a model.mirrors URL carries credentials"),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.25.0"'),
+     "image.base vllm/vllm-openai:v0.25.0 is not the vLLM 0.32.0 image that vllm.version pins"),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/mirror/vllm/vllm-openai:nightly"'),
+     "is not the vLLM 0.32.0 image that vllm.version pins"),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0-cu129"'), None),
+    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/vllm/vllm-openai:v0.32.0"'), None),
     (('extra_args = []', 'extra_args = ["--max-model-len=4096"]'), "use vllm.max_model_len instead"),
     (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:latest"'), "explicit version tag (not latest)"),
     (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0"\ndigest = "sha256:1234"'),
@@ -89,6 +102,8 @@ def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, pa
     lines = _refused(run_cli, tmp_path, spec_file)
     assert message in "\n".join(lines[:2])
     assert lines[0].startswith(f"tqdeploy: error: {spec_file}:")
+    for secret in ("s3cret", "hf_seededSpecToken0123456789"):  # the refusal does not spread the secret
+        assert secret not in "\n".join(lines)
 
 
 def test_tp_larger_than_listed_gpus_is_refused(tmp_path):

@@ -17,11 +17,40 @@ REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 SIZE_RE = re.compile(r"^\d+(\.\d+)?[kmgKMG]?$")
 # Image reference with an explicit tag (no digest here; digests go in image.digest).
 IMAGE_RE = re.compile(r"^[a-z0-9]+([._\-/:][a-z0-9]+)*(/[a-z0-9._\-]+)*:[\w][\w.\-]{0,127}$")
+HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}")  # the shape of Hugging Face user access tokens
+# Flags whose value is a secret: refused in extra_args, with where the secret goes instead.
+SECRET_FLAGS = {
+    "--api-key": "set server.api_key_file: serve.sh reads the key from that file into VLLM_API_KEY",
+    "--hf-token": "remove it: serve.sh serves the downloaded model offline (HF_HUB_OFFLINE=1), and "
+                  "download.sh reads HF_TOKEN from the environment",
+}
 SAFE_ARG_RE = re.compile(r"^[\w@%+=:,./\-\[\]{}\"' ]*$")
 
 
 def revision_is_commit(revision: str | None) -> bool:
     return bool(revision and REVISION_SHA_RE.match(revision))
+
+
+def official_vllm_tag(base: str | None) -> str | None:
+    """The tag of vLLM's official image vllm/vllm-openai (from Docker Hub or a mirror registry), else None.
+
+    Its tags are the release with a v prefix, vX.Y.Z, plus suffixed variants such as -cu129
+    (unsuffixed tags are CUDA 13.0 since v0.20).
+    """
+    if not base or ":" not in base.rsplit("/", 1)[-1]:
+        return None
+    name, tag = base.rsplit(":", 1)
+    return tag if name.split("/")[-2:] == ["vllm", "vllm-openai"] else None
+
+
+def _has_credentials(url: str) -> bool:
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        return bool(parts.username or parts.password)
+    except ValueError:
+        return False
 
 
 def spec_problems(spec: Spec) -> list[Problem]:
@@ -52,6 +81,10 @@ def spec_problems(spec: Spec) -> list[Problem]:
     need(bool(m["mirrors"]) and all(isinstance(u, str) and re.match(r"^https?://[^\s\"'`$]+$", u)
                                     for u in m["mirrors"]),
          "model.mirrors", "model.mirrors must be a non-empty list of http(s) URLs")
+    # download.sh and the spec copy carry the URLs verbatim: a password in one would land in the build.
+    need(not any(isinstance(u, str) and _has_credentials(u) for u in m["mirrors"]), "model.mirrors",
+         "a model.mirrors URL carries credentials (user:password@host), which would be written into download.sh",
+         "drop them from the URL; a token for the mirror goes in HF_TOKEN when download.sh runs")
 
     need(bool(v["version"] and VERSION_RE.match(v["version"])), "vllm.version",
          f"vllm.version {v['version']!r} is not an exact release like 0.32.0", "pin the exact vLLM release")
@@ -66,6 +99,13 @@ def spec_problems(spec: Spec) -> list[Problem]:
     need(bool(img["base"] and IMAGE_RE.match(img["base"])) and not str(img["base"]).endswith(":latest"),
          "image.base", f"image.base {img['base']!r} must be an image with an explicit version tag (not latest)",
          'e.g. base = "vllm/vllm-openai:v0.32.0"')
+    tag = official_vllm_tag(img["base"])
+    if spec.variant == "gpu" and tag is not None and v["version"]:
+        need(bool(re.match(rf"^v{re.escape(v['version'])}(-[\w.]+)?$", tag)), "image.base",
+             f"image.base {img['base']} is not the vLLM {v['version']} image that vllm.version pins "
+             "(the flags are checked against vllm.version)",
+             f'use base = "vllm/vllm-openai:v{v["version"]}" (or a -cuXXX variant of it), or set vllm.version '
+             "to the image's release")
     need(img["digest"] is None or bool(DIGEST_RE.match(img["digest"])), "image.digest",
          "image.digest must be sha256:<64 hex> as read from a registry",
          "remove it, or run `tqdeploy build --resolve-digests` where a registry is reachable")
@@ -113,7 +153,13 @@ def _extra_args_problems(args: list[Any]) -> list[Problem]:
             out.append(Problem("vllm.extra_args", f"vllm.extra_args holds {arg!r}; every item must be a string"))
             continue
         flag = arg.split("=", 1)[0]
-        if flag in MANAGED_FLAGS:
+        if flag in SECRET_FLAGS or HF_TOKEN_RE.search(arg):
+            # The value is not repeated: the message itself must not spread the secret.
+            out.append(Problem("vllm.extra_args", f"vllm.extra_args puts a secret on vLLM's command line "
+                               f"({flag if flag in SECRET_FLAGS else 'a Hugging Face token'}), where it would "
+                               "be written into serve.sh and the image and show in `ps`",
+                               SECRET_FLAGS.get(flag, "remove it from the spec")))
+        elif flag in MANAGED_FLAGS:
             out.append(Problem("vllm.extra_args", f"vllm.extra_args sets {flag}, which the spec owns",
                                f"use {MANAGED_FLAGS[flag]} instead"))
         elif not SAFE_ARG_RE.match(arg):
