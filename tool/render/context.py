@@ -60,6 +60,11 @@ def command_lines(spec: Spec) -> list[str]:
     return lines
 
 
+def bracket(host: str) -> str:
+    """An address as it goes before :port (IPv6 in brackets, as nginx, Prometheus and Docker want it)."""
+    return f"[{host}]" if ":" in host else host
+
+
 def k8s_size(size: str) -> str:
     """Docker-style 16g -> Kubernetes 16Gi."""
     units = {"k": "Ki", "m": "Mi", "g": "Gi"}
@@ -94,7 +99,8 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "host": host,
         "port": srv["port"],
         # Where a proxy or Prometheus on the same host reaches the API.
-        "upstream_host": "127.0.0.1" if host in ("0.0.0.0", "::") else host,
+        "upstream_host": "127.0.0.1" if host in ("0.0.0.0", "::") else bracket(host),
+        "publish_host": bracket(host),
         "api_key": bool(srv["api_key_file"]),
         "resources": res,
         "gpus": res["gpus"],
