@@ -95,3 +95,12 @@ def test_weights_fit_both_directions(qwen36):
                 host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200", memory_total=150754820096,
                                             compute_capability=[9, 0])]))
     assert not by_id(good, "TQ343")
+
+
+def test_turboquant_model_dtype_follows_the_dtype_flag(qwen36):
+    tq = f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc {SAFE}"
+    bad = lint(tq + " --dtype float32", model=qwen36, vllm_version="0.32.0")
+    assert [f.message for f in by_id(bad, "TQ342") if f.severity.value == "error"] == \
+        ["--dtype float32: TurboQuant attention runs float16/bfloat16 models only"]
+    for ok in ("", " --dtype auto", " --dtype bfloat16", " --dtype half"):
+        assert not [f for f in by_id(lint(tq + ok, model=qwen36), "TQ342") if f.severity.value == "error"]

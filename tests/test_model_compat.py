@@ -75,7 +75,13 @@ def test_turboquant_head_dim_dtype_and_mla():
     assert (Severity.ERROR, "TQ_HEAD_DIM") in codes(compat.turboquant_problems(odd, "turboquant_4bit_nc", "0.32.0"))
     fp32 = facts_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 512,
                               "torch_dtype": "float32"})
-    assert (Severity.ERROR, "TQ_MODEL_DTYPE") in codes(compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0"))
+    # --dtype auto serves a float32 checkpoint in bfloat16 (vLLM _resolve_auto_dtype): TurboQuant works
+    assert compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0") == []
+    assert fp32.serving_dtype == "bfloat16" and fp32.dtype_bytes == 2
+    for asked in ("float32", "float"):
+        got = compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype=asked)
+        assert codes(got) == [(Severity.ERROR, "TQ_MODEL_DTYPE")] and got[0].flag == "--dtype"
+    assert compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype="half") == []
     assert (Severity.ERROR, "TQ_MLA") in codes(compat.turboquant_problems(facts("deepseek-v2-lite"),
                                                                           "turboquant_4bit_nc", "0.32.0"))
 
@@ -105,3 +111,12 @@ def test_weights_fit():
 def test_problem_to_dict_is_json():
     p = compat.tensor_parallel_problems(facts("qwen3.6-27b"), 3)[0]
     assert json.loads(json.dumps(p.to_dict()))["severity"] == "error"
+
+
+def test_turboquant_warns_about_dropped_attention_soft_cap():
+    gemma = facts("gemma-2-9b")  # attn_logit_softcapping 50.0
+    assert gemma.attn_logit_softcapping == 50.0
+    got = compat.turboquant_problems(gemma, "turboquant_4bit_nc", "0.32.0", (9, 0))
+    assert codes(got) == [(Severity.WARN, "TQ_SOFTCAP")] and "50" in got[0].message
+    assert compat.turboquant_problems(gemma, "fp8", "0.32.0", (9, 0)) == []
+    assert facts("llama-3.1-8b").attn_logit_softcapping is None

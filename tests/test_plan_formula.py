@@ -158,3 +158,13 @@ def test_sliding_window_capacity_hand_computed():
     # one sliding group of all 32 layers: ceil((4095 + 8192) / 16) + 1 = 769 blocks instead of 2048
     assert m.blocks_per_request == 769 and m.bytes_per_block == 16 * 131072
     assert m.tokens == int(gib // (16 * 131072) / 769 * 32768)
+
+
+def test_float32_checkpoint_is_planned_at_the_dtype_vllm_serves_it():
+    from tqdeploy.model import facts_from_config
+
+    # --dtype auto downcasts float32 checkpoints to bfloat16 (vllm/config/model.py _resolve_auto_dtype),
+    # so the "auto" KV cache holds 2-byte elements, not 4
+    f = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
+                           "num_key_value_heads": 2, "torch_dtype": "float32"})
+    assert kv_bytes_per_token(f, "auto") == 2 * 2 * 2 * 64 * 2

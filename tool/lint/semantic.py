@@ -56,7 +56,8 @@ def model_rules(parsed: ParsedArgs, schema: VllmSchema, model, host) -> list[Lin
     if dtype_occ and dtype_occ.value:
         problems = compat.turboquant_problems(model, dtype_occ.value, schema.version,
                                               compute_capability=_compute_capability(host),
-                                              attention_backend=None)  # TQ320 covers the backend
+                                              attention_backend=None,  # TQ320 covers the backend
+                                              serving_dtype=parsed.value("dtype"))
         out += _convert(problems, "TQ342", dtype_occ.start)
     memory = _gpu_memory(host)
     if memory is not None:  # compat estimates the weights from config.json when no safetensors are at hand

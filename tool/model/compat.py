@@ -117,8 +117,9 @@ def _version(v: str | None) -> Version | None:
 
 def turboquant_problems(facts: ModelFacts, kv_cache_dtype: str, vllm_version: str | None,
                         compute_capability: tuple[int, int] | None = None,
-                        attention_backend: str | None = None) -> list[Problem]:
-    """TurboQuant rules (checks/turboquant.json, FACTS TurboQuant section); [] for other dtypes."""
+                        attention_backend: str | None = None, serving_dtype: str | None = None) -> list[Problem]:
+    """TurboQuant rules (checks/turboquant.json, FACTS TurboQuant section); [] for other dtypes.
+    serving_dtype is vLLM's --dtype (None = auto)."""
     from tqdeploy.model.tqdata import turboquant_table
 
     if not kv_cache_dtype.startswith("turboquant_"):
@@ -163,9 +164,25 @@ def turboquant_problems(facts: ModelFacts, kv_cache_dtype: str, vllm_version: st
     elif hs & (hs - 1):
         out.append(Problem(Severity.ERROR, "TQ_HEAD_DIM", f"head_dim {hs} is not a power of two; the Hadamard "
                            "rotation needs one (64/128/256 work)", "use --kv-cache-dtype fp8 for this model", flag))
-    if facts.dtype and facts.dtype not in t["model_dtypes"] and not facts.quantization:
-        out.append(Problem(Severity.ERROR, "TQ_MODEL_DTYPE", f"TurboQuant runs with float16/bfloat16 models; "
-                           f"this one is {facts.dtype}", "serve with --dtype bfloat16", "--dtype"))
+    if facts.attn_logit_softcapping and not facts.mla:
+        # vLLM 0.32.0 v1/attention/backends/turboquant_attn.py: TurboQuantAttentionImpl takes logits_soft_cap
+        # and never uses it; its prefill calls flash_attn_varlen_func without softcap, and the unified
+        # Triton kernel defers softcap ("Sinks / softcap / ... are deferred to follow-ups").
+        out.append(Problem(Severity.WARN, "TQ_SOFTCAP", f"this model soft-caps attention logits "
+                           f"(attn_logit_softcapping {facts.attn_logit_softcapping:g}); vLLM's TurboQuant attention "
+                           "accepts the cap but does not apply it (turboquant_attn.py, vLLM 0.32.0), so its "
+                           "TurboQuant layers attend without it", "use --kv-cache-dtype fp8 for this model, or "
+                           "compare outputs with --kv-cache-dtype auto before relying on TurboQuant", flag))
+    # TurboQuantAttentionBackend.supported_dtypes is float16/bfloat16. Under --dtype auto (the default)
+    # vLLM serves even a float32 checkpoint in bfloat16/float16 (config/model.py _resolve_auto_dtype), so
+    # only an explicit --dtype float32 breaks it.
+    asked = {"half": "float16", "float": "float32"}.get((serving_dtype or "auto").lower(),
+                                                        (serving_dtype or "auto").lower())
+    if asked != "auto" and asked not in t["model_dtypes"]:
+        out.append(Problem(Severity.ERROR, "TQ_MODEL_DTYPE", f"--dtype {serving_dtype}: TurboQuant attention runs "
+                           "float16/bfloat16 models only", "drop --dtype (vLLM serves "
+                           f"{facts.dtype or 'the checkpoint'} as {facts.serving_dtype}) or pass --dtype bfloat16",
+                           "--dtype"))
     if attention_backend and attention_backend.upper() in t["incompatible_attention_backends"]:
         out.append(Problem(Severity.ERROR, "TQ_BACKEND", f"--attention-backend {attention_backend} does not support "
                            "TurboQuant KV dtypes (\"kv_cache_dtype not supported\")",

@@ -39,7 +39,7 @@ class ModelFacts:
     tie_word_embeddings: bool = False
     max_position_embeddings: int | None = None
     rope_scaling: dict[str, Any] | None = None
-    dtype: str | None = None  # torch_dtype string as written, e.g. "bfloat16"
+    dtype: str | None = None  # torch_dtype string as written, e.g. "bfloat16" (see serving_dtype)
     full_attention_layers: list[int] = field(default_factory=list)
     is_hybrid: bool = False
     linear_attention: dict[str, Any] | None = None
@@ -54,6 +54,7 @@ class ModelFacts:
     turbo_quant_config_raw: Any = None
     turbo_quant_config_problems: list[str] = field(default_factory=list)
     mtp_layers: int = 0
+    attn_logit_softcapping: float | None = None  # Gemma 2 style tanh cap on attention scores
     config_path: str = ""
     notes: list[str] = field(default_factory=list)
 
@@ -71,8 +72,17 @@ class ModelFacts:
         return self.head_dim
 
     @property
+    def serving_dtype(self) -> str:
+        """The dtype vLLM runs the model in under --dtype auto (its default): the config's dtype, except
+        that float32 checkpoints are downcast to the platform's preferred dtype, bfloat16 (float16 on GPUs
+        without bf16; both 2 bytes) (vllm/config/model.py _resolve_auto_dtype, "Downcast for float32 models")."""
+        d = str(self.dtype or "bfloat16").lower()
+        return "bfloat16" if d in ("float32", "float", "fp32", "f32") else d
+
+    @property
     def dtype_bytes(self) -> int:
-        return dtype_size(self.dtype or "bfloat16")
+        """Element size of weights and of the "auto" KV cache as vLLM serves the model by default."""
+        return dtype_size(self.serving_dtype)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -43,6 +43,9 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.quantization = _quantization(cfg) or _quantization(config)
     facts.moe = _moe(cfg)
     facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0)
+    cap = cfg.get("attn_logit_softcapping")  # read by vLLM's gemma2/gemma4 models as logits_soft_cap
+    if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
+        facts.attn_logit_softcapping = float(cap)
 
     if cfg.get("kv_lora_rank") is not None:
         facts.mla = {
@@ -74,7 +77,7 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     linear = [i for i, k in enumerate(kinds) if k == "linear"]
     facts.is_hybrid = bool(linear)
     if linear:
-        facts.linear_attention = _linear_attention(cfg, linear, facts.dtype)
+        facts.linear_attention = _linear_attention(cfg, linear, facts.serving_dtype)
     return facts
 
 

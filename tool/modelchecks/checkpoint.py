@@ -1,7 +1,7 @@
 """Checkpoint audit checks (TQ2xx): read only ctx.model (ModelFacts), ctx.host and ctx.options.
 
 Options they honour when a caller sets them: vllm_version, tensor_parallel_size, max_model_len,
-kv_cache_dtype, gpu_memory_utilization, attention_backend. The rules live in tqdeploy.model.compat
+kv_cache_dtype, gpu_memory_utilization, attention_backend, dtype (vLLM's --dtype). The rules live in tqdeploy.model.compat
 (shared with the linter); these checks only turn Problems into verdicts.
 """
 from __future__ import annotations
@@ -125,7 +125,8 @@ def turboquant(ctx):
           "head_dim": f.kv_head_size, "dtype": f.dtype, "hybrid": f.is_hybrid}
     if not dtype.startswith("turboquant_"):
         return passed(ev, title=f"--kv-cache-dtype {dtype}: TurboQuant rules do not apply")
-    problems = turboquant_problems(f, dtype, version, cc, ctx.options.get("attention_backend"))
+    problems = turboquant_problems(f, dtype, version, cc, ctx.options.get("attention_backend"),
+                                   ctx.options.get("dtype"))
     return _verdicts(problems, f"{dtype} works with this checkpoint on vLLM {version}", ev)
 
 
