@@ -347,7 +347,7 @@ def test_resolve_digests_pins_what_the_registry_answers(run_cli, docker_client, 
         assert code == 0, err
         assert f"ARG BASE_IMAGE={base}@{registry.digest}\n" in (tmp_path / "b" / "Dockerfile").read_text()
         lock = json.loads((tmp_path / "b" / "tqdeploy.lock.json").read_text())
-        assert lock["pins"]["image"] == {"base": base, "digest": registry.digest}
+        assert lock["pins"]["image"] == {"base": base, "digest": registry.digest, "source": "registry (--resolve-digests)"}
         assert any(registry.digest in n and "add `digest =" in n for n in json.loads(stdout)["notes"])
         # A spec pinned to another digest: the tag moved, refused, nothing written.
         other = "sha256:" + "0" * 64

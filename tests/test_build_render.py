@@ -104,9 +104,57 @@ def test_lock_records_pins_and_every_file_hash():
 def test_no_digest_is_invented_anywhere():
     import re
 
+    from tqdeploy.spec.digests import known_digests
+
+    read = {d.digest.encode() for d in known_digests().values()}  # each with where and when it was read
     for make in CASES.values():
         for rel, f in render_files(make()).items():
-            assert not re.search(rb"sha256:[0-9a-f]{64}", f.data), f"{rel} holds a digest nobody read from a registry"
+            for digest in re.findall(rb"sha256:[0-9a-f]{64}", f.data):
+                assert digest in read, f"{rel} holds a digest nobody read from a registry"
+
+
+def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_it(tmp_path):
+    from tqdeploy.spec.digests import apply_known_digest, known_digests
+
+    data = tmp_path / "base-digests.toml"
+    kept = "sha256:" + "ab" * 32
+    data.write_text(f'[[image]]\nref = "vllm/vllm-openai:v0.32.0"\ndigest = "{kept}"\nread = "a test registry"\n')
+    table = known_digests(data)
+    spec = load_spec(check_vllm_flags=False)
+    unpinned_hash = spec.spec_hash
+    apply_known_digest(spec, table)
+    files = render_files(spec)
+    assert f"ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0@{kept}\n".encode() in files["Dockerfile"].data
+    lock = json.loads(files["tqdeploy.lock.json"].data)
+    assert lock["pins"]["image"] == {"base": "vllm/vllm-openai:v0.32.0", "digest": kept,
+                                     "source": "tqdeploy data base-digests.toml (read from a test registry)"}
+    assert spec.spec_hash != unpinned_hash  # another base, another image tag
+    own = "sha256:" + "cd" * 32
+    text = embedded_spec_path_text().replace('base = "vllm/vllm-openai:v0.32.0"', f'base = "vllm/vllm-openai:v0.32.0"\ndigest = "{own}"')
+    (tmp_path / "s.toml").write_text(text)
+    mine = load_spec(tmp_path / "s.toml", check_vllm_flags=False)
+    apply_known_digest(mine, table)
+    assert mine["image"]["digest"] == own and mine.digest_source == "spec"
+    assert json.loads(render_files(mine)["tqdeploy.lock.json"].data)["pins"]["image"]["source"] == "spec"
+
+
+def test_the_shipped_digest_table_is_well_formed_and_a_broken_one_is_refused(tmp_path):
+    from tqdeploy.errors import TQError
+    from tqdeploy.spec.digests import digests_path, known_digests
+
+    assert digests_path().is_file()
+    for ref, known in known_digests().items():
+        assert known.ref == ref and known.read
+    bad = tmp_path / "d.toml"
+    bad.write_text('[[image]]\nref = "x/y:1"\ndigest = "sha256:1234"\nread = "somewhere"\n')
+    with pytest.raises(TQError, match=r"d.toml: \[\[image\]\] entry 1 must have ref, digest"):
+        known_digests(bad)
+
+
+def embedded_spec_path_text() -> str:
+    from tqdeploy.spec.load import embedded_spec_path
+
+    return embedded_spec_path("qwen36-27b-tq").read_text()
 
 
 def test_scripts_are_executable_and_the_rest_is_not(tmp_path):

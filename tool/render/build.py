@@ -163,10 +163,12 @@ def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path 
         if pinned and pinned != digest:
             from tqdeploy.errors import TQError
 
-            raise TQError(f"{spec['image']['base']} now resolves to {digest}, not the spec's image.digest {pinned}",
-                          "the tag moved: review the new image, then update image.digest (or build without "
+            where = "the spec's image.digest" if spec.digest_source == "spec" else f"the digest from {spec.digest_source}"
+            raise TQError(f"{spec['image']['base']} now resolves to {digest}, not {where} {pinned}",
+                          "the tag moved: review the new image, then update that digest (or build without "
                           "--resolve-digests to keep the pinned one)")
         spec.data["image"]["digest"] = digest
+        spec.digest_source = "registry (--resolve-digests)"
         notes.append(f"base digest {digest} read from the registry; add `digest = \"{digest}\"` to [image] "
                      "in the spec to keep it")
     files = render_files(spec)

@@ -32,7 +32,9 @@ def pins(spec: Spec) -> dict[str, Any]:
         vllm["note"] = (f"{img['base']} is not vLLM's official image: that it holds vLLM {spec.vllm_version} "
                         "is the spec's claim, not checked by tqdeploy")
     image = {"base": img["base"], "digest": img["digest"] or UNRESOLVED}
-    if not img["digest"]:
+    if img["digest"]:
+        image["source"] = spec.digest_source or "spec"
+    else:
         image["note"] = ("no digest was read from a registry; run `tqdeploy build --resolve-digests` "
                          "where the registry is reachable to pin it")
     if m["repo"]:

@@ -41,6 +41,9 @@ def load_spec(path: str | Path | None = None, *, embedded: str | None = None,
         text, source = read_spec_file(path)
     spec = Spec(parse_spec_text(text, source), source, text)
     raise_problems(spec_problems(spec), source, text)
+    from tqdeploy.spec.digests import apply_known_digest
+
+    apply_known_digest(spec)  # before anything reads the spec hash: the digest is part of it
     if check_vllm_flags:
         from tqdeploy.spec.flags import check_flags
 

@@ -47,6 +47,7 @@ class Spec:
     source: str  # file path, or "embedded:<name>"
     text: str = ""
     flag_check: Any = None  # tqdeploy.spec.flags.FlagCheck once the vLLM flags were linted
+    digest_source: str = ""  # where image.digest came from: spec, tqdeploy data, registry ("" = none)
 
     def __getitem__(self, section: str) -> dict[str, Any]:
         return self.data[section]
