@@ -97,3 +97,22 @@ def test_plan_on_a_host_keeps_the_checkpoints_hint(run_cli, tmp_path):
     chosen = json.loads(stdout)["chosen"]
     assert chosen["vllm.kv_cache_dtype"].startswith("tqdeploy plan: the checkpoint's turbo_quant_config hint")
     assert tomllib.loads(out.read_text())["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
+
+
+def test_init_refuses_a_bad_name_by_its_option_and_writes_nothing(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, stdout, err = run_cli("init", "--no-probe", "--name", "Qwen_Bad", "--out", str(out))
+    assert code == 2 and stdout == ""
+    assert err.splitlines()[0] == ("tqdeploy: error: --name 'Qwen_Bad' is not a lowercase DNS label "
+                                   "(a-z, 0-9, '-', at most 53 chars)")
+    assert not out.exists()
+
+
+def test_init_from_the_cpu_demo_leaves_the_hosts_gpus_alone(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, stdout, err = run_cli("init", "--from", "tiny-cpu-demo", "--snapshot", str(H200), "--out", str(out), "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["chosen"]["resources.gpus"].startswith("the cpu variant")
+    data = tomllib.loads(out.read_text())
+    assert data["variant"] == "cpu" and data["resources"]["gpus"] == []
+    assert load_spec(out).spec_hash == load_spec(embedded="tiny-cpu-demo").spec_hash

@@ -50,6 +50,9 @@ def apply_model(data: dict[str, Any], source: str, facts: Any, notes: dict[str, 
 def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str, str]) -> None:
     """GPUs from the snapshot; tensor-parallel size and KV dtype from `tqdeploy plan` when the model is known."""
     gpus = list(getattr(snapshot, "gpus", []) or [])
+    if data[""]["variant"] == "cpu":
+        notes["resources.gpus"] = "the cpu variant (vLLM's CPU build) uses no GPU, whatever this host has"
+        return
     if not gpus:
         notes["resources.gpus"] = "no GPU seen on this host; the spec targets the serving host"
         return
@@ -86,6 +89,11 @@ def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str,
 def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str | None = None,
                    embedded: str = DEFAULT_SPEC_NAME) -> tuple[str, dict[str, str]]:
     """(commented TOML, notes) for a new spec; validated before it is returned."""
+    from tqdeploy.spec.validate import NAME_RE
+
+    if name is not None and not NAME_RE.match(name):
+        raise TQError(f"--name {name!r} is not a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
+                      "pass e.g. --name qwen36-27b (it names the image, compose service and k8s objects)")
     base = embedded_spec_path(embedded)
     data = parse_spec_text(base.read_text(encoding="utf-8"), f"embedded:{embedded}")
     notes: dict[str, str] = {}
@@ -97,7 +105,7 @@ def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str 
         apply_model(data, model, facts, notes)
     if snapshot is not None:
         apply_host(data, snapshot, facts, notes)
-    if name:
+    if name is not None:
         data[""]["name"] = name
     header = [f"tqdeploy deployment spec, written by `tqdeploy init` from the embedded {embedded} spec",
               f"{'and model ' + model if model else 'without a model (the default model)'}. "
