@@ -213,6 +213,11 @@ def test_live_h200_snapshot_has_no_errors():
             assert "error" not in severities(run(cid, h200_live())), cid
     assert severities(run("TQ101", h200_live())) == ["ok"]
     assert run("TQ103", h200_live())[0].evidence["compute_capability"] == "9.0"
+    # what the server loads (the torch venv's 9.19 wheel) differs from the system's libcudnn (9.14 there)
+    (libs,) = run("TQ121", h200_live())
+    assert libs.evidence["cudnn"] == "nvidia-cudnn-cu13 9.19.0.56 (wheel)"
+    assert "libcudnn_ops.so.9.14.0" in libs.evidence["system_cudnn"][0]
+    assert libs.evidence["wheels_of_python_env"] == "/opt/torch/.venv"
 
 
 def test_every_host_check_has_a_doc_page():
