@@ -132,6 +132,13 @@ def test_inactive_nvlink_and_cross_socket_pairs():
     assert severities(run("TQ113", d)) == ["info"]
 
 
+def test_pair_evidence_holds_the_level_and_both_p2p_statuses():
+    (f,) = run("TQ113", two_gpus(h200(), nvlink=False))
+    assert f.evidence == {"matrix": {"0-1": "PHB"}, "p2p_read": {"0-1": "CHIPSET_NOT_SUPPORTED"},
+                          "p2p_nvlink": {"0-1": "NOT_SUPPORTED"}}
+    assert "0-1" in f.title
+
+
 def test_one_gpu_topology_checks_skip():
     assert severities(run("TQ112", h200())) == ["skipped"]
     assert severities(run("TQ113", h200())) == ["skipped"]

@@ -45,7 +45,8 @@ def p2p_matrix(ctx):
     matrix = {f"{p['a']}-{p['b']}": p.get("level") for p in pairs}
     no_p2p = [p for p in pairs if p.get("p2p_read") != "OK"]
     sys_pairs = [p for p in pairs if p.get("level") == "SYS"]
-    ev = {"matrix": matrix, "p2p_read": {f"{p['a']}-{p['b']}": p.get("p2p_read") for p in pairs}}
+    ev = {"matrix": matrix, "p2p_read": {f"{p['a']}-{p['b']}": p.get("p2p_read") for p in pairs},
+          "p2p_nvlink": {f"{p['a']}-{p['b']}": p.get("p2p_nvlink") for p in pairs}}
     if no_p2p:
         names = ", ".join(f"{p['a']}-{p['b']}" for p in no_p2p)
         return warn(ev, "without peer-to-peer access NCCL stages GPU-to-GPU traffic through host memory; check IOMMU/ACS "
