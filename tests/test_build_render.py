@@ -367,3 +367,19 @@ def test_lock_says_when_the_vllm_version_is_only_the_specs_claim(tmp_path):
                 "vLLM 0.32.0 is the spec's claim, not checked by tqdeploy"}
     official = json.loads(render_files(CASES["qwen36-27b-tq"]())["tqdeploy.lock.json"].data)["pins"]["vllm"]
     assert official == {"version": "0.32.0", "how": "official image tag vllm/vllm-openai:v0.32.0"}
+
+
+def test_check_with_a_spec_takes_the_digest_the_registry_answered_at_build_time(run_cli, tmp_path):
+    # The registry side of --resolve-digests is tested against a loopback registry (test_build_docker);
+    # here the build it leaves behind: the digest in the lock, not in the spec.
+    from tqdeploy.render.build import run_check
+
+    spec_file = tmp_path / "tqdeploy.toml"
+    spec_file.write_text(embedded_spec_path_text())
+    spec = load_spec(spec_file, check_vllm_flags=False)
+    spec.data["image"]["digest"], spec.digest_source = "sha256:" + "12" * 32, "registry (--resolve-digests)"
+    write_build(tmp_path / "b", render_files(spec))
+    result = run_check(tmp_path / "b", spec_file)
+    assert result.exit_code == 0 and result.drift["stale"] == []
+    spec_file.write_text(spec_file.read_text().replace("v0.32.0", "v0.32.0-cu129"))  # another base: stale
+    assert "Dockerfile" in run_check(tmp_path / "b", spec_file).drift["stale"]

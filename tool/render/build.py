@@ -112,7 +112,15 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
         from tqdeploy.render.files import render_files
         from tqdeploy.spec import load_spec
 
-        files = render_files(load_spec(spec_file, embedded=embedded))
+        spec = load_spec(spec_file, embedded=embedded)
+        pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
+        if (not spec["image"]["digest"] and str(pinned.get("source", "")).startswith("registry")
+                and pinned.get("base") == spec["image"]["base"]):
+            # The build pinned what the registry answered then (--resolve-digests): the same input here,
+            # or every file naming the base would read as stale.
+            spec.data["image"]["digest"] = pinned["digest"]
+            spec.digest_source = pinned["source"]
+        files = render_files(spec)
         now = json.loads(files["tqdeploy.lock.json"].data)["files"]
         drift["stale"] = sorted(p for p in set(now) | set(lock["files"]) if now.get(p) != lock["files"].get(p))
     return CheckResult(str(build_dir), drift, len(lock["files"]))
