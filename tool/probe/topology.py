@@ -1,6 +1,6 @@
 """GPU-to-GPU topology for tensor parallelism: common ancestor level and P2P status per pair.
 
-NVML answers with constants (nvml.h): NVML_TOPOLOGY_INTERNAL 0, SINGLE 10 (PIX), MULTIPLE 20 (PXB),
+NVML answers with constants (nvml.h): NVML_TOPOLOGY_INTERNAL 0 (two GPUs on one board), SINGLE 10 (PIX), MULTIPLE 20 (PXB),
 HOSTBRIDGE 30 (PHB), NODE 40, SYSTEM 50 (SYS). NVLink-connected pairs are reported as NV#, the
 number of active links between the two, as ``nvidia-smi topo -m`` does.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-LEVEL_NAMES = {0: "SELF", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
+LEVEL_NAMES = {0: "INTERNAL", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # nvmlGpuP2PStatus_t (nvml.h)
 P2P_STATUS = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
               4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}
