@@ -23,6 +23,9 @@ VALID = [
     f"vllm serve Qwen/Qwen3-8B --compilation-config.mode 3 -O3 {H}",
     f"python3 -m vllm.entrypoints.openai.api_server --model /models/q --port 8001 {H}",
     "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
+    # a script: vLLM's parser sees the values the script assigns, not $TP
+    'TP=2\nexport KV=turboquant_4bit_nc\nvllm serve Qwen/Qwen3-8B -tp $TP --kv-cache-dtype "$KV" '
+    f'--max-model-len ${{MAX_LEN:-32768}} {H}\n',
 ]
 INVALID = [
     f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_5bit {H}",
@@ -35,6 +38,7 @@ INVALID = [
     f"vllm serve Qwen/Qwen3-8B --max-num 4 {H}",  # ambiguous prefix
     f"vllm serve Qwen/Qwen3-8B --awq-quant-config-path q.json {H}",
     f"vllm serve Qwen/Qwen3-8B --dtype fp8 {H}",
+    f"TP=two\nvllm serve Qwen/Qwen3-8B -tp $TP {H}\n",
 ]
 
 

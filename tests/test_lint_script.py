@@ -114,3 +114,44 @@ def test_assigned_but_never_exported_key_does_not_count():
     script = 'VLLM_API_KEY="$(cat /run/secrets/k)"\nexec vllm serve /models/m --host 0.0.0.0 --port 8000\n'
     r = lint_script(script, live=False)
     assert "TQ322" in ids(r)
+
+
+VARS_SCRIPT = """#!/bin/bash
+MODEL=Qwen/Qwen3.6-27B
+TP={tp}
+{kv_line}
+vllm serve "$MODEL" --tensor-parallel-size $TP --port "${{PORT:-8000}}" \\
+  --max-model-len ${{MAX_LEN:-{mml}}} --kv-cache-dtype "$KV" --host 127.0.0.1
+"""
+
+
+def _vars(tp=2, kv_line="", mml=32768):
+    return VARS_SCRIPT.format(tp=tp, kv_line=kv_line, mml=mml)
+
+
+def test_shell_variables_are_checked_by_their_values_not_their_names():
+    from tqdeploy.model import load_model_facts
+
+    q36 = load_model_facts(str(FIX / "qwen3.6-27b"))
+    # $TP=2, ${PORT:-8000}, ${MAX_LEN:-32768}; $KV is set by nobody in the script: not a finding
+    good = lint_script(_vars(), live=False, model=q36)
+    assert good.findings == [], good.to_dict()
+    assert "$TP" in good.command_text and good.fixed_argv == good.command  # variables stay in the command
+    # the values the script assigns are what the rules see
+    assert ids(lint_script(_vars(tp=3), live=False, model=q36)) == ["TQ340"]
+    assert ids(lint_script(_vars(mml=300000), live=False, model=q36)) == ["TQ341"]
+    bad_kv = lint_script(_vars(kv_line="export KV=turboquant_5bit"), live=False)
+    assert ids(bad_kv) == ["TQ302"]
+    assert ids(lint_script(_vars(kv_line="KV=turboquant_4bit_nc"), live=False)) == []
+    # a value only known at run time is left alone, as is an unset variable without a default
+    assert ids(lint_script(_vars(kv_line='KV="$(cat /etc/kv)"'), live=False)) == []
+
+
+def test_expand_shell_value():
+    from tqdeploy.lint.validate import expand_shell_value
+
+    v = {"A": "1", "B": "x"}
+    assert expand_shell_value("$A", v) == "1" and expand_shell_value("${B}y", v) == "xy"
+    assert expand_shell_value("${C:-7}", v) == "7" and expand_shell_value("${C-7}", v) == "7"
+    assert expand_shell_value("${A:-7}", v) == "1"
+    assert expand_shell_value("$C", v) == "$C" and expand_shell_value("$(nproc)", v) == "$(nproc)"

@@ -39,7 +39,7 @@ def _target_version(vllm_version: str | None, inv) -> tuple[str, list[LintFindin
 
 
 def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version, model, host,
-          live: bool | None) -> LintReport:
+          live: bool | None, variables: dict[str, str] | None = None) -> LintReport:
     from tqdeploy.errors import TQError
     from tqdeploy.lint import catalogue, rules
     from tqdeploy.lint.command import find_invocation
@@ -58,7 +58,7 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
     schema = load_schema(version)
     parsed = ParsedArgs()
     if inv.kind in ("vllm-serve", "api-server", "docker"):
-        parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, schema)
+        parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, schema, variables)
         aliases = {n: opt.long_name for opt in schema.options.values() for n in opt.names if not n.startswith("--")}
         specific = catalogue.match_invocation(inv, aliases)
         covered = {f.token for f in specific}
@@ -74,8 +74,11 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
             findings += model_rules(parsed, schema, model, host)
         if _want_live(live, schema.version) and not any(f.severity is Severity.ERROR for f in parsed.findings):
             from tqdeploy.lint.live import live_findings
+            from tqdeploy.lint.validate import expand_shell_value, is_unresolved
 
-            findings += live_findings(inv.vllm_args)
+            args = [expand_shell_value(a, variables or {}) for a in inv.vllm_args]
+            if not any(is_unresolved(a) for a in args):  # the shell's run-time values cannot be parsed here
+                findings += live_findings(args)
     if inv.kind == "docker-other":
         findings += rules.docker_rules(inv, None)
         findings.append(LintFinding(
@@ -149,6 +152,6 @@ def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=
                       "lint the script that launches vLLM, or pass the command: tqdeploy lint -- vllm serve MODEL ...")
     argv = cmd.argv if cmd else []
     report = _lint(argv, text, cmd.env if cmd else {}, vllm_version=vllm_version, model=model, host=host,
-                   live=live)
+                   live=live, variables=cmd.variables if cmd else None)
     report.source = f"script line {cmd.line}" if cmd else "script"
     return report

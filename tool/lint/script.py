@@ -22,6 +22,7 @@ class ScriptCommand:
     argv: list[str]
     line: int  # 1-based line where the command starts
     env: dict[str, str] = field(default_factory=dict)  # exported before the command
+    variables: dict[str, str] = field(default_factory=dict)  # every NAME=value set before it (exported or not)
 
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
@@ -100,7 +101,7 @@ def find_command(text: str) -> ScriptCommand | None:
         argv = _cut_at_operator(tokens)
         inv: Invocation = find_invocation(argv)
         if inv.kind != "unknown":
-            return ScriptCommand(argv=argv, line=start, env=env)
+            return ScriptCommand(argv=argv, line=start, env=env, variables={**shell_vars, **env})
     return None
 
 

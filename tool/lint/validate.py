@@ -123,8 +123,40 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
                        None, index)
 
 
-def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -> ParsedArgs:
-    """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about."""
+_SHELL_VAR = re.compile(r"\$(?:\{(\w+)(?::?-([^}]*))?\}|(\w+))")
+
+
+def expand_shell_value(value: str, variables: dict[str, str]) -> str:
+    """A script's option value with $NAME / ${NAME} / ${NAME:-default} replaced from the script's own
+    assignments (a default when the script sets no value); left as written when the shell would only
+    know it at run time ($(cmd), `cmd`, a variable the script never sets)."""
+    if "$" not in value or "$(" in value or "`" in value:
+        return value
+
+    def sub(m: re.Match) -> str:
+        name = m.group(1) or m.group(3)
+        if name in variables and not is_unresolved(variables[name]):
+            return variables[name]
+        if m.group(2) is not None:
+            return m.group(2)
+        raise KeyError(name)
+
+    try:
+        return _SHELL_VAR.sub(sub, value)
+    except KeyError:
+        return value
+
+
+def is_unresolved(value: str) -> bool:
+    """A value only the shell knows at run time: not checked against types or choices."""
+    return "$" in value or "`" in value
+
+
+def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
+                    variables: dict[str, str] | None = None) -> ParsedArgs:
+    """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about.
+    variables: shell variables a script sets before the command (their values are checked, not $NAME)."""
+    variables = variables or {}
     out = ParsedArgs()
     unknown_spans: list[tuple[LintFinding, int]] = []  # unknown options and where their value ends
     i = start
@@ -218,6 +250,7 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
             while j < end and not _is_option_like(argv[j]):
                 values.append(argv[j])
                 j += 1
+        values = [expand_shell_value(v, variables) for v in values]
         occ = Occurrence(opt, name, i, j, values)
         out.occurrences.append(occ)
         needs = opt.nargs not in ("?", "*")
@@ -225,6 +258,8 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema) -
             out.findings.append(LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value",
                                             f"give {name} a value", None, i))
         for v in values:
+            if is_unresolved(v):
+                continue  # set by the shell at run time
             problem = type_problem(opt, v) or _choice_problem(opt, v)
             if problem and problem.startswith("invalid choice"):
                 close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
