@@ -11,22 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from support.hubmirror import Faults, HubMirror, Repo, make_repo
+from support.hubmirror import Faults, HubMirror, Repo, clean_hub_env, repo  # noqa: F401 (fixtures)
 
 SHARD1 = "model-00001-of-00002.safetensors"
 TOKEN = "hf_TESTtokenNeverShown0123456789"
 HUBMIRROR = Path(__file__).resolve().parent / "support" / "hubmirror.py"
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Repo:
-    return Repo("org/tiny", make_repo(tmp_path_factory.mktemp("src")))
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for name in ("HF_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def all_bytes_under(folder: Path) -> bytes:

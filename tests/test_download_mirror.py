@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from support.hubmirror import Faults, HubMirror, Repo, make_repo
+from support.hubmirror import Faults, HubMirror, Repo, clean_hub_env, make_repo, repo  # noqa: F401 (fixtures)
 from tqdeploy.download import RetryPolicy, check_offline, download_model, load_manifest, run_download, verify_dir
 from tqdeploy.download.diskspace import MARGIN_FLOOR, Usage
 from tqdeploy.errors import TQError
@@ -17,17 +17,6 @@ SHARD1 = "model-00001-of-00002.safetensors"
 SHARD2 = "model-00002-of-00002.safetensors"
 SERVING = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
            "special_tokens_map.json", "model.safetensors.index.json", SHARD1, SHARD2}
-
-
-@pytest.fixture(scope="module")
-def repo(tmp_path_factory) -> Repo:
-    return Repo("org/tiny", make_repo(tmp_path_factory.mktemp("src")))
-
-
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch):
-    for name in ("HF_TOKEN", "HF_ENDPOINT"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def content_gets(mirror: HubMirror, path: str) -> list[dict]:

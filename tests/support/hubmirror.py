@@ -11,6 +11,10 @@ Serves one generated repository from a folder:
 Faults (per repo path): status codes before success, a short copy, a flipped byte, a connection cut
 halfway, the whole server process dying after N bytes, a bandwidth limit.
 Run in-process (HubMirror) or as a process (`python hubmirror.py --root DIR ...`) that can be killed.
+
+Pytest fixtures for the download tests (import them into a test module to use them):
+``repo`` (org/tiny, generated once per module) and ``clean_hub_env`` (autouse: no HF_TOKEN or
+HF_ENDPOINT from the outer environment reaches a test).
 """
 from __future__ import annotations
 
@@ -28,6 +32,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
+
+import pytest
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".pth", ".pt")
 CHUNK = 64 * 1024
@@ -76,6 +82,9 @@ def make_repo(root: Path, shard_bytes: tuple[int, ...] = (3_000_000, 2_000_000))
     (root / "original").mkdir(exist_ok=True)
     (root / "original" / "consolidated.00.pth").write_bytes(b"\x80pickle" * 100)
     return root
+
+
+HUB_ENV = ("HF_TOKEN", "HF_ENDPOINT")
 
 
 class Repo:
@@ -308,6 +317,17 @@ class HubMirror:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory) -> Repo:
+    return Repo("org/tiny", make_repo(tmp_path_factory.mktemp("src")))
+
+
+@pytest.fixture(autouse=True)
+def clean_hub_env(monkeypatch):
+    for name in HUB_ENV:
+        monkeypatch.delenv(name, raising=False)
 
 
 def main(argv: list[str] | None = None) -> None:
