@@ -9,22 +9,19 @@ import typer
 ORDER = 40
 
 
-def split_ref(ref: str) -> tuple[str, str | None]:
-    """REPO[@REV] -> (repo, rev or None). Repository ids never contain '@'."""
-    repo, _, rev = ref.partition("@")
-    return repo.strip(), (rev.strip() or None)
-
-
-def default_dest(repo: str) -> Path:
-    return Path("models") / repo.replace("/", "--")
-
-
 def download(
     ref: Optional[str] = typer.Argument(None, metavar="REPO[@REV]", help="e.g. Qwen/Qwen3.6-27B@main; "
-                                       "REV is a branch, tag or commit (default main)."),
+                                       "REV is a branch, tag or commit (default main, or the --lock's revision)."),
     mirror: Optional[List[str]] = typer.Option(None, "--mirror", help="Hub endpoint to use, repeatable, tried "
-                                               "in order (default: HF_ENDPOINT, else https://huggingface.co)."),
-    to: Optional[Path] = typer.Option(None, "--to", help="Target folder (default: models/ORG--NAME)."),
+                                               "in order (default: the spec's mirrors, else HF_ENDPOINT, else "
+                                               "https://huggingface.co)."),
+    to: Optional[Path] = typer.Option(None, "--to", help="Target folder (default: models/ORG--NAME, or the "
+                                      "spec's storage.models_dir/ORG--NAME)."),
+    spec: Optional[Path] = typer.Option(None, "--spec", metavar="FILE", help="Take the model, revision, mirrors "
+                                        "and target folder from a deployment spec (tqdeploy.toml)."),
+    lock: Optional[Path] = typer.Option(None, "--lock", metavar="FILE", help="Record the resolved commit in "
+                                        "this build's tqdeploy.lock.json (done on its own when --to is a "
+                                        "build's models folder)."),
     offline: bool = typer.Option(False, "--offline", help="No network: list the files still missing; exit 1 if any."),
     verify: Optional[Path] = typer.Option(None, "--verify", metavar="DIR", help="Check an existing copy against "
                                           "its manifest (and the repository when reachable); exit 1 if bad."),
@@ -37,39 +34,52 @@ def download(
     from tqdeploy.output import emit
 
     if verify is not None:
-        if offline or to is not None:
-            raise TQError("--verify DIR takes no --offline or --to", "run `tqdeploy download --verify DIR`")
-        from tqdeploy.download import verify_dir
+        if offline or to is not None or spec is not None or lock is not None:
+            raise TQError("--verify DIR takes no --offline, --to, --spec or --lock",
+                          "run `tqdeploy download --verify DIR`")
+        return _verify(verify, ref, mirror, as_json)
+    from tqdeploy.download.request import from_ref, from_spec
 
-        report = verify_dir(verify, mirror or None, progress=not as_json)
-        if ref:  # a REPO[@REV] given with --verify must be what the folder holds
-            repo, rev = split_ref(ref)
-            m = report.manifest
-            if repo != m.repo or (rev and rev not in (m.revision, m.commit)):
-                raise TQError(f"{verify} holds {m.repo}@{m.revision} ({m.commit[:12]}), not {ref}",
-                              "pass the folder of that model, or leave REPO out")
-        emit(report, as_json)
-        return EXIT_OK if report.ok else EXIT_FINDINGS
-    if not ref:
-        raise TQError("no model given", "run `tqdeploy download ORG/NAME[@REV]` or `tqdeploy download --verify DIR`")
-    repo, rev = split_ref(ref)
-    if not repo or repo.count("/") > 1 or " " in repo:
-        raise TQError(f"{ref!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
-    dest = to if to is not None else default_dest(repo)
+    if spec is not None:
+        if ref:
+            raise TQError(f"give REPO[@REV] or --spec, not both ({ref} and {spec})", "drop one of them")
+        req = from_spec(spec, to, mirror or None, lock)
+    elif ref:
+        req = from_ref(ref, to, mirror or None, lock)
+    else:
+        raise TQError("no model given", "run `tqdeploy download ORG/NAME[@REV]`, `tqdeploy download --spec "
+                      "tqdeploy.toml` or `tqdeploy download --verify DIR`")
     if offline:
         from tqdeploy.download import check_offline
         from tqdeploy.download.report import OfflineResult
 
-        result = OfflineResult(check_offline(dest, repo, rev))
+        result = OfflineResult(check_offline(req.dest, req.repo, req.revision))
         emit(result, as_json)
         return EXIT_OK if result.report.ok else EXIT_FINDINGS
     from tqdeploy.download import RetryPolicy, run_download
     from tqdeploy.download.report import DownloadResult
 
-    outcome = run_download(repo, rev or "main", dest, mirror or None, progress=not as_json,
-                           policy=RetryPolicy(attempts=retries + 1))
+    outcome = run_download(req.repo, req.download_revision, req.dest, req.mirrors, progress=not as_json,
+                           policy=RetryPolicy(attempts=retries + 1), lock=req.lock)
     emit(DownloadResult(outcome), as_json)
     return EXIT_OK
+
+
+def _verify(folder: Path, ref: str | None, mirror: list[str] | None, as_json: bool) -> int:
+    from tqdeploy.download import load_manifest, verify_dir
+    from tqdeploy.download.request import split_ref
+    from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK, TQError
+    from tqdeploy.output import emit
+
+    m = load_manifest(folder) if ref else None
+    if m is not None:  # a REPO[@REV] given with --verify must be what the folder holds: say so before hashing
+        repo, rev = split_ref(ref)
+        if repo != m.repo or (rev and rev not in (m.revision, m.commit)):
+            raise TQError(f"{folder} holds {m.repo}@{m.revision} ({m.commit[:12]}), not {ref}",
+                          "pass the folder of that model, or leave REPO out")
+    report = verify_dir(folder, mirror or None, progress=not as_json)
+    emit(report, as_json)
+    return EXIT_OK if report.ok else EXIT_FINDINGS
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from tqdeploy.download import transfer
 from tqdeploy.download.hashing import Digest, digest_file
@@ -48,6 +48,7 @@ class DownloadOutcome:
     bytes_fetched: int = 0
     seconds: float = 0.0
     token_present: bool = False
+    lock: Any = None  # buildlock.LockRecord when the commit was recorded in a build's lock
 
 
 class FetchRun:

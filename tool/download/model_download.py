@@ -12,7 +12,7 @@ from typing import Callable
 from tqdeploy.download import diskspace
 from tqdeploy.download.fetch_run import LOCAL, PARTIAL_DIR, DownloadOutcome, FetchRun, mismatch
 from tqdeploy.download.hashing import digest_files
-from tqdeploy.download.manifest import Manifest, ManifestFile, load_manifest, save_manifest
+from tqdeploy.download.manifest import MANIFEST_NAME, Manifest, ManifestFile, load_manifest, save_manifest
 from tqdeploy.download.progress import Bars
 from tqdeploy.download.remote import list_repo, normalize_endpoint
 from tqdeploy.download.selection import WEIGHTS_INDEX, is_weight, select_serving_files
@@ -58,9 +58,17 @@ def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] |
 def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *, token: str | None = None,
                  progress: bool = True, policy: RetryPolicy | None = None, workers: int = 4,
                  disk_usage: diskspace.DiskUsage = shutil.disk_usage,
-                 on_event: Callable[[str], None] | None = None) -> DownloadOutcome:
-    """download_model with the details a command reports (what was fetched, reused, repaired, events)."""
+                 on_event: Callable[[str], None] | None = None,
+                 lock: Path | None = None, find_lock: bool = True) -> DownloadOutcome:
+    """download_model with the details a command reports (what was fetched, reused, repaired, events).
+
+    ``lock``: a build's tqdeploy.lock.json (or its folder) to record the resolved commit in; it must pin
+    this repo and revision (checked before anything is fetched). Without it and with ``find_lock``, the
+    lock of the build whose models dir ``dest`` is gets it (buildlock.find_build_lock).
+    """
     from huggingface_hub import is_offline_mode
+
+    from tqdeploy.download import buildlock
 
     started = time.monotonic()
     dest = Path(dest).expanduser().absolute()
@@ -74,12 +82,34 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
     old = load_manifest(dest)
     if old is not None and old.repo != repo_id:
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
+    notes: list[str] = []
+    build_lock = None
+    if lock is not None:
+        build_lock = buildlock.open_build_lock(lock)
+        buildlock.require_match(build_lock, repo_id, revision)
+    elif find_lock:
+        build_lock = buildlock.find_build_lock(dest, notes.append)
+        if build_lock is not None and buildlock.mismatch(build_lock, repo_id, revision):
+            notes.append(f"commit not recorded: {buildlock.mismatch(build_lock, repo_id, revision)}")
+            build_lock = None
     with Bars(progress, on_event) as bars:
+        for note in notes:
+            bars.event(note)
         try:
             outcome = _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage)
         except KeyboardInterrupt:
             bars.event(f"interrupted: partial files kept in {dest / PARTIAL_DIR}; run the same command to resume")
             raise
+        outcome.events[:0] = notes
+        if build_lock is not None:
+            try:
+                outcome.lock = buildlock.record_commit(build_lock, repo_id, revision, outcome.manifest.commit,
+                                                       dest / MANIFEST_NAME)
+            except TQError as err:
+                if lock is not None:
+                    raise
+                outcome.events.append(f"commit not recorded: {err.message}")
+                bars.event(outcome.events[-1])
     outcome.seconds = time.monotonic() - started
     return outcome
 

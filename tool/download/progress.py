@@ -59,3 +59,8 @@ class Bars:
             self._progress.console.print(f"tqdeploy: {message}", highlight=False, markup=False)
         else:
             print(f"tqdeploy: {message}", file=sys.stderr, flush=True)
+
+
+def say(console, text: str) -> None:
+    """One line of a result: never wrapped, and no rich markup (file names come from the network)."""
+    console.print(text, soft_wrap=True, markup=False, highlight=False)

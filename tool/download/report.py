@@ -9,6 +9,7 @@ from typing import Any
 
 from tqdeploy.download.fetch_run import DownloadOutcome
 from tqdeploy.download.model_download import OfflineReport
+from tqdeploy.download.progress import say
 
 DOWNLOAD_SCHEMA = "tqdeploy.download/1"
 OFFLINE_SCHEMA = "tqdeploy.download.offline/1"
@@ -40,22 +41,26 @@ class DownloadResult:
             "bytes_fetched": o.bytes_fetched,
             "seconds": round(o.seconds, 3),
             "token": "present" if o.token_present else "absent",
+            "lock": o.lock.to_dict() if o.lock is not None else None,
         }
 
     def render(self, console) -> None:
         o, m = self.outcome, self.outcome.manifest
-        console.print(f"{m.repo}@{m.revision} -> commit {m.commit}")
-        console.print(f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest},"
+        say(console, f"{m.repo}@{m.revision} -> commit {m.commit}")
+        say(console, f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest},"
                       " every one verified (sha256 / git blob id)")
         rate = o.bytes_fetched / o.seconds / 1e6 if o.seconds > 0 else 0.0
-        console.print(f"fetched {len(o.fetched)} ({_gb(o.bytes_fetched)}, {rate:.1f} MB/s), already in place"
+        say(console, f"fetched {len(o.fetched)} ({_gb(o.bytes_fetched)}, {rate:.1f} MB/s), already in place"
                       f" {len(o.reused)}, bad and fetched again {len(o.repaired)}"
                       + (f": {', '.join(o.repaired)}" if o.repaired else ""))
         served = sorted({f.endpoint for f in m.files if f.endpoint})
-        console.print(f"served by: {', '.join(served)}; token: {'present' if o.token_present else 'absent'}")
+        say(console, f"served by: {', '.join(served)}; token: {'present' if o.token_present else 'absent'}")
         if o.skipped:
-            console.print(f"not needed for serving, skipped: {', '.join(o.skipped)}")
-        console.print(f"manifest: {o.dest / 'tqdeploy-manifest.json'}")
+            say(console, f"not needed for serving, skipped: {', '.join(o.skipped)}")
+        say(console, f"manifest: {o.dest / 'tqdeploy-manifest.json'}")
+        if o.lock is not None:
+            was = f" (was {o.lock.previous})" if o.lock.previous else ""
+            say(console, f"lock: pins.model.resolved_commit = {m.commit}{was} in {o.lock.path}")
 
 
 @dataclass
@@ -70,9 +75,9 @@ class OfflineResult:
     def render(self, console) -> None:
         r, m = self.report, self.report.manifest
         if r.ok:
-            console.print(f"{m.repo} @ {m.commit[:12]}: all {len(m.files)} files present in {r.dest}"
+            say(console, f"{m.repo} @ {m.commit[:12]}: all {len(m.files)} files present in {r.dest}"
                           " (sizes checked; --verify checks hashes)")
             return
-        console.print(f"{m.repo} @ {m.commit[:12]}: {len(r.missing)} of {len(m.files)} files missing in {r.dest}:")
+        say(console, f"{m.repo} @ {m.commit[:12]}: {len(r.missing)} of {len(m.files)} files missing in {r.dest}:")
         for path in r.missing:
-            console.print(f"  {path}")
+            say(console, f"  {path}")

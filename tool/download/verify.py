@@ -8,7 +8,7 @@ from typing import Any
 from tqdeploy.download.fetch_run import LOCAL
 from tqdeploy.download.hashing import digest_files
 from tqdeploy.download.manifest import Manifest, load_manifest
-from tqdeploy.download.progress import Bars
+from tqdeploy.download.progress import Bars, say
 from tqdeploy.download.remote import list_repo, normalize_endpoint, public_endpoint
 from tqdeploy.download.transfer import RetryPolicy
 from tqdeploy.errors import TQError
@@ -54,14 +54,14 @@ class VerifyReport:
 
     def render(self, console) -> None:
         m = self.manifest
-        console.print(f"{m.repo} @ {m.commit[:12]} in {self.dest}: {len(self.files)} files checked")
+        say(console, f"{m.repo} @ {m.commit[:12]} in {self.dest}: {len(self.files)} files checked")
         for f in self.bad:
-            console.print(f"  BAD  {f.path}: {f.status}: {f.detail}")
-        console.print(f"remote metadata: {self.remote_note}")
+            say(console, f"  BAD  {f.path}: {f.status}: {f.detail}")
+        say(console, f"remote metadata: {self.remote_note}")
         if self.ok:
-            console.print(f"OK: every file matches its sha256 ({m.total_bytes / 1e9:.2f} GB)")
+            say(console, f"OK: every file matches its sha256 ({m.total_bytes / 1e9:.2f} GB)")
         else:
-            console.print(f"{len(self.bad)} bad file(s); `tqdeploy download {m.repo}@{m.commit} --to {self.dest}`"
+            say(console, f"{len(self.bad)} bad file(s); `tqdeploy download {m.repo}@{m.commit} --to {self.dest}`"
                           " fetches only those again")
 
 

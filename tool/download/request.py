@@ -1,0 +1,79 @@
+"""What to download and where: from REPO[@REV] and --to, or from a deployment spec (`--spec`).
+
+From a spec: model.repo and model.revision, model.mirrors (tried in order; --mirror overrides them)
+and the target ``<storage.models_dir>/<ORG--NAME>``, the folder the build's compose file and
+Kubernetes manifests serve the model from. A relative models_dir is relative to the build directory
+(docs/build.md), so it is resolved against the folder of ``--lock``, else the spec's own folder when
+that is a build directory (it holds tqdeploy.lock.json, as every build's copy of its spec does).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+
+DEFAULT_REVISION = "main"
+
+
+@dataclass(frozen=True)
+class DownloadRequest:
+    repo: str
+    revision: str | None  # None: not given (download: main; offline: whatever the manifest holds)
+    dest: Path
+    mirrors: list[str] | None  # None: HF_ENDPOINT, else huggingface.co
+    lock: Path | None  # --lock as given
+
+    @property
+    def download_revision(self) -> str:
+        return self.revision or DEFAULT_REVISION
+
+
+def split_ref(ref: str) -> tuple[str, str | None]:
+    """REPO[@REV] -> (repo, rev or None). Repository ids never contain '@'."""
+    repo, _, rev = ref.partition("@")
+    return repo.strip(), (rev.strip() or None)
+
+
+def default_dest(repo: str) -> Path:
+    return Path("models") / repo.replace("/", "--")
+
+
+def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
+    repo, rev = split_ref(ref)
+    if not repo or repo.count("/") > 1 or any(c.isspace() for c in repo):
+        raise TQError(f"{ref!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
+    if rev is None and lock is not None:  # the build's revision, not main, unless one is named
+        from tqdeploy.download.buildlock import open_build_lock
+
+        rev = open_build_lock(lock).revision or None
+    return DownloadRequest(repo, rev, to if to is not None else default_dest(repo), mirrors, lock)
+
+
+def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
+    from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
+    from tqdeploy.spec import load_spec
+
+    spec = load_spec(spec_file, check_vllm_flags=False)  # download needs [model] and [storage] only
+    model = spec["model"]
+    if not model["repo"]:
+        raise TQError(f"{spec_file}: model.path is a local directory ({model['path']}): there is nothing to download",
+                      "set model.repo and model.revision in the spec to download a model")
+    dest = to
+    if dest is None:
+        models = Path(spec["storage"]["models_dir"]).expanduser()
+        if not models.is_absolute():
+            spec_dir = Path(spec_file).expanduser().absolute().parent
+            if lock is not None:
+                base = open_build_lock(lock).build_dir
+            elif (spec_dir / LOCK_NAME).is_file():
+                base = spec_dir
+            else:
+                raise TQError(
+                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build directory, and"
+                    f" {spec_dir} is not one (no {LOCK_NAME} there)",
+                    "pass the build's copy (`--spec build/tqdeploy.toml`), or add --lock build/tqdeploy.lock.json"
+                    " or --to DIR")
+            models = base / models
+        dest = models / spec.model_dir_name
+    return DownloadRequest(model["repo"], model["revision"], dest, mirrors or list(model["mirrors"]), lock)
