@@ -24,11 +24,12 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
         ("Dockerfile", f"Dockerfile.{spec.variant}.j2", REGULAR),
         ("serve.sh", "serve.sh.j2", EXECUTABLE),
         ("healthcheck.sh", "healthcheck.sh.j2", EXECUTABLE),
-        ("compose.yaml", "compose.yaml.j2", REGULAR),
         ("nginx.conf", "nginx.conf.j2", REGULAR),
         ("monitoring/prometheus.yml", "monitoring/prometheus.yml.j2", REGULAR),
         ("monitoring/grafana-dashboard.json", "monitoring/grafana-dashboard.json.j2", REGULAR),
     ]
+    if not spec.multi_node:  # compose runs one host; see skipped_outputs
+        plan.append(("compose.yaml", "compose.yaml.j2", REGULAR))
     if spec["model"]["repo"]:
         plan.append(("download.sh", "download.sh.j2", EXECUTABLE))
     if ctx["api_key"]:
@@ -50,6 +51,11 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
                        "set server.api_key_file to render Kubernetes manifests")
     if not spec["model"]["repo"]:
         out["download.sh"] = "model.path is a local directory: nothing to download"
+    if spec.multi_node:
+        # One compose service on one host would start a Ray leader waiting for workers that never join.
+        out["compose.yaml"] = (f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host; "
+                               "k8s/leaderworkerset.yaml serves across nodes" if spec["server"]["api_key_file"]
+                               else f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host")
     return out
 
 
