@@ -203,3 +203,20 @@ def test_sh_c_wrapper_is_unwrapped_and_rewrapped():
     assert "sk-Wrapped42" not in str(r.to_dict())
     clean = lint_command(["bash", "-c", "vllm  serve m   --host '127.0.0.1'"], live=False)
     assert clean.findings == [] and clean.fixed_argv == clean.command
+
+
+@pytest.mark.parametrize("prefix", ["uv run", "uv run --with vllm==0.32.0", "conda run -n serving",
+                                    "numactl --cpunodebind=0 --membind=0", "taskset -c 0-15", "srun -N1 --gpus=2"])
+def test_wrapped_commands_are_found(prefix):
+    r = lint(f"{prefix} vllm serve m --max-model-len 32x {SAFE}")
+    assert ids(r) == ["TQ303"]
+    r = lint(f"{prefix} python3 -m vllm.entrypoints.openai.api_server --model m --tensor-paralel-size 2 {SAFE}")
+    assert ids(r) == ["TQ301"] and r.fixed_argv[-4:-2] == ["--tensor-parallel-size", "2"]
+
+
+def test_other_commands_that_mention_vllm_are_not_lint_targets():
+    from tqdeploy.errors import TQError
+
+    for cmd in ("pip install vllm", "python3 -m pip install vllm==0.32.0", "python3 -c 'import vllm'"):
+        with pytest.raises(TQError, match="no vLLM command found"):
+            lint(cmd)

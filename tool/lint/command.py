@@ -137,6 +137,20 @@ def find_invocation(argv: list[str]) -> Invocation:
     i = _take_env(argv, 0, inv)
     if i >= len(argv):
         return inv
+    _detect(argv, i, inv)
+    if inv.kind == "unknown":
+        # Behind a wrapper that takes its own options (`uv run`, `conda run -n env`, `numactl -N 0`,
+        # `taskset -c 0-7`, `srun ...`): the first `vllm serve` / `python -m ...api_server` in the line.
+        for j in range(i + 1, len(argv)):
+            if argv[j].rsplit("/", 1)[-1] == "vllm" or _is_python(argv[j]):
+                _detect(argv, j, inv)
+                if inv.kind != "unknown":
+                    break
+    return inv
+
+
+def _detect(argv: list[str], i: int, inv: Invocation) -> None:
+    """Set inv.kind and where vLLM's arguments start when argv[i] begins a known command form."""
     head = argv[i]
     base = head.rsplit("/", 1)[-1]
     if base == "vllm" and i + 1 < len(argv) and argv[i + 1] == "serve":
@@ -153,4 +167,3 @@ def find_invocation(argv: list[str]) -> Invocation:
             j += 1
         if argv[j] == "run":
             _docker(argv, j + 1, inv)
-    return inv
