@@ -84,6 +84,10 @@ def test_errors_in_the_plan_exit_1(run_cli):
     (["--model", LLAMA, "--gpu", "H200", "--vllm-version", "latest"], "--vllm-version 'latest'"),
     (["--model", "/nonexistent/model", "--gpu", "H200"], "neither an existing folder"),
     (["--model", LLAMA, "--snapshot", "/nonexistent.json"], "does not exist"),
+    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "-1"], "--kv-cache-memory-gib -1.0 must be"),
+    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "0"], "--kv-cache-memory-gib 0.0 must be"),
+    (["--model", LLAMA, "--gpu", "H200", "--reserve-gib", "-3"], "--reserve-gib -3.0 must be"),
+    (["--model", LLAMA, "--gpu", "H200", "--min-concurrency", "0"], "--min-concurrency 0.0 must be"),
 ])
 def test_bad_input_is_one_line(run_cli, args, needle):
     code, out, err = run_cli("plan", *args)
