@@ -161,3 +161,15 @@ def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
     import json
 
     assert f"vLLM flags checked against the checkpoint at {model}" in json.loads(stdout)["notes"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "s.toml: name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars) (and 4 more problems)"),
+    ("model = 5\n", "s.toml:1: model must be one table [model], got int 5"),
+    ('[[model]]\nrepo = "a/b"\n', "s.toml:1: model must be one table [model], got an array of tables [[...]]"),
+])
+def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
+    (tmp_path / "s.toml").write_text(text)
+    with pytest.raises(TQError) as err:
+        load_spec(tmp_path / "s.toml", check_vllm_flags=False)
+    assert err.value.message == str(tmp_path / message)

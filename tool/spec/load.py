@@ -47,7 +47,7 @@ def key_line(text: str, dotted: str) -> int | None:
     header_line = None
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
-        header = re.match(r"^\[\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]", stripped)
+        header = re.match(r"^\[\[?\s*([A-Za-z0-9_.\-\"' ]+?)\s*\]", stripped)  # [table] or [[array]]
         if header:
             current = header.group(1).strip("\"' ")
             if current == dotted:
@@ -100,6 +100,10 @@ def check_shape(raw: dict[str, Any]) -> list[Problem]:
                 elif not accepts(table[key], item):
                     problems.append(Problem(dotted, f"{dotted} must be {type_name(table[key].type)}, "
                                                     f"got {type(item).__name__} {item!r}", "see docs/build.md"))
+        elif name in sections:  # `model = 5` or [[model]]: the section's name, but not one table
+            shape = "an array of tables [[...]]" if isinstance(value, list) else f"{type(value).__name__} {value!r}"
+            problems.append(Problem(name, f"{name} must be one table [{name}], got {shape}",
+                                    f"write its keys under a single [{name}] header"))
         elif name in SCHEMA[""]:
             if not accepts(SCHEMA[""][name], value):
                 problems.append(Problem(name, f"{name} must be {type_name(SCHEMA[''][name].type)}, got {value!r}"))

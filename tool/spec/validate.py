@@ -64,6 +64,7 @@ def spec_problems(spec: Spec) -> list[Problem]:
 
     need(top["schema"] == 1, "schema", f"unsupported spec schema {top['schema']}", "set schema = 1")
     need(bool(top["name"]) and bool(NAME_RE.match(top["name"] or "")), "name",
+         "name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)" if top["name"] is None else
          f"name {top['name']!r} must be a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
          'set name = "my-model", e.g.')
     need(top["variant"] in ("gpu", "cpu"), "variant", f"variant {top['variant']!r} is not gpu or cpu",
