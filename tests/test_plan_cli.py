@@ -104,3 +104,22 @@ def test_no_gpu_here_names_the_alternatives(run_cli, monkeypatch):
     monkeypatch.setattr(tqdeploy.probe, "collect", lambda **kw: HostSnapshot(probe_errors={"nvml": "no driver"}))
     code, _, err = run_cli("plan", "--model", LLAMA)
     assert code == 2 and "no GPU on this host" in err and "--gpu H200" in err
+
+
+def test_json_keys_and_types_are_the_documented_contract(run_cli):
+    """Issue 3's contract and docs/plan.md: these keys, these types, nothing renamed."""
+    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--max-model-len", "131072")
+    assert code == 0
+    assert set(data) == {"schema", "model", "host", "budget", "vllm_version", "tensor_parallel_size", "max_model_len",
+                         "rows", "recommended", "recommendation_reason", "problems", "notes"}
+    assert data["schema"] == "tqdeploy.plan/1" and isinstance(data["recommended"], str)
+    row_keys = {"kv_cache_dtype", "status", "kv_bytes_per_token", "kv_tokens", "max_concurrency",
+                "fixed_state_bytes_per_seq", "block_size", "skip_layers", "exact", "reason", "availability", "problems"}
+    for row in data["rows"]:
+        assert set(row) == row_keys, row["kv_cache_dtype"]
+        assert row["status"] in ("ok", "does_not_fit", "not_applicable")
+        if row["status"] != "not_applicable":
+            assert isinstance(row["kv_bytes_per_token"], int) and isinstance(row["kv_tokens"], int)
+            assert isinstance(row["max_concurrency"], float)
+    assert [r["kv_cache_dtype"] for r in data["rows"]][:3] == ["auto", "float16", "bfloat16"]
+    assert data["recommended"] in {r["kv_cache_dtype"] for r in data["rows"] if r["status"] == "ok"}
