@@ -97,3 +97,8 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
     log = log_path.read_text(errors="replace")
     assert "Starting vLLM" in log or "Application startup complete" in log
     assert API_KEY not in log
+    # Nor in what the server leaves on its persistent volumes (compile cache, HF cache): vLLM 0.32 keeps
+    # VLLM_API_KEY out of its cache-key factors (vllm/envs.py), and these outlive the container.
+    for root in (Path(env["VLLM_CACHE_ROOT"]), Path(env["HF_HOME"])):
+        for f in (p for p in root.rglob("*") if p.is_file()):
+            assert API_KEY.encode() not in f.read_bytes(), f
