@@ -96,6 +96,13 @@ def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, args, expected):
     assert code == 2 and err.startswith("tqdeploy: error: ") and expected in err and "Traceback" not in err
 
 
+def test_a_target_that_cannot_be_created_is_one_line_exit_2(repo, run_cli):
+    with HubMirror(repo) as m:  # /proc takes no new folders, for root neither
+        code, _, err = run_cli("download", "org/tiny", "--mirror", m.url, "--to", "/proc/tqdeploy-test/m")
+    assert code == 2 and err.startswith("tqdeploy: error: cannot write /proc/tqdeploy-test")
+    assert "--to" in err and "Traceback" not in err and "internal error" not in err
+
+
 def wait_for(predicate, timeout=20.0):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

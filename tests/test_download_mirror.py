@@ -181,6 +181,34 @@ def test_disk_too_small_on_a_real_tmpfs(repo, tmp_path):
         os.system(f"umount {mnt}")
 
 
+def test_disk_filling_up_during_the_download_is_one_line_and_resumable(repo, tmp_path):
+    # Something else fills the disk after the check passed: the disk-usage probe says there is room,
+    # the real 4 MB tmpfs runs out (ENOSPC) while the 5 MB of weights are written.
+    mnt = tmp_path / "tiny-fs"
+    mnt.mkdir()
+    if os.geteuid() != 0 or os.system(f"mount -t tmpfs -o size=4m tmpfs {mnt} 2>/dev/null") != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        roomy = lambda p: Usage(100 * MARGIN_FLOOR, 0, 100 * MARGIN_FLOOR)  # noqa: E731
+        with HubMirror(repo) as m:
+            with pytest.raises(TQError) as err:
+                run([m.url], mnt / "model", disk_usage=roomy, workers=1)
+        assert err.value.exit_code == 1 and err.value.message.startswith("disk full while writing")
+        assert "resumes" in err.value.remediation
+        assert not [p for p in (SHARD1, SHARD2) if (mnt / "model" / p).exists()
+                    and (mnt / "model" / p).read_bytes() != (repo.root / p).read_bytes()]
+        kept = {p.name: p.stat().st_size for p in (mnt / "model" / ".tqdeploy" / "partial").glob("*.part")}
+        assert any(kept.values())  # what was written before the disk filled is kept
+        assert os.system(f"mount -o remount,size=64m {mnt}") == 0  # space freed
+        with HubMirror(repo) as m:
+            run([m.url], mnt / "model", disk_usage=roomy, workers=1)
+            ranges = {r["path"].rsplit("/", 1)[-1]: r["range"] for r in m.requests if r["path"].startswith("/cdn/")}
+        assert any(ranges.get(name[: -len(".part")]) == f"bytes={size}-" for name, size in kept.items() if size)
+        assert verify_dir(mnt / "model", progress=False).ok
+    finally:
+        os.system(f"umount {mnt}")
+
+
 def test_offline_lists_exactly_the_missing_files(repo, tmp_path):
     with HubMirror(repo) as m:
         run([m.url], tmp_path / "model")

@@ -1,6 +1,7 @@
 """download_model: resolve, select, verify what is there, check disk, fetch the rest, record the manifest."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -100,11 +101,17 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
         except KeyboardInterrupt:
             bars.event(f"interrupted: partial files kept in {dest / PARTIAL_DIR}; run the same command to resume")
             raise
+        except OSError as err:  # the target folder, not the network: unwritable, or the disk filled up
+            raise _write_error(err, dest) from None
         outcome.events[:0] = notes
         if build_lock is not None:
             try:
                 outcome.lock = buildlock.record_commit(build_lock, repo_id, revision, outcome.manifest.commit,
                                                        dest / MANIFEST_NAME)
+            except OSError as err:
+                raise TQError(f"the files are in place, but {build_lock.path} cannot be written: "
+                              f"{err.strerror or err}", "make the build directory writable and run the "
+                              "same command again (it fetches nothing)") from None
             except TQError as err:
                 if lock is not None:
                     raise
@@ -112,6 +119,14 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
                 bars.event(outcome.events[-1])
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _write_error(err: OSError, dest: Path) -> TQError:
+    where = err.filename or dest
+    if err.errno == errno.ENOSPC:
+        return TQError(f"disk full while writing {where}", "free space there and run the same command again: "
+                       "it resumes from the partial files", exit_code=EXIT_FINDINGS)
+    return TQError(f"cannot write {where}: {err.strerror or err}", "choose a writable folder with --to")
 
 
 def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage) -> DownloadOutcome:
