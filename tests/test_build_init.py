@@ -116,3 +116,14 @@ def test_init_from_the_cpu_demo_leaves_the_hosts_gpus_alone(run_cli, tmp_path):
     data = tomllib.loads(out.read_text())
     assert data["variant"] == "cpu" and data["resources"]["gpus"] == []
     assert load_spec(out).spec_hash == load_spec(embedded="tiny-cpu-demo").spec_hash
+
+
+def test_a_build_without_a_spec_says_it_did_not_use_the_tqdeploy_toml_init_wrote(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("init", "--no-probe", "--name", "mine")[0] == 0
+    code, stdout, _ = run_cli("build", "--out", "b")
+    assert code == 0
+    assert stdout.splitlines()[0].startswith("built qwen36-27b-tq from embedded:qwen36-27b-tq (spec sha256 ")
+    assert "  note: ./tqdeploy.toml was not used: this build is the embedded default qwen36-27b-tq; pass the file" in stdout
+    code, stdout, _ = run_cli("build", "tqdeploy.toml", "--out", "b")
+    assert code == 0 and stdout.startswith("built mine from tqdeploy.toml ") and "was not used" not in stdout

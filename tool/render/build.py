@@ -39,7 +39,8 @@ class BuildResult:
             else:
                 console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
             return
-        console.print(f"built {self.name} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}", soft_wrap=True)
+        console.print(f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) "
+                      f"into {self.out_dir}", soft_wrap=True)
         for key in ("written", "unchanged", "removed"):
             if self.changes.get(key):
                 console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
@@ -155,6 +156,10 @@ def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path 
     facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
     spec = load_spec(spec_file, embedded=embedded, model=facts)
     notes: list[str] = []
+    if spec_file is None and embedded is None and Path("tqdeploy.toml").is_file():
+        # `tqdeploy init` writes ./tqdeploy.toml; a build without an argument still means the embedded default.
+        notes.append(f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
+                     "pass the file (`tqdeploy build tqdeploy.toml`) to build from it")
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
     if spec.flag_check is not None and spec.flag_check.note:
