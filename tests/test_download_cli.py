@@ -204,3 +204,5 @@ def test_progress_bars_on_a_terminal_and_none_with_json(repo, tmp_path, tqdeploy
         assert code == 0 and "download 7 file(s)" in shown and "MB" in shown
         code, shown = run_on_a_tty([*base, "--to", str(tmp_path / "b"), "--json"])
         assert code == 0 and "file(s)" not in shown
+        code, shown = run_on_a_tty([tqdeploy_exe, "download", "--verify", str(tmp_path / "a")])
+        assert code == 0 and "verify 8 file(s)" in shown and "MB" in shown  # the hashing bar
