@@ -323,3 +323,20 @@ def test_an_ipv6_address_is_bracketed_where_a_port_follows(nginx_binary, tmp_pat
     prefix, conf = _nginx_conf(tmp_path, out / "nginx.conf")
     res = _run([nginx_binary, "-t", "-p", prefix, "-c", conf])
     assert res.returncode == 0, res.stderr
+
+
+def test_cpu_variant_manifests_validate_and_request_no_gpu(tmp_path):
+    import yaml
+
+    from tqdeploy.spec.load import embedded_spec_path
+
+    (tmp_path / "s.toml").write_text(embedded_spec_path("tiny-cpu-demo").read_text().replace(
+        "port = 8000", 'port = 8000\napi_key_file = "./secrets/vllm-api-key"'))
+    out = tmp_path / "b"
+    write_build(out, render_files(load_spec(tmp_path / "s.toml")))
+    manifests = sorted((out / "k8s").glob("*.yaml"))
+    res = _run([_tool("kubernetes-validate"), "--strict", "-k", "1.30.0", *manifests], env={**os.environ, **OFFLINE})
+    assert res.returncode == 0, res.stdout + res.stderr
+    pod = yaml.safe_load((out / "k8s" / "deployment.yaml").read_text())["spec"]["template"]["spec"]
+    assert "nvidia.com/gpu" not in json.dumps(pod)
+    assert pod["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "8Gi"}
