@@ -236,9 +236,13 @@ def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
     (tmp_path / "secrets" / "vllm-api-key").write_text(key)
     spec = (FIX / "multinode.toml").read_text().replace("/etc/tqdeploy/vllm-api-key", str(tmp_path / "secrets" / "vllm-api-key"))
     (tmp_path / "tqdeploy.toml").write_text(spec)
-    code, stdout, err = run_cli("build", str(tmp_path / "tqdeploy.toml"), "--out", str(tmp_path / "b"), "--json")
-    assert code == 0
-    for text in (stdout, err):
+    outputs = []
+    for extra in (("--dry-run",), ("--json",), ()):
+        code, stdout, err = run_cli("build", str(tmp_path / "tqdeploy.toml"), "--out", str(tmp_path / "b"), *extra)
+        assert code == 0
+        outputs += [stdout, err]
+    assert "+++ b/serve.sh" in outputs[0]  # the dry run printed the files themselves
+    for text in outputs:
         assert key not in text and token not in text
     for p in (tmp_path / "b").rglob("*"):
         if p.is_file():
