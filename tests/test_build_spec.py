@@ -173,3 +173,11 @@ def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
     with pytest.raises(TQError) as err:
         load_spec(tmp_path / "s.toml", check_vllm_flags=False)
     assert err.value.message == str(tmp_path / message)
+
+
+def test_vllm_version_must_be_an_exact_release():
+    from tqdeploy.spec.validate import is_exact_release
+
+    assert [v for v in ("0.32.0", "0.32.0rc1", "0.32.0.post1", "1.0.0") if not is_exact_release(v)] == []
+    for v in ("latest", "0.32", "v0.32.0", "0.32.0+cpu", "0.32.1.dev5", "0.32.0-rc1", ">=0.32", "", None):
+        assert not is_exact_release(v), v

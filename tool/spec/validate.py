@@ -10,7 +10,6 @@ from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import MANAGED_FLAGS, Spec, is_loopback
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?$")  # DNS label, room for k8s suffixes
-VERSION_RE = re.compile(r"^\d+\.\d+\.\d+([.-]?(post|rc|dev)\d+)?$")
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 REVISION_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
 REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
@@ -29,6 +28,18 @@ SAFE_ARG_RE = re.compile(r"^[\w@%+=:,./\-\[\]{}\"' ]*$")
 
 def revision_is_commit(revision: str | None) -> bool:
     return bool(revision and REVISION_SHA_RE.match(revision))
+
+
+def is_exact_release(version: str | None) -> bool:
+    """X.Y.Z (optionally rcN/postN), written canonically (PEP 440, via packaging): what pip and image tags pin."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        parsed = Version(version or "")
+    except InvalidVersion:
+        return False
+    return (str(parsed) == version and len(parsed.release) == 3 and parsed.local is None
+            and parsed.dev is None and parsed.epoch == 0)
 
 
 def official_vllm_tag(base: str | None) -> str | None:
@@ -87,7 +98,7 @@ def spec_problems(spec: Spec) -> list[Problem]:
          "a model.mirrors URL carries credentials (user:password@host), which would be written into download.sh",
          "drop them from the URL; a token for the mirror goes in HF_TOKEN when download.sh runs")
 
-    need(bool(v["version"] and VERSION_RE.match(v["version"])), "vllm.version",
+    need(is_exact_release(v["version"]), "vllm.version",
          f"vllm.version {v['version']!r} is not an exact release like 0.32.0", "pin the exact vLLM release")
     need(v["tensor_parallel_size"] >= 1, "vllm.tensor_parallel_size", "vllm.tensor_parallel_size must be >= 1")
     for key in ("max_model_len", "max_num_seqs"):
