@@ -168,3 +168,19 @@ def test_float32_checkpoint_is_planned_at_the_dtype_vllm_serves_it():
     f = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
                            "num_key_value_heads": 2, "torch_dtype": "float32"})
     assert kv_bytes_per_token(f, "auto") == 2 * 2 * 2 * 64 * 2
+
+
+def test_weight_estimate_of_a_quantized_checkpoint_uses_its_bits():
+    import json
+
+    from tqdeploy.model import facts_from_config
+    from tqdeploy.plan.budget import estimate_weight_bytes
+
+    cfg = json.loads((MODELS / "llama-3.1-8b" / "config.json").read_text())
+    bf16 = estimate_weight_bytes(facts_from_config(cfg))
+    embed = 2 * 128256 * 4096 * 2  # untied input and output embeddings stay bf16
+    linear = (bf16 - embed) // 2  # parameters of the linear layers
+    awq = dict(cfg, quantization_config={"quant_method": "awq", "bits": 4, "group_size": 128})
+    assert estimate_weight_bytes(facts_from_config(awq)) == linear // 2 + linear // 128 * 2 + embed
+    fp8 = dict(cfg, quantization_config={"quant_method": "fp8", "activation_scheme": "dynamic"})
+    assert estimate_weight_bytes(facts_from_config(fp8)) == linear + embed

@@ -55,7 +55,8 @@ class Budget:
 
 def estimate_weight_bytes(facts: ModelFacts) -> int:
     """Parameter bytes from the config when no safetensors headers were read (dense/MoE/hybrid decoders;
-    vision towers and MTP heads are not counted): a rough figure, always labelled as an estimate."""
+    vision towers and MTP heads are not counted; quantized linear layers at their bits): a rough figure,
+    always labelled as an estimate."""
     h, layers = facts.hidden_size, facts.num_hidden_layers
     q = facts.num_attention_heads * facts.head_dim
     kv = 2 * facts.num_key_value_heads * facts.head_dim
@@ -81,8 +82,15 @@ def estimate_weight_bytes(facts: ModelFacts) -> int:
         attn_total += len(la["layers"]) * per
     elif la:
         attn_total += len(la.get("layers", [])) * attn  # unknown mixer: sized like attention
-    params = attn_total + mlp_total + embed
-    return params * facts.dtype_bytes
+    linear = attn_total + mlp_total
+    q = facts.quantization or {}
+    bits, group = q.get("bits"), q.get("group_size")
+    if isinstance(bits, int) and not isinstance(bits, bool) and 0 < bits < 8 * facts.dtype_bytes:
+        # AWQ/GPTQ/compressed-tensors/FP8 store the linear layers' weights at `bits` each, plus one
+        # model-dtype scale per group; embeddings and norms stay at the model dtype.
+        scales = linear // group * facts.dtype_bytes if isinstance(group, int) and group > 0 else 0
+        return linear * bits // 8 + scales + embed * facts.dtype_bytes
+    return (linear + embed) * facts.dtype_bytes
 
 
 def estimate_activation_bytes(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> int:
