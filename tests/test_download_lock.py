@@ -180,6 +180,7 @@ def test_offline_with_a_spec_checks_the_spec_target(repo, tmp_path, run_cli):
     ("bad-lock", "not valid JSON"),
     ("lock-is-no-lock", "not a tqdeploy.lock/1 lock file"),
     ("missing-lock", "not found"),
+    ("lock-folder", "is a folder without a tqdeploy.lock.json"),
 ])
 def test_bad_spec_or_lock_input_is_one_line_exit_2(tmp_path, run_cli, case, expected):
     spec = tmp_path / "tqdeploy.toml"
@@ -196,8 +197,11 @@ def test_bad_spec_or_lock_input_is_one_line_exit_2(tmp_path, run_cli, case, expe
         "bad-lock": ["org/tiny", "--lock", str(tmp_path / "broken.json"), "--to", str(tmp_path / "m")],
         "lock-is-no-lock": ["org/tiny@main", "--lock", str(tmp_path / "other.json"), "--to", str(tmp_path / "m")],
         "missing-lock": ["org/tiny@main", "--lock", str(tmp_path / "nope.json"), "--to", str(tmp_path / "m")],
+        "lock-folder": ["org/tiny@main", "--lock", str(tmp_path), "--to", str(tmp_path / "m")],
     }[case]
     code, out, err = run_cli("download", *args)
     assert code == 2 and err.startswith("tqdeploy: error: ") and expected in err, err
     assert "Traceback" not in err and err.count("\n") == 2  # the error line and its fix
+    if "lock" in case:  # the wrong file was passed: say which one to pass, not "rebuild"
+        assert "fix: pass the tqdeploy.lock.json that `tqdeploy build` wrote" in err
     assert not (tmp_path / "m").exists() and not (tmp_path / "models").exists()

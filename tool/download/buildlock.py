@@ -47,18 +47,23 @@ class LockRecord:
         return {"path": str(self.path), "resolved_commit": self.resolved_commit, "previous": self.previous}
 
 
+PASS_A_LOCK = f"pass the {LOCK_NAME} that `tqdeploy build` wrote, or its build directory"
+
+
 def _read(path: Path) -> dict[str, Any]:
+    # A lock by its own name that is broken is rebuilt; any other file was simply the wrong one to pass.
+    fix = "re-run `tqdeploy build` to rewrite it" if path.name == LOCK_NAME else PASS_A_LOCK
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise TQError(f"{path} not found", "pass the tqdeploy.lock.json that `tqdeploy build` wrote") from None
+        raise TQError(f"{path} not found", PASS_A_LOCK) from None
     except IsADirectoryError:
-        raise TQError(f"{path} is a folder, not a lock file", f"pass {path / LOCK_NAME}") from None
+        raise TQError(f"{path} is a folder without a {LOCK_NAME}", PASS_A_LOCK) from None
     except (ValueError, UnicodeDecodeError) as err:
-        raise TQError(f"{path}: not valid JSON ({err})", "re-run `tqdeploy build` to rewrite it") from None
+        raise TQError(f"{path}: not valid JSON ({err})", fix) from None
     pins = data.get("pins") if isinstance(data, dict) else None
     if not isinstance(pins, dict) or data.get("schema") != LOCK_SCHEMA or not isinstance(pins.get("model"), dict):
-        raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
+        raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", fix)
     return data
 
 
