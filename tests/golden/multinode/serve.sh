@@ -18,15 +18,16 @@ export HF_HOME="${HF_HOME:-/cache/huggingface}"
 # Serve only what download.sh fetched at the pinned revision; never download at start.
 export HF_HUB_OFFLINE=1
 
-ROLE="${TQ_ROLE:-leader}"
-if [ "$ROLE" = "worker" ]; then
-  # Join the leader's Ray cluster (vLLM docs/deployment/frameworks/lws.md; the script ships in the image).
-  exec bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address="${LWS_LEADER_ADDRESS:?LWS_LEADER_ADDRESS is not set}"
-fi
 if [ ! -f "$MODEL_DIR/config.json" ]; then
   echo "serve.sh: model missing: $MODEL_DIR has no config.json" >&2
   echo "  fix: run ./download.sh, or mount the model directory at $MODEL_DIR, then start again" >&2
   exit 66
+fi
+ROLE="${TQ_ROLE:-leader}"
+if [ "$ROLE" = "worker" ]; then
+  # Join the leader's Ray cluster (vLLM docs/deployment/frameworks/lws.md; the script ships in the image).
+  # Workers load their share of the weights from $MODEL_DIR too: checked above, before joining.
+  exec bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address="${LWS_LEADER_ADDRESS:?LWS_LEADER_ADDRESS is not set}"
 fi
 
 API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
