@@ -92,6 +92,25 @@ def require_match(lock: BuildLock, repo: str, revision: str) -> None:
         raise TQError(problem, f"download {lock.repo}@{lock.revision} for that build, or leave out --lock")
 
 
+def target_lock(lock: Path | None, dest: Path, repo: str, revision: str,
+                on_event: Callable[[str], None]) -> BuildLock | None:
+    """The lock a download of repo@revision into ``dest`` records its commit in, decided before any fetch.
+
+    ``lock`` given: it must pin this repo and revision (TQError otherwise). Not given: the lock of the
+    build ``dest`` serves, when it pins the same; otherwise None, and ``on_event`` says why.
+    """
+    if lock is not None:
+        found = open_build_lock(lock)
+        require_match(found, repo, revision)
+        return found
+    found = find_build_lock(dest, on_event)
+    problem = mismatch(found, repo, revision) if found is not None else None
+    if problem:
+        on_event(f"commit not recorded: {problem}")
+        return None
+    return found
+
+
 def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | None:
     """The lock of the build whose models dir ``dest`` is; None (saying why, when one is near) otherwise."""
     dest = Path(dest).expanduser().absolute()

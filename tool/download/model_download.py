@@ -84,15 +84,7 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
     if old is not None and old.repo != repo_id:
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
     notes: list[str] = []
-    build_lock = None
-    if lock is not None:
-        build_lock = buildlock.open_build_lock(lock)
-        buildlock.require_match(build_lock, repo_id, revision)
-    elif find_lock:
-        build_lock = buildlock.find_build_lock(dest, notes.append)
-        if build_lock is not None and buildlock.mismatch(build_lock, repo_id, revision):
-            notes.append(f"commit not recorded: {buildlock.mismatch(build_lock, repo_id, revision)}")
-            build_lock = None
+    build_lock = buildlock.target_lock(lock, dest, repo_id, revision, notes.append) if lock or find_lock else None
     with Bars(progress, on_event) as bars:
         for note in notes:
             bars.event(note)
