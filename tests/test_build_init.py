@@ -127,3 +127,19 @@ def test_a_build_without_a_spec_says_it_did_not_use_the_tqdeploy_toml_init_wrote
     assert "  note: ./tqdeploy.toml was not used: this build is the embedded default qwen36-27b-tq; pass the file" in stdout
     code, stdout, _ = run_cli("build", "tqdeploy.toml", "--out", "b")
     assert code == 0 and stdout.startswith("built mine from tqdeploy.toml ") and "was not used" not in stdout
+
+
+def test_init_puts_the_hosts_hf_endpoint_first_in_the_mirrors(run_cli, tmp_path):
+    snap = json.loads(H200.read_text())
+    for endpoint, mirrors, why in (
+            ("https://hf-mirror.internal.example/", ["https://hf-mirror.internal.example", "https://huggingface.co"],
+             "this host's HF_ENDPOINT first"),
+            ("https://***@hf-mirror.internal.example", ["https://huggingface.co"], "was not copied")):
+        snap["env"] = {"hf_endpoint": endpoint, "hf_token_present": False}
+        (tmp_path / "snap.json").write_text(json.dumps(snap))
+        out = tmp_path / "s.toml"
+        code, stdout, err = run_cli("init", "--snapshot", str(tmp_path / "snap.json"), "--out", str(out), "--force", "--json")
+        assert code == 0, err
+        assert why in json.loads(stdout)["chosen"]["model.mirrors"]
+        assert tomllib.loads(out.read_text())["model"]["mirrors"] == mirrors
+        assert "***" not in out.read_text()

@@ -47,8 +47,27 @@ def apply_model(data: dict[str, Any], source: str, facts: Any, notes: dict[str, 
         notes["vllm.kv_cache_dtype"] = "the checkpoint's turbo_quant_config hint (a tqdeploy field; vLLM ignores it)"
 
 
+def apply_mirror(data: dict[str, Any], snapshot: Any, notes: dict[str, str]) -> None:
+    """The host's HF_ENDPOINT first in model.mirrors: download.sh passes the spec's mirrors explicitly,
+    so an HF_ENDPOINT left out of the spec would not be used at download time."""
+    endpoint = ((getattr(snapshot, "env", None) or {}).get("hf_endpoint") or "").rstrip("/")
+    if not endpoint:
+        return
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
+        notes["model.mirrors"] = ("this host's HF_ENDPOINT was not copied (it carries credentials or is not an "
+                                  "http(s) URL); add your mirror by hand")
+        return
+    rest = [u for u in data["model"]["mirrors"] if u.rstrip("/") != endpoint]
+    data["model"]["mirrors"] = [endpoint, *rest]
+    notes["model.mirrors"] = "this host's HF_ENDPOINT first, then the embedded spec's mirrors"
+
+
 def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str, str]) -> None:
     """GPUs from the snapshot; tensor-parallel size and KV dtype from `tqdeploy plan` when the model is known."""
+    apply_mirror(data, snapshot, notes)
     gpus = list(getattr(snapshot, "gpus", []) or [])
     if data[""]["variant"] == "cpu":
         notes["resources.gpus"] = "the cpu variant (vLLM's CPU build) uses no GPU, whatever this host has"
