@@ -52,7 +52,8 @@ def assert_check_green(run_cli, build: Path, spec: Path) -> None:
     assert code == 0 and json.loads(out)["stale"] == [], out + err
 
 
-def test_spec_drives_the_download_and_the_commit_lands_in_the_lock(repo, tmp_path, run_cli):
+def test_spec_drives_the_download_and_the_commit_lands_in_the_lock(repo, tmp_path, run_cli, monkeypatch):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the spec says where to fetch from, not this
     with HubMirror(repo) as m:
         build = make_build(run_cli, tmp_path, m.url)
         before = (build / LOCK).read_bytes()
