@@ -387,3 +387,20 @@ def test_check_with_a_spec_takes_the_digest_the_registry_answered_at_build_time(
     assert result.exit_code == 0 and result.drift["stale"] == []
     spec_file.write_text(spec_file.read_text().replace("v0.32.0", "v0.32.0-cu129"))  # another base: stale
     assert "Dockerfile" in run_check(tmp_path / "b", spec_file).drift["stale"]
+
+
+def test_a_second_build_into_the_same_directory_at_once_is_refused(run_cli, tmp_path):
+    import fcntl
+
+    out = tmp_path / "build"
+    assert run_cli("build", "--out", str(out))[0] == 0
+    fd = os.open(out, os.O_RDONLY)  # what a build in progress holds
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        before = _tree(out)
+        code, _, err = run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out))
+        assert code == 2 and err.startswith(f"tqdeploy: error: another tqdeploy build is writing into {out}")
+        assert _tree(out) == before
+    finally:
+        os.close(fd)
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out))[0] == 0

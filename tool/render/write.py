@@ -3,7 +3,7 @@
 All files are written to a temporary folder inside the build dir first (same filesystem), then each
 is renamed over its target; the lock goes last, so an interrupted swap shows up in `build --check`.
 Only files this tool created (listed in the previous lock) are ever removed; anything else in the
-directory (models, caches, secrets) is left alone.
+directory (models, caches, secrets) is left alone. One build writes into a directory at a time.
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import difflib
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from tqdeploy.errors import TQError
@@ -81,7 +82,31 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list
     check_targets(out_dir, files)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        _remove_old_staging(out_dir)
+    except OSError as err:
+        raise TQError(f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory") from None
+    with _exclusive(out_dir):
+        return _write_locked(out_dir, files)
+
+
+@contextmanager
+def _exclusive(out_dir: Path):
+    """One build at a time per directory: an flock on the directory itself (no lock file is left behind)."""
+    import fcntl
+
+    fd = os.open(out_dir, os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TQError(f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again") from None
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor releases the lock
+
+
+def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list[str]]:
+    try:
+        _remove_old_staging(out_dir)  # safe under the lock: no other build is staging here
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
     except OSError as err:
         raise TQError(f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory") from None
