@@ -206,3 +206,28 @@ def test_bad_spec_or_lock_input_is_one_line_exit_2(tmp_path, run_cli, case, expe
     if "lock" in case:  # the wrong file was passed: say which one to pass, not "rebuild"
         assert "fix: pass the tqdeploy.lock.json that `tqdeploy build` wrote" in err
     assert not (tmp_path / "m").exists() and not (tmp_path / "models").exists()
+
+
+def test_a_build_writing_into_the_directory_is_waited_for(repo, tmp_path, run_cli, monkeypatch):
+    import fcntl
+    import threading
+
+    from tqdeploy.download import buildlock
+
+    with HubMirror(repo) as m:
+        build = make_build(run_cli, tmp_path, m.url)
+        spec = str(build / "tqdeploy.toml")
+        fd = os.open(build, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # what `tqdeploy build` holds while it writes
+            monkeypatch.setattr(buildlock, "BUILD_WAIT_S", 0.3)
+            code, out, err = run_cli("download", "--spec", spec, "--json")
+            assert code == 0 and json.loads(out)["lock"] is None, err
+            assert any("kept" in e and "busy" in e for e in json.loads(out)["events"])
+            assert "resolved_commit" not in lock_of(build)["pins"]["model"]
+            monkeypatch.setattr(buildlock, "BUILD_WAIT_S", 30.0)
+            threading.Timer(0.5, lambda: fcntl.flock(fd, fcntl.LOCK_UN)).start()  # the build finishes
+            code, out, err = run_cli("download", "--spec", spec, "--json")
+        finally:
+            os.close(fd)
+    assert code == 0 and json.loads(out)["lock"]["resolved_commit"] == repo.commit, err

@@ -15,6 +15,9 @@ copy of its spec), which is where the rendered download.sh puts the model.
 from __future__ import annotations
 
 import json
+import os
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -24,6 +27,7 @@ from tqdeploy.errors import TQError
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
 
 SPEC_COPY = "tqdeploy.toml"  # the spec as given, written into every build directory
+BUILD_WAIT_S = 30.0  # how long a finished download waits for a build writing into the same directory
 
 
 @dataclass(frozen=True)
@@ -139,6 +143,35 @@ def record_commit(lock: BuildLock, repo: str, revision: str, commit: str, manife
     The lock is read again here, not reused from before the download: a build may have rewritten it
     meanwhile, and only the two keys of the model pin change; every other byte is build's.
     """
+    with _build_dir_locked(lock.build_dir):
+        return _record(lock, repo, revision, commit, manifest_path)
+
+
+@contextmanager
+def _build_dir_locked(build_dir: Path):
+    """The flock `tqdeploy build` holds on its directory while it writes (render/write.py _exclusive),
+    so a lock rewritten by a running build is read only once that build is done."""
+    import fcntl
+
+    fd = os.open(build_dir, os.O_RDONLY)
+    try:
+        deadline = time.monotonic() + BUILD_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TQError(f"a tqdeploy build kept {build_dir} busy for {BUILD_WAIT_S:g} s, so the commit"
+                                  " is not recorded in its lock", "run the same command again when the build is"
+                                  " done (files in place are verified, not fetched)") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def _record(lock: BuildLock, repo: str, revision: str, commit: str, manifest_path: Path) -> LockRecord:
     from tqdeploy.fsutil import atomic_write_text
 
     data = _read(lock.path)
