@@ -143,3 +143,14 @@ def test_init_puts_the_hosts_hf_endpoint_first_in_the_mirrors(run_cli, tmp_path)
         assert why in json.loads(stdout)["chosen"]["model.mirrors"]
         assert tomllib.loads(out.read_text())["model"]["mirrors"] == mirrors
         assert "***" not in out.read_text()
+
+
+def test_init_into_a_directory_or_below_a_file_is_one_line(run_cli, tmp_path):
+    (tmp_path / "adir").mkdir()
+    (tmp_path / "afile").write_text("x")
+    for out, message in ((tmp_path / "adir", f"{tmp_path / 'adir'} is a directory"),
+                         (tmp_path / "afile" / "s.toml", f"cannot write {tmp_path / 'afile' / 's.toml'}: ")):
+        code, stdout, err = run_cli("init", "--no-probe", "--force", "--out", str(out))
+        assert code == 2 and stdout == "" and "internal error" not in err
+        assert err.startswith(f"tqdeploy: error: {message}")
+    assert list((tmp_path / "adir").iterdir()) == [] and (tmp_path / "afile").read_text() == "x"

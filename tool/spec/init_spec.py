@@ -138,6 +138,11 @@ def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str 
 def write_init(out: Path, text: str, force: bool) -> None:
     from tqdeploy.fsutil import atomic_write_text
 
+    if out.is_dir():
+        raise TQError(f"{out} is a directory", f"pass a file name, e.g. --out {out / 'tqdeploy.toml'}")
     if out.exists() and not force:
         raise TQError(f"{out} already exists", "pass --force to overwrite it, or --out another file")
-    atomic_write_text(out, text)
+    try:
+        atomic_write_text(out, text)
+    except OSError as err:
+        raise TQError(f"cannot write {out}: {err.strerror or err}", "choose a writable --out path") from None
