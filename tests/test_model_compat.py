@@ -120,3 +120,21 @@ def test_turboquant_warns_about_dropped_attention_soft_cap():
     assert codes(got) == [(Severity.WARN, "TQ_SOFTCAP")] and "50" in got[0].message
     assert compat.turboquant_problems(gemma, "fp8", "0.32.0", (9, 0)) == []
     assert facts("llama-3.1-8b").attn_logit_softcapping is None
+
+
+def test_config_context_length_is_derived_the_way_vllm_derives_it():
+    base = {"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256}
+    # the smallest of the length keys (model_arch_config_convertor.derive_max_model_len_and_key)
+    two = facts_from_config(dict(base, max_position_embeddings=32768, seq_length=8192))
+    assert compat.config_max_model_len(two) == 8192 and two.max_len_key == "seq_length"
+    assert codes(compat.max_model_len_problems(two, 16384)) == [(Severity.ERROR, "MML_TOO_LONG")]
+    # model_max_length (Command-R) overrides the others
+    cohere = facts_from_config(dict(base, max_position_embeddings=8192, model_max_length=131072))
+    assert compat.config_max_model_len(cohere) == 131072
+    # rope parameters nested per layer type: a linear factor scales, yarn does not
+    nested = facts_from_config(dict(base, max_position_embeddings=4096, rope_parameters={
+        "full_attention": {"rope_type": "linear", "factor": 2.0}, "sliding_attention": {"rope_type": "default"}}))
+    assert compat.config_max_model_len(nested) == 8192
+    yarn = facts_from_config(dict(base, max_position_embeddings=4096,
+                                  rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+    assert compat.config_max_model_len(yarn) == 4096

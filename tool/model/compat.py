@@ -82,10 +82,16 @@ def config_max_model_len(facts: ModelFacts) -> int | None:
     if derived is None:
         return None
     rope = facts.rope_scaling or {}
-    rope_type = rope.get("rope_type") or rope.get("type")
-    factor = rope.get("factor")
-    if rope_type and rope_type not in _ROPE_NO_FACTOR and isinstance(factor, (int, float)) \
-            and "gemma3" not in (facts.model_type or ""):
+    # rope parameters may be nested per layer type (vllm/transformers_utils/config.py iter_rope_parameters);
+    # the last factor of a rope type that needs it wins, as in vLLM's loop
+    params = [p for p in rope.values() if isinstance(p, dict) and p] if rope and all(
+        isinstance(p, dict) for p in rope.values()) else [rope]
+    factor = 1.0
+    for p in params:
+        rope_type = p.get("rope_type") or p.get("type") or "default"
+        if rope_type not in _ROPE_NO_FACTOR and isinstance(p.get("factor"), (int, float)):
+            factor = p["factor"]
+    if "gemma3" not in (facts.model_type or ""):
         derived = int(derived * factor)
     return derived
 

@@ -37,7 +37,8 @@ class ModelFacts:
     intermediate_size: int | None = None
     vocab_size: int | None = None
     tie_word_embeddings: bool = False
-    max_position_embeddings: int | None = None
+    max_position_embeddings: int | None = None  # the context length vLLM derives (key in max_len_key)
+    max_len_key: str | None = None  # which config key it came from (usually max_position_embeddings)
     rope_scaling: dict[str, Any] | None = None
     dtype: str | None = None  # torch_dtype string as written, e.g. "bfloat16" (see serving_dtype)
     full_attention_layers: list[int] = field(default_factory=list)

@@ -35,7 +35,7 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
     facts.vocab_size = _int(cfg, "vocab_size")
     facts.tie_word_embeddings = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
-    facts.max_position_embeddings = _int(cfg, "max_position_embeddings", "max_sequence_length", "seq_length")
+    facts.max_position_embeddings, facts.max_len_key = _derived_max_len(cfg)
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     facts.rope_scaling = rope if isinstance(rope, dict) else None
     dtype = cfg.get("torch_dtype") or cfg.get("dtype") or config.get("torch_dtype") or config.get("dtype")
@@ -79,6 +79,21 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     if linear:
         facts.linear_attention = _linear_attention(cfg, linear, facts.serving_dtype)
     return facts
+
+
+# vllm/transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (vLLM 0.32.0): the
+# smallest of these keys, except that model_max_length (Command-R / Cohere) overrides the rest.
+_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
+                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+
+
+def _derived_max_len(cfg: dict[str, Any]) -> tuple[int | None, str | None]:
+    if _int(cfg, "model_max_length"):
+        return _int(cfg, "model_max_length"), "model_max_length"
+    found = [(_int(cfg, k), k) for k in _MAX_LEN_KEYS if _int(cfg, k)]
+    if not found:
+        return None, None
+    return min(found, key=lambda vk: vk[0])
 
 
 def _linear_attention(cfg: dict[str, Any], layers: list[int], model_dtype: str | None) -> dict[str, Any]:
