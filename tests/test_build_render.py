@@ -202,6 +202,12 @@ def test_check_without_a_lock_is_a_usage_error(run_cli, tmp_path):
     code, _, err = run_cli("build", "--check", str(tmp_path))
     assert code == 2
     assert "is not a tqdeploy build directory" in err
+    (tmp_path / "afile").write_text("x")
+    code, _, err = run_cli("build", "--check", str(tmp_path / "afile"))
+    assert code == 2 and "is not a tqdeploy build directory" in err and "internal error" not in err
+    (tmp_path / "tqdeploy.lock.json").write_text('{"schema": "tqdeploy.lock/1", "files": {"serve.sh": 5}}\n')
+    code, _, err = run_cli("build", "--check", str(tmp_path))
+    assert code == 2 and err.startswith(f"tqdeploy: error: {tmp_path / 'tqdeploy.lock.json'}: not a tqdeploy.lock/1 lock file")
 
 
 def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from tqdeploy.spec.model import Spec
 from tqdeploy.spec.validate import official_vllm_tag, revision_is_commit
 
 LOCK_NAME = "tqdeploy.lock.json"
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 LOCK_SCHEMA = "tqdeploy.lock/1"
 UNRESOLVED = "unresolved"
 
@@ -70,12 +72,14 @@ def read_lock(build_dir: Path) -> dict[str, Any]:
     path = Path(build_dir) / LOCK_NAME
     try:
         lock = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         raise TQError(f"{path} not found: {build_dir} is not a tqdeploy build directory",
                       "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise TQError(f"{path}: not valid JSON ({err})", "re-run `tqdeploy build` to rewrite it") from None
-    if not isinstance(lock, dict) or lock.get("schema") != LOCK_SCHEMA or not isinstance(lock.get("files"), dict):
+    files = lock.get("files") if isinstance(lock, dict) else None
+    if not isinstance(lock, dict) or lock.get("schema") != LOCK_SCHEMA or not isinstance(files, dict) \
+            or not all(isinstance(k, str) and isinstance(v, str) and _SHA256_RE.match(v) for k, v in files.items()):
         raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
     return lock
 
