@@ -44,6 +44,10 @@ def test_head_dim_derived_and_kv_heads_default():
     f = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 16, "hidden_size": 2048})
     assert f.head_dim == 128 and f.num_key_value_heads == 16 and not f.is_hybrid
     assert f.full_attention_layers == [0, 1]
+    # the other KV-head keys vLLM reads (Falcon n_head_kv, ChatGLM multi_query_group_num)
+    for key in ("n_head_kv", "multi_query_group_num", "num_attention_groups"):
+        g = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 16, "hidden_size": 2048, key: 2})
+        assert g.num_key_value_heads == 2, key
 
 
 def test_qwen2_sliding_window_ignored_when_disabled():

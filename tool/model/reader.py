@@ -30,7 +30,9 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.num_hidden_layers = layers
     facts.num_attention_heads = heads
     facts.hidden_size = hidden
-    facts.num_key_value_heads = _int(cfg, "num_key_value_heads", "num_kv_heads", default=heads)
+    # model_arch_config_convertor.get_total_num_kv_heads (vLLM 0.32.0): first of these, else the attention heads
+    facts.num_key_value_heads = _int(cfg, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
+                                     "num_attention_groups", default=heads)
     facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head", default=hidden // heads)
     facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
     facts.vocab_size = _int(cfg, "vocab_size")
