@@ -65,6 +65,9 @@ CASES = [
     ("TQ333", "docker run --gpus all --ipc=host -e HF_TOKEN=hf_abcdefSECRET -p 127.0.0.1:8000:8000 "
               "vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
      "docker run --gpus all --ipc=host -e HF_TOKEN -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B"),
+    ("TQ334", "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B "
+              "--host 127.0.0.1",
+     "docker run --gpus all --ipc=host --network host vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B --host 127.0.0.1"),
     ("TQ311", "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.19.1 Qwen/Qwen3-8B",
      "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.25.0 Qwen/Qwen3-8B"),
 ]
@@ -79,7 +82,7 @@ def test_rule_catches_bad_and_passes_good(rule, bad, good):
 # Rules whose finding carries an edit; the others (bad types, secrets on argv, unknown image versions)
 # need the operator's decision and only say what to do.
 FIXABLE = {"TQ301", "TQ302", "TQ304", "TQ305", "TQ307", "TQ309", "TQ320", "TQ321", "TQ322",
-           "TQ330", "TQ331", "TQ332", "TQ333"}
+           "TQ330", "TQ331", "TQ332", "TQ333", "TQ334"}
 FIX_CASES = [c for c in CASES if c[0] in FIXABLE]
 
 

@@ -12,6 +12,8 @@ Facts behind each rule (../shared/FACTS.md and vLLM 0.32.0 source):
 - TQ323/TQ333: a secret on argv is visible in `ps` / `docker inspect`, and vLLM printed API keys in its
   "non-default args" log before PR #52523.
 - TQ330/TQ331: `--gpus device=0,1` needs inner quotes; Docker's default /dev/shm is 64 MiB.
+- TQ334: a published port (-p) forwards to the container's network interface, not to its loopback
+  (Docker's bridge network); only --network host shares the host's loopback.
 """
 from __future__ import annotations
 
@@ -121,7 +123,7 @@ def docker_rules(inv: Invocation, parsed: ParsedArgs | None) -> list[LintFinding
     out: list[LintFinding] = []
     args = inv.argv
     i = inv.docker_start
-    has_ipc = has_shm = False
+    has_ipc = has_shm = host_network = False
     has_key = "VLLM_API_KEY" in inv.env or (parsed is not None and parsed.last("api_key") is not None)
     while i < inv.image_index:
         tok = args[i]
@@ -137,6 +139,8 @@ def docker_rules(inv: Invocation, parsed: ParsedArgs | None) -> list[LintFinding
                 Edit(vidx, vidx + 1, (f"--gpus={quoted}",) if has_eq else (quoted,)), i))
         if name == "--ipc" and value == "host":
             has_ipc = True
+        if name in ("--network", "--net") and value == "host":
+            host_network = True
         if name == "--shm-size":
             has_shm = True
         if name in ("-p", "--publish") and value:
@@ -159,6 +163,15 @@ def docker_rules(inv: Invocation, parsed: ParsedArgs | None) -> list[LintFinding
                     f"pass it through from the environment (-e {var}) or use --env-file with a 0600 file",
                     Edit(i, vidx + 1, ("-e", var)), i))
         i += 1
+    host_occ = parsed.last("host") if parsed is not None else None
+    if host_occ is not None and host_occ.value in LOOPBACK and not host_network:
+        out.append(LintFinding(
+            "TQ334", Severity.WARN, "--host",
+            f"--host {host_occ.value} inside the container: vLLM listens on the container's own loopback, "
+            "which published ports (-p) do not reach, so clients outside the container cannot connect",
+            "drop --host inside the container (vLLM then listens on the container's interfaces) and publish on "
+            "the host's loopback instead: -p 127.0.0.1:8000:8000",
+            Edit(host_occ.start, host_occ.end, ()), host_occ.start))
     if not (has_ipc or has_shm):
         out.append(LintFinding(
             "TQ331", Severity.WARN, "--ipc",
