@@ -24,14 +24,17 @@ cfg = Qwen2Config(vocab_size=512, hidden_size=128, intermediate_size=256, num_hi
                   num_attention_heads=4, num_key_value_heads=2, tie_word_embeddings=False)
 m = Qwen2ForCausalLM(cfg).to(torch.bfloat16)
 m.model.norm.weight.data = m.model.norm.weight.data.float()  # a second dtype in the file
-m.save_pretrained(sys.argv[1], safe_serialization=True, max_shard_size=sys.argv[2])
-per = {}
-for f in glob.glob(sys.argv[1] + "/*.safetensors"):
-    with safe_open(f, "pt") as fh:
-        for k in fh.keys():
-            t = fh.get_tensor(k)
-            per[str(t.dtype)] = per.get(str(t.dtype), 0) + t.numel() * t.element_size()
-print(json.dumps(per))
+out = {}
+for folder, shard in zip(sys.argv[1::2], sys.argv[2::2]):  # one torch import for every checkpoint
+    m.save_pretrained(folder, safe_serialization=True, max_shard_size=shard)
+    per = {}
+    for f in glob.glob(folder + "/*.safetensors"):
+        with safe_open(f, "pt") as fh:
+            for k in fh.keys():
+                t = fh.get_tensor(k)
+                per[str(t.dtype)] = per.get(str(t.dtype), 0) + t.numel() * t.element_size()
+    out[folder] = per
+print(json.dumps(out))
 """
 
 
@@ -39,13 +42,12 @@ print(json.dumps(per))
 def checkpoints(tmp_path_factory):
     if not VLLM_PY.exists():
         pytest.skip("needs the vLLM venv (torch, transformers, safetensors) to write real checkpoints")
-    out = {}
-    for name, shard in (("single", "100MB"), ("sharded", "200KB")):
-        d = tmp_path_factory.mktemp(name)
-        res = subprocess.run([str(VLLM_PY), "-c", SAVE, str(d), shard], capture_output=True, text=True, timeout=300)
-        assert res.returncode == 0, res.stderr[-2000:]
-        out[name] = (d, json.loads(res.stdout.strip().splitlines()[-1]))
-    return out
+    dirs = {name: (tmp_path_factory.mktemp(name), shard) for name, shard in (("single", "100MB"), ("sharded", "200KB"))}
+    args = [a for d, shard in dirs.values() for a in (str(d), shard)]
+    res = subprocess.run([str(VLLM_PY), "-c", SAVE, *args], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-2000:]
+    truth = json.loads(res.stdout.strip().splitlines()[-1])
+    return {name: (d, truth[str(d)]) for name, (d, _) in dirs.items()}
 
 
 def test_single_file_bytes_per_dtype_equal_safetensors_library(checkpoints):
