@@ -125,6 +125,9 @@ def test_version_changes_verdict():
     cmd = f"vllm serve m --calculate-kv-scales {SAFE}"
     assert ids(lint(cmd, vllm_version="0.25.0")) == []
     assert ids(lint(cmd, vllm_version="0.32.0")) == ["TQ304"]
+    assert "(removed or renamed)" in lint(cmd, vllm_version="0.32.0").findings[0].message
+    newer = lint(f"vllm serve m --device-memory-utilization 0.9 {SAFE}", vllm_version="0.25.0").findings[0]
+    assert newer.id == "TQ304" and "(added after 0.25.0)" in newer.message and "vLLM 0.32.0 or later" in newer.fix
     newer_only = f"vllm serve m --kv-cache-dtype ultraquant_4bit {SAFE}"
     assert "TQ302" in ids(lint(newer_only, vllm_version="0.25.0"))
     assert ids(lint(newer_only)) == []

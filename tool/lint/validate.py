@@ -104,14 +104,18 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
             continue
         opt = load_schema(other).lookup(base)
         if opt is not None:
+            from packaging.version import Version
+
             close = difflib.get_close_matches(base, schema.names, n=1, cutoff=0.8)
             hint = f"; closest in {schema.version}: {close[0]}" if close else ""
+            newer = Version(other) > Version(schema.version)
+            why = f"added after {schema.version}" if newer else "removed or renamed"
+            fix = f"drop {name}" + (f" or use {close[0]}" if close else "") + (
+                f", or run vLLM {other} or later" if newer else
+                f" (check `vllm serve --help={base[2:]}` of {schema.version})")
             return LintFinding("TQ304", Severity.ERROR, name,
-                               f"{name} exists in vLLM {other} but not in vLLM {schema.version} "
-                               f"(removed or renamed){hint}",
-                               f"drop {name}" + (f" or use {close[0]}" if close else "") +
-                               f" (check `vllm serve --help={base[2:]}` of {schema.version})",
-                               Edit(index, end, ()), index)
+                               f"{name} exists in vLLM {other} but not in vLLM {schema.version} ({why}){hint}",
+                               fix, Edit(index, end, ()), index)
     close = difflib.get_close_matches(base, schema.names, n=3, cutoff=0.75)
     if close:
         edit = Edit(index, index + 1, (close[0],)) if "=" not in name else None
