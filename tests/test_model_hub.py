@@ -75,3 +75,16 @@ def test_offline_mode_says_so(monkeypatch):
 def test_malformed_sources(bad):
     with pytest.raises(TQError):
         load_model_facts(bad)
+
+
+def test_plan_and_doctor_take_repo_at_rev(repo, monkeypatch, run_cli):
+    with HubMirror(repo) as m:
+        monkeypatch.setenv("HF_ENDPOINT", m.url)
+        code, out, err = run_cli("plan", "--model", "acme/llama-like@v1.0", "--gpu", "H200",
+                                 "--max-model-len", "8192", "--json")
+        assert code == 0, err
+        plan = json.loads(out)
+        assert plan["model"]["source"] == "acme/llama-like@v1.0" and plan["model"]["weight_source"] == "hub metadata"
+        assert plan["budget"]["weights_bytes"] == sum(SHARDS)  # exact, from the headers over HTTP
+        code, out, err = run_cli("plan", "--model", "acme/llama-like@nope", "--gpu", "H200")
+        assert code == 2 and "revision 'nope'" in err and out == ""
