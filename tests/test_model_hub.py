@@ -77,7 +77,7 @@ def test_malformed_sources(bad):
         load_model_facts(bad)
 
 
-def test_plan_and_doctor_take_repo_at_rev(repo, monkeypatch, run_cli):
+def test_plan_takes_repo_at_rev(repo, monkeypatch, run_cli):
     with HubMirror(repo) as m:
         monkeypatch.setenv("HF_ENDPOINT", m.url)
         code, out, err = run_cli("plan", "--model", "acme/llama-like@v1.0", "--gpu", "H200",
