@@ -88,7 +88,11 @@ def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = N
 
 def run_doctor(*, snapshot: Path | None = None, snapshot_out: Path | None = None, vllm_version: str,
                offline: bool = False, model: str | None = None, fail_on: str = "error",
-               image_cuda: str | None = None, probe_kwargs: dict[str, Any] | None = None) -> DoctorResult:
+               image_cuda: str | None = None, probe_kwargs: dict[str, Any] | None = None,
+               serving: dict[str, Any] | None = None, command: list[str] | None = None,
+               command_file: Path | None = None) -> DoctorResult:
+    """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
+    command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
     from tqdeploy.checkbase import CheckContext, run_checks
     from tqdeploy.snapshot import HostSnapshot
 
@@ -107,9 +111,16 @@ def run_doctor(*, snapshot: Path | None = None, snapshot_out: Path | None = None
     options = {"vllm_version": vllm_version, "offline": offline}
     if image_cuda:
         options["image_cuda"] = image_cuda
+    flag_findings = []
+    if command or command_file is not None:
+        from tqdeploy.doctorflags import lint_launch
+
+        launch_options, flag_findings = lint_launch(command, command_file, vllm_version, host)
+        options.update(launch_options)
+    options.update({k: v for k, v in (serving or {}).items() if v is not None})  # explicit options win
     ctx = CheckContext(host=host, model=model_facts, options=options)
     load_check_packages()
-    findings = run_checks(ctx, select_checks(ctx))
+    findings = run_checks(ctx, select_checks(ctx)) + flag_findings
     return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
 
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import List, Optional
 
 import typer
 
@@ -21,6 +21,15 @@ def doctor(
     model: Optional[str] = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
     cuda: Optional[str] = typer.Option(None, "--cuda", help="CUDA of the vLLM build you will run, e.g. 12.9 for a "
                                        "-cu129 image (default: looked up for --vllm-version)."),
+    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", min=1,
+                                     help="Tensor parallel size the model will run with (checkpoint checks)."),
+    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", min=1,
+                                                help="Context length the model will serve (checkpoint checks)."),
+    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype",
+                                                 help="KV-cache dtype to check, e.g. turboquant_4bit_nc."),
+    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Also lint the vLLM command in this launch "
+                                        "script and check the model against its flags."),
+    command: Optional[List[str]] = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
     from tqdeploy.doctor import run_doctor
@@ -28,10 +37,13 @@ def doctor(
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
     result = run_doctor(snapshot=snapshot, snapshot_out=snapshot_out, vllm_version=vllm_version or DEFAULT_VLLM_VERSION,
-                        offline=offline, model=model, fail_on=fail_on, image_cuda=cuda)
+                        offline=offline, model=model, fail_on=fail_on, image_cuda=cuda,
+                        serving={"tensor_parallel_size": tp, "max_model_len": max_model_len,
+                                 "kv_cache_dtype": kv_cache_dtype},
+                        command=command, command_file=file)
     emit(result, as_json)
     return result.exit_code
 
 
 def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
+    app.command("doctor", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(doctor)

@@ -30,11 +30,6 @@ def lint(
     """Find invalid flags, false advice and risky settings; exit 1 when any finding is an error."""
     from tqdeploy.errors import TQError
 
-    argv = list(command or [])
-    if file is not None and argv:
-        raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
-    if file is None and not argv:
-        raise TQError("nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh")
     if snapshot is not None and gpu is not None:
         raise TQError("give either --snapshot or --gpu, not both", "--snapshot FILE records the real host")
     host = _host(snapshot, gpu, gpus)
@@ -43,18 +38,9 @@ def lint(
         from tqdeploy.model import load_model_facts
 
         facts = load_model_facts(model)
-    from tqdeploy.lint import lint_command, lint_script
+    from tqdeploy.lint import lint_source
 
-    if file is not None:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TQError(f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
-                          "pass a readable text file")
-        report = lint_script(text, vllm_version=vllm_version, model=facts, host=host, live=live,
-                             name=str(file))
-    else:
-        report = lint_command(argv, vllm_version=vllm_version, model=facts, host=host, live=live)
+    report = lint_source(command, file, vllm_version=vllm_version, model=facts, host=host, live=live)
     if fix and not as_json:
         typer.echo(report.fixed_command_text)
     else:

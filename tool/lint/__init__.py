@@ -13,7 +13,7 @@ from __future__ import annotations
 from tqdeploy.findings import Severity
 from tqdeploy.lint.report import LintFinding, LintReport, apply_edits
 
-__all__ = ["lint_command", "lint_script", "LintReport", "LintFinding"]
+__all__ = ["lint_command", "lint_script", "lint_source", "LintReport", "LintFinding"]
 
 # Generic parser findings that a catalogue entry about the same token replaces.
 _GENERIC = {"TQ301", "TQ302", "TQ303", "TQ305", "TQ308"}
@@ -88,7 +88,20 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
     findings += text_findings
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
     return LintReport(vllm_version=schema.version, command=list(inv.argv), fixed_argv=fixed, findings=findings,
-                      secret_values=rules.secret_values(inv, parsed))
+                      secret_values=rules.secret_values(inv, parsed),
+                      flag_values=_flag_values(parsed, variables or {}))
+
+
+def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
+    from tqdeploy.lint.validate import expand_shell_value
+
+    values: dict[str, str] = {}
+    for occ in parsed.occurrences:
+        if occ.values:
+            values[occ.option.dest] = expand_shell_value(occ.value, variables)
+        else:
+            values[occ.option.dest] = "false" if occ.name.startswith("--no-") else "true"
+    return values
 
 
 def _want_live(live: bool | None, version: str) -> bool:
@@ -134,6 +147,27 @@ def lint_command(argv: list[str], *, vllm_version: str | None = None, model=None
     report.command = [*prefix, argv[2]]
     report.fixed_argv = [*prefix, shell_join(report.fixed_argv)] if changed else list(report.command)
     return report
+
+
+def lint_source(argv: list[str] | None = None, file=None, **options) -> LintReport:
+    """Lint a command given as argv or the vLLM command in a script file (exactly one of them)."""
+    from pathlib import Path
+
+    from tqdeploy.errors import TQError
+
+    argv = list(argv or [])
+    if file is not None and argv:
+        raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
+    if file is None and not argv:
+        raise TQError("nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh")
+    if file is None:
+        return lint_command(argv, **options)
+    try:
+        text = Path(file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TQError(f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
+                      "pass a readable text file")
+    return lint_script(text, name=str(file), **options)
 
 
 def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=None,

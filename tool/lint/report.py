@@ -86,6 +86,9 @@ class LintReport:
     findings: list[LintFinding] = field(default_factory=list)
     secret_values: set[str] = field(default_factory=set, repr=False)
     source: str = "argv"  # "argv" or a script path
+    # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
+    # $VARS expanded where the script sets them). What the command asks of vLLM, for the other checks.
+    flag_values: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def errors(self) -> bool:

@@ -90,7 +90,17 @@ def tensor_parallel(ctx):
     if tp is None:
         return info(ev, "", title=f"valid tensor parallel sizes: {', '.join(map(str, valid))}")
     ev["tp"], ev["tp_from"] = tp, why
-    return _verdicts(tensor_parallel_problems(f, tp), f"TP={tp} divides the heads ({why})", ev)
+    verdicts = _verdicts(tensor_parallel_problems(f, tp), f"TP={tp} divides the heads ({why})", ev)
+    gpus = len(getattr(ctx.host, "gpus", None) or [])
+    if gpus and tp > gpus:  # one GPU per rank on a single node: vLLM waits for ranks that never come
+        ev = dict(ev, gpus_on_host=gpus)
+        verdicts = [v for v in verdicts if v.severity is not Severity.OK]
+        fits = [s for s in valid if s <= gpus]
+        fix = "add GPUs or nodes (multi-node: --nnodes or Ray)"
+        if fits:
+            fix = f"use --tensor-parallel-size {max(fits)} on this host, or {fix}"
+        verdicts.append(error(ev, fix, title=f"TP={tp} needs {tp} GPUs; the host has {gpus}"))
+    return verdicts
 
 
 @check("TQ204", "model", "max-model-len within the config's context", needs=("model",))
