@@ -41,7 +41,7 @@ def test_good_deployment_passes():
 
 
 def test_bad_deployment_is_caught():
-    by_id, _ = run("qwen3.6-27b", host(cc=(7, 5)), tensor_parallel_size=3, max_model_len=300000,
+    by_id, _ = run("qwen3.6-27b", host(gpus=4, cc=(7, 5)), tensor_parallel_size=3, max_model_len=300000,
                    kv_cache_dtype="turboquant_4bit_nc", vllm_version="0.25.0")
     assert by_id["TQ203"].severity.value == "error" and "1, 2, 4, 8" in by_id["TQ203"].remediation
     assert by_id["TQ204"].severity.value == "error" and "262144" in by_id["TQ204"].remediation
