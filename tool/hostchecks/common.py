@@ -30,3 +30,11 @@ def unreadable_gpu_verdict(gpu):
         return skipped(f"GPU {gpu.index} not accessible through NVML (see TQ101)", {"gpu": gpu.index},
                        title=f"GPU {gpu.index}: not accessible")
     return None
+
+
+def per_gpu(ctx, judge):
+    """One verdict per GPU from judge(ctx, gpu), with the shared skips for no GPU and for a GPU NVML
+    could not open."""
+    if (v := no_gpu_verdict(ctx.host)) is not None:
+        return v
+    return [unreadable_gpu_verdict(gpu) or judge(ctx, gpu) for gpu in ctx.host.gpus]

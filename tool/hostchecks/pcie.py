@@ -8,7 +8,7 @@ narrow link at idle is a real fault (a slot wired x8, a bad riser, a badly seate
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import no_gpu_verdict, unreadable_gpu_verdict
+from tqdeploy.hostchecks.common import per_gpu
 from tqdeploy.probe.pci import sysfs_bdf
 
 
@@ -26,87 +26,73 @@ def _sysfs(host, gpu) -> dict:
 
 @check("TQ108", "pcie", "PCIe link width")
 def link_width(ctx):
-    if (v := no_gpu_verdict(ctx.host)) is not None:
-        return v
-    out = []
-    for gpu in ctx.host.gpus:
-        if (skip := unreadable_gpu_verdict(gpu)) is not None:
-            out.append(skip)
-            continue
-        sysfs = _sysfs(ctx.host, gpu)
-        cur = gpu.pcie.get("width_cur") or sysfs.get("current_link_width")
-        top = gpu.pcie.get("width_max") or sysfs.get("max_link_width")
-        ev = {"gpu": gpu.index, "bus_id": gpu.pci_bus_id, "width_current": cur, "width_max": top,
-              "sysfs_current": sysfs.get("current_link_width"), "sysfs_max": sysfs.get("max_link_width")}
-        if not cur or not top:
-            out.append(skipped("link width not reported by NVML or sysfs", ev, title=f"{_label(gpu)}: PCIe width unknown"))
-        elif cur < top:
-            out.append(warn(ev, "reseat the card or move it to a slot wired x16, check risers/retimers and the BIOS "
-                            "slot bifurcation setting; host-to-GPU copies (weight loading) run at the reduced width",
-                            title=f"{_label(gpu)}: PCIe link x{cur}, capable of x{top}"))
-        else:
-            out.append(passed(ev, title=f"{_label(gpu)}: PCIe link x{cur} (max x{top})"))
-    return out
+    return per_gpu(ctx, _link_width)
+
+
+def _link_width(ctx, gpu):
+    sysfs = _sysfs(ctx.host, gpu)
+    cur = gpu.pcie.get("width_cur") or sysfs.get("current_link_width")
+    top = gpu.pcie.get("width_max") or sysfs.get("max_link_width")
+    ev = {"gpu": gpu.index, "bus_id": gpu.pci_bus_id, "width_current": cur, "width_max": top,
+          "sysfs_current": sysfs.get("current_link_width"), "sysfs_max": sysfs.get("max_link_width")}
+    if not cur or not top:
+        return skipped("link width not reported by NVML or sysfs", ev, title=f"{_label(gpu)}: PCIe width unknown")
+    elif cur < top:
+        return warn(ev, "reseat the card or move it to a slot wired x16, check risers/retimers and the BIOS "
+                    "slot bifurcation setting; host-to-GPU copies (weight loading) run at the reduced width",
+                    title=f"{_label(gpu)}: PCIe link x{cur}, capable of x{top}")
+    else:
+        return passed(ev, title=f"{_label(gpu)}: PCIe link x{cur} (max x{top})")
 
 
 @check("TQ109", "pcie", "PCIe link generation")
 def link_generation(ctx):
-    if (v := no_gpu_verdict(ctx.host)) is not None:
-        return v
-    out = []
-    for gpu in ctx.host.gpus:
-        if (skip := unreadable_gpu_verdict(gpu)) is not None:
-            out.append(skip)
-            continue
-        sysfs = _sysfs(ctx.host, gpu)
-        cur = gpu.pcie.get("gen_cur") or sysfs.get("current_gen")
-        link_max = gpu.pcie.get("gen_max") or sysfs.get("max_gen")
-        gpu_max = gpu.pcie.get("gen_gpu_max")
-        ev = {"gpu": gpu.index, "gen_current": cur, "gen_link_max": link_max, "gen_gpu_max": gpu_max,
-              "sysfs_current_speed": sysfs.get("current_link_speed"), "sysfs_max_speed": sysfs.get("max_link_speed"),
-              "note": "GPUs lower the link generation at idle; current gen is judged only under load"}
-        if not cur or not link_max:
-            out.append(skipped("link generation not reported by NVML or sysfs", ev,
-                               title=f"{_label(gpu)}: PCIe generation unknown"))
-        elif gpu_max and link_max < gpu_max:
-            out.append(warn(ev, f"the slot or BIOS caps the link at gen {link_max} while the GPU supports gen {gpu_max}: "
-                            "check the BIOS PCIe speed setting, risers and the slot's generation",
-                            title=f"{_label(gpu)}: PCIe link limited to gen {link_max} (GPU supports gen {gpu_max})"))
-        elif cur < link_max:
-            out.append(info(ev, "re-check while the GPU is busy (`nvidia-smi -q -d PCIE` during a load); "
-                            "a link that stays below its maximum under load is a fault",
-                            title=f"{_label(gpu)}: PCIe gen {cur} now, gen {link_max} possible (normal at idle)"))
-        else:
-            out.append(passed(ev, title=f"{_label(gpu)}: PCIe gen {cur} (max gen {link_max})"))
-    return out
+    return per_gpu(ctx, _link_generation)
+
+
+def _link_generation(ctx, gpu):
+    sysfs = _sysfs(ctx.host, gpu)
+    cur = gpu.pcie.get("gen_cur") or sysfs.get("current_gen")
+    link_max = gpu.pcie.get("gen_max") or sysfs.get("max_gen")
+    gpu_max = gpu.pcie.get("gen_gpu_max")
+    ev = {"gpu": gpu.index, "gen_current": cur, "gen_link_max": link_max, "gen_gpu_max": gpu_max,
+          "sysfs_current_speed": sysfs.get("current_link_speed"), "sysfs_max_speed": sysfs.get("max_link_speed"),
+          "note": "GPUs lower the link generation at idle; current gen is judged only under load"}
+    if not cur or not link_max:
+        return skipped("link generation not reported by NVML or sysfs", ev,
+                       title=f"{_label(gpu)}: PCIe generation unknown")
+    elif gpu_max and link_max < gpu_max:
+        return warn(ev, f"the slot or BIOS caps the link at gen {link_max} while the GPU supports gen {gpu_max}: "
+                    "check the BIOS PCIe speed setting, risers and the slot's generation",
+                    title=f"{_label(gpu)}: PCIe link limited to gen {link_max} (GPU supports gen {gpu_max})")
+    elif cur < link_max:
+        return info(ev, "re-check while the GPU is busy (`nvidia-smi -q -d PCIE` during a load); "
+                    "a link that stays below its maximum under load is a fault",
+                    title=f"{_label(gpu)}: PCIe gen {cur} now, gen {link_max} possible (normal at idle)")
+    else:
+        return passed(ev, title=f"{_label(gpu)}: PCIe gen {cur} (max gen {link_max})")
 
 
 @check("TQ110", "pcie", "PCIe AER error counters")
 def aer_counters(ctx):
-    if (v := no_gpu_verdict(ctx.host)) is not None:
-        return v
-    out = []
-    for gpu in ctx.host.gpus:
-        if (skip := unreadable_gpu_verdict(gpu)) is not None:
-            out.append(skip)
-            continue
-        aer = _sysfs(ctx.host, gpu).get("aer")
-        if not aer:
-            out.append(skipped("the kernel exposes no AER counters for this device (aer_dev_* absent)",
-                               {"gpu": gpu.index}, title=f"{_label(gpu)}: no AER counters"))
-            continue
-        totals = {kind: counts.get(AER_TOTAL_KEYS[kind], sum(counts.values())) for kind, counts in aer.items()}
-        nonzero = {kind: {k: v for k, v in counts.items() if v and not k.startswith("TOTAL")} for kind, counts in aer.items()}
-        ev = {"gpu": gpu.index, "totals": totals, "nonzero": {k: v for k, v in nonzero.items() if v}}
-        fix = ("check the kernel log (`journalctl -k | grep -i aer`), reseat the card and its risers; "
-               "errors that keep rising point at the slot, riser or card")
-        if totals.get("fatal") or totals.get("nonfatal"):
-            out.append(error(ev, fix, title=f"{_label(gpu)}: uncorrectable PCIe errors recorded"))
-        elif totals.get("correctable"):
-            out.append(warn(ev, fix, title=f"{_label(gpu)}: {totals['correctable']} correctable PCIe errors recorded"))
-        else:
-            out.append(passed(ev, title=f"{_label(gpu)}: no PCIe errors recorded"))
-    return out
+    return per_gpu(ctx, _aer_counters)
+
+
+def _aer_counters(ctx, gpu):
+    aer = _sysfs(ctx.host, gpu).get("aer")
+    if not aer:
+        return skipped("the kernel exposes no AER counters for this device (aer_dev_* absent)",
+                       {"gpu": gpu.index}, title=f"{_label(gpu)}: no AER counters")
+    totals = {kind: counts.get(AER_TOTAL_KEYS[kind], sum(counts.values())) for kind, counts in aer.items()}
+    nonzero = {kind: {k: v for k, v in counts.items() if v and not k.startswith("TOTAL")} for kind, counts in aer.items()}
+    ev = {"gpu": gpu.index, "totals": totals, "nonzero": {k: v for k, v in nonzero.items() if v}}
+    fix = ("check the kernel log (`journalctl -k | grep -i aer`), reseat the card and its risers; "
+           "errors that keep rising point at the slot, riser or card")
+    if totals.get("fatal") or totals.get("nonfatal"):
+        return error(ev, fix, title=f"{_label(gpu)}: uncorrectable PCIe errors recorded")
+    if totals.get("correctable"):
+        return warn(ev, fix, title=f"{_label(gpu)}: {totals['correctable']} correctable PCIe errors recorded")
+    return passed(ev, title=f"{_label(gpu)}: no PCIe errors recorded")
 
 
 @check("TQ111", "pcie", "PCIe ASPM power saving")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import no_gpu_verdict, unreadable_gpu_verdict
+from tqdeploy.hostchecks.common import no_gpu_verdict, per_gpu
 
 
 @check("TQ112", "topology", "NVLink state")
@@ -12,25 +12,23 @@ def nvlink_state(ctx):
     gpus = ctx.host.gpus
     if len(gpus) < 2:
         return skipped("one GPU: no GPU-to-GPU traffic", {"nvlink": gpus[0].nvlink_error or "links read"})
-    out = []
-    for gpu in gpus:
-        if (skip := unreadable_gpu_verdict(gpu)) is not None:
-            out.append(skip)
-            continue
-        active = [link["link"] for link in gpu.nvlinks if link.get("active")]
-        down = [link["link"] for link in gpu.nvlinks if not link.get("active")]
-        ev = {"gpu": gpu.index, "active_links": len(active), "inactive_links": down, "error": gpu.nvlink_error or None}
-        if active and down:
-            out.append(warn(ev, "inactive NVLinks cut GPU-to-GPU bandwidth: check `nvidia-smi nvlink -s`, "
-                            "the NVSwitch/fabric manager service (`systemctl status nvidia-fabricmanager`) and Xid errors",
-                            title=f"GPU {gpu.index}: {len(down)} of {len(gpu.nvlinks)} NVLinks inactive"))
-        elif not active:
-            out.append(warn(ev, "tensor-parallel all-reduce goes over PCIe here; prefer NVLink-connected GPUs for "
-                            "--tensor-parallel-size > 1, or run one replica per GPU",
-                            title=f"GPU {gpu.index}: no active NVLink"))
-        else:
-            out.append(passed(ev, title=f"GPU {gpu.index}: {len(active)} NVLinks active"))
-    return out
+    return per_gpu(ctx, _nvlink_state)
+
+
+def _nvlink_state(ctx, gpu):
+    active = [link["link"] for link in gpu.nvlinks if link.get("active")]
+    down = [link["link"] for link in gpu.nvlinks if not link.get("active")]
+    ev = {"gpu": gpu.index, "active_links": len(active), "inactive_links": down, "error": gpu.nvlink_error or None}
+    if active and down:
+        return warn(ev, "inactive NVLinks cut GPU-to-GPU bandwidth: check `nvidia-smi nvlink -s`, "
+                    "the NVSwitch/fabric manager service (`systemctl status nvidia-fabricmanager`) and Xid errors",
+                    title=f"GPU {gpu.index}: {len(down)} of {len(gpu.nvlinks)} NVLinks inactive")
+    elif not active:
+        return warn(ev, "tensor-parallel all-reduce goes over PCIe here; prefer NVLink-connected GPUs for "
+                    "--tensor-parallel-size > 1, or run one replica per GPU",
+                    title=f"GPU {gpu.index}: no active NVLink")
+    else:
+        return passed(ev, title=f"GPU {gpu.index}: {len(active)} NVLinks active")
 
 
 @check("TQ113", "topology", "GPU pair topology and peer-to-peer access")
