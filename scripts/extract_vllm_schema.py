@@ -93,6 +93,17 @@ def _inner_callable(func):
     return None
 
 
+# vLLM's argument type functions, by name (vllm/engine/arg_utils.py, vllm/utils/argparse_utils.py).
+_NAMED_TYPES = {
+    "loads": "json",
+    "parse_dataclass": "json_object",
+    "union_dict_and_str": "json_or_str",
+    "human_readable_int": "human_int",
+    "human_readable_int_or_auto": "human_int_or_auto",
+    "check_port": "port",
+}
+
+
 def type_name(action: argparse.Action) -> tuple[str, bool]:
     """(value type, accepts 'None'/'') for an action; the names are those tqdeploy.lint validates."""
     if isinstance(action, argparse.BooleanOptionalAction) or action.nargs == 0:
@@ -109,18 +120,8 @@ def type_name(action: argparse.Action) -> tuple[str, bool]:
         return "int", nullable
     if func is float:
         return "float", nullable
-    if name == "loads":
-        return "json", nullable
-    if name == "parse_dataclass":
-        return "json_object", nullable
-    if name == "union_dict_and_str":
-        return "json_or_str", nullable
-    if name == "human_readable_int":
-        return "human_int", nullable
-    if name == "human_readable_int_or_auto":
-        return "human_int_or_auto", nullable
-    if name == "check_port":
-        return "port", nullable
+    if name in _NAMED_TYPES:
+        return _NAMED_TYPES[name], nullable
     if name == "<lambda>":
         try:
             src = inspect.getsource(func)
