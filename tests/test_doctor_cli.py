@@ -139,12 +139,12 @@ def test_model_checks_without_model_are_left_out(monkeypatch):
 
 def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
     """As on the H200 host: PYTHONPATH to a copy of the package, no docker module importable."""
-    shutil.copytree(REPO / "tool", tmp_path / "tqdeploy", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "tool", tmp_path / "tool", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "checks", tmp_path / "checks")
     code = ("import sys; sys.modules['docker'] = None; import tqdeploy; assert tqdeploy.__file__.startswith(sys.argv[1]); "
             "from tqdeploy.cli import main; sys.exit(main(['doctor', '--offline', '--json']))")
     res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+                         env={"PYTHONPATH": str(tmp_path / "tool"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
     assert "Traceback" not in res.stderr, res.stderr
     doc = json.loads(res.stdout)
     (f,) = [f for f in doc["findings"] if f["id"] == "TQ119"]

@@ -77,7 +77,7 @@ def test_real_subprocess(tqdeploy_exe):
 def test_every_lint_rule_has_a_doc_page(run_cli):
     import re
 
-    source = "".join(p.read_text() for p in (Path(__file__).resolve().parent.parent / "tool" / "lint").glob("*.py"))
+    source = "".join(p.read_text() for p in (Path(__file__).resolve().parent.parent / "tool" / "tqdeploy" / "lint").glob("*.py"))
     rule_ids = set(re.findall(r'"(TQ3\d\d)"', source))
     assert len(rule_ids) >= 20
     for rid in sorted(rule_ids):

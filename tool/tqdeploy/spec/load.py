@@ -16,7 +16,6 @@ from typing import Any
 from tqdeploy.errors import TQError
 from tqdeploy.spec.schema import SCHEMA, accepts, type_name
 
-DEFAULTS_DIR = Path(__file__).resolve().parent / "defaults"
 DEFAULT_SPEC_NAME = "qwen36-27b-tq"
 
 
@@ -29,12 +28,18 @@ class Problem:
     fix: str = ""
 
 
+def _defaults_dir() -> Path:
+    from tqdeploy.resources import package_data
+
+    return package_data("tqdeploy.spec", "defaults")
+
+
 def embedded_spec_names() -> list[str]:
-    return sorted(p.stem for p in DEFAULTS_DIR.glob("*.toml"))
+    return sorted(p.stem for p in _defaults_dir().glob("*.toml"))
 
 
 def embedded_spec_path(name: str) -> Path:
-    path = DEFAULTS_DIR / f"{name}.toml"
+    path = _defaults_dir() / f"{name}.toml"
     if not path.is_file():
         raise TQError(f"no embedded spec named {name!r}", f"use one of: {', '.join(embedded_spec_names())}")
     return path

@@ -17,7 +17,7 @@ from tqdeploy.bench import Row
 
 RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 VLLM_RUNS = int(os.environ.get("TQDEPLOY_BENCH_VLLM_RUNS", "3"))  # collect_env takes ~10 s a run
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 
 
