@@ -1,4 +1,5 @@
 """Shared pytest fixtures. Area-specific fixtures live in tests/support/."""
+
 from __future__ import annotations
 
 import os

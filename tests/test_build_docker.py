@@ -5,6 +5,7 @@ httpd) plus a stand-in `vllm` executable (fixtures/build/vllm-stand-in.sh), impo
 `docker import`; the spec's image.base names it. The image is built by `tqdeploy build --image`
 (Docker SDK), then its entrypoint (serve.sh) and HEALTHCHECK are watched in real containers.
 """
+
 from __future__ import annotations
 
 import io
@@ -49,6 +50,7 @@ def docker_client():
 
 def _busybox_binary(tmp: Path) -> Path:
     """The statically linked busybox from Debian's busybox-static package (downloaded, not installed)."""
+
     def download():
         return subprocess.run(["apt-get", "download", "busybox-static"], cwd=tmp, capture_output=True, text=True)
 
@@ -69,6 +71,7 @@ def base_image(docker_client, tmp_path_factory):
     applets = subprocess.run([str(busybox), "--list"], capture_output=True, text=True, check=True).stdout.split()
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
+
         def add(name, data=None, mode=0o755, kind=tarfile.REGTYPE, link=""):
             info = tarfile.TarInfo(name)
             info.mode, info.type, info.linkname, info.mtime = mode, kind, link, 0
@@ -164,8 +167,13 @@ def _health(container, want: str, timeout=40) -> str:
 
 
 # Keep the image's own healthcheck command; only make it fast for the test (empty test = inherit).
-FAST_HEALTH = {"test": [], "interval": 500_000_000, "timeout": 3_000_000_000, "retries": 2,
-               "start_period": 1_000_000}  # 0 would inherit the image's 20 minutes
+FAST_HEALTH = {
+    "test": [],
+    "interval": 500_000_000,
+    "timeout": 3_000_000_000,
+    "retries": 2,
+    "start_period": 1_000_000,
+}  # 0 would inherit the image's 20 minutes
 
 
 def test_image_is_built_through_the_sdk_with_pins_labels_and_a_non_root_user(docker_client, built):
@@ -198,8 +206,9 @@ def test_entrypoint_fails_fast_when_the_model_is_missing(docker_client, built):
 
 def test_entrypoint_refuses_to_start_without_the_api_key(docker_client, built, tmp_path):
     model = _model_dir(tmp_path)
-    c = docker_client.containers.run(built["result"]["image"]["tag"], detach=True,
-                                     volumes={str(model): {"bind": "/models/tiny", "mode": "ro"}})
+    c = docker_client.containers.run(
+        built["result"]["image"]["tag"], detach=True, volumes={str(model): {"bind": "/models/tiny", "mode": "ro"}}
+    )
     try:
         assert _wait_exit(c) == 67
         assert "API key file /run/secrets/vllm-api-key is missing or empty" in c.logs().decode()
@@ -210,10 +219,15 @@ def test_entrypoint_refuses_to_start_without_the_api_key(docker_client, built, t
 def test_entrypoint_execs_vllm_with_the_key_in_env_only_and_turns_healthy(docker_client, built, tmp_path):
     model, key = _model_dir(tmp_path), _key_file(tmp_path)
     c = docker_client.containers.run(
-        built["result"]["image"]["tag"], detach=True, environment={"TQ_BIND_HOST": "0.0.0.0"},
-        volumes={str(model): {"bind": "/models/tiny", "mode": "ro"},
-                 str(key): {"bind": "/run/secrets/vllm-api-key", "mode": "ro"}},
-        healthcheck=FAST_HEALTH)
+        built["result"]["image"]["tag"],
+        detach=True,
+        environment={"TQ_BIND_HOST": "0.0.0.0"},
+        volumes={
+            str(model): {"bind": "/models/tiny", "mode": "ro"},
+            str(key): {"bind": "/run/secrets/vllm-api-key", "mode": "ro"},
+        },
+        healthcheck=FAST_HEALTH,
+    )
     try:
         assert _health(c, "healthy") == "healthy", c.logs().decode()
         c.reload()
@@ -225,8 +239,10 @@ def test_entrypoint_execs_vllm_with_the_key_in_env_only_and_turns_healthy(docker
         assert API_KEY not in logs
         assert "VLLM_API_KEY: present" in logs
         argv_line = next(line for line in logs.splitlines() if line.startswith("vllm stand-in argv:"))
-        assert argv_line == ("vllm stand-in argv: serve /models/tiny --served-model-name tiny "
-                             "--tensor-parallel-size 1 --max-model-len 512 --host 0.0.0.0 --port 8000")
+        assert argv_line == (
+            "vllm stand-in argv: serve /models/tiny --served-model-name tiny "
+            "--tensor-parallel-size 1 --max-model-len 512 --host 0.0.0.0 --port 8000"
+        )
         assert "HF_HUB_OFFLINE=1 uid=2000" in logs and "VLLM_CACHE_ROOT=/cache/vllm" in logs
     finally:
         c.remove(force=True)
@@ -234,9 +250,13 @@ def test_entrypoint_execs_vllm_with_the_key_in_env_only_and_turns_healthy(docker
 
 def test_healthcheck_turns_unhealthy_when_health_fails(docker_client, built):
     # A real HTTP server on the port that has no /health (404): the image's check must fail.
-    c = docker_client.containers.run(built["result"]["image"]["tag"], detach=True, entrypoint=["/bin/sh", "-c"],
-                                     command=["mkdir -p /tmp/empty && exec httpd -f -p 127.0.0.1:8000 -h /tmp/empty"],
-                                     healthcheck=FAST_HEALTH)
+    c = docker_client.containers.run(
+        built["result"]["image"]["tag"],
+        detach=True,
+        entrypoint=["/bin/sh", "-c"],
+        command=["mkdir -p /tmp/empty && exec httpd -f -p 127.0.0.1:8000 -h /tmp/empty"],
+        healthcheck=FAST_HEALTH,
+    )
     try:
         assert _health(c, "unhealthy") == "unhealthy"
         c.reload()
@@ -292,19 +312,29 @@ class _LoopbackRegistry:
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-        config = json.dumps({"architecture": "amd64", "os": "linux", "config": {},
-                             "rootfs": {"type": "layers", "diff_ids": []}}).encode()
+        config = json.dumps(
+            {"architecture": "amd64", "os": "linux", "config": {}, "rootfs": {"type": "layers", "diff_ids": []}}
+        ).encode()
         config_digest = "sha256:" + hashlib.sha256(config).hexdigest()
-        manifest = json.dumps({"schemaVersion": 2,
-                               "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-                               "config": {"mediaType": "application/vnd.docker.container.image.v1+json",
-                                          "size": len(config), "digest": config_digest},
-                               "layers": []}).encode()
+        manifest = json.dumps(
+            {
+                "schemaVersion": 2,
+                "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
+                "config": {
+                    "mediaType": "application/vnd.docker.container.image.v1+json",
+                    "size": len(config),
+                    "digest": config_digest,
+                },
+                "layers": [],
+            }
+        ).encode()
         self.digest = "sha256:" + hashlib.sha256(manifest).hexdigest()
-        routes = {"/v2/": (b"{}", "application/json"),
-                  "/v2/tq/base/manifests/v1": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
-                  f"/v2/tq/base/manifests/{self.digest}": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
-                  f"/v2/tq/base/blobs/{config_digest}": (config, "application/octet-stream")}
+        routes = {
+            "/v2/": (b"{}", "application/json"),
+            "/v2/tq/base/manifests/v1": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
+            f"/v2/tq/base/manifests/{self.digest}": (manifest, "application/vnd.docker.distribution.manifest.v2+json"),
+            f"/v2/tq/base/blobs/{config_digest}": (config, "application/octet-stream"),
+        }
         digest = self.digest
 
         class Handler(BaseHTTPRequestHandler):
@@ -339,15 +369,22 @@ def test_resolve_digests_pins_what_the_registry_answers(run_cli, docker_client, 
     registry = _LoopbackRegistry()
     try:
         base = f"127.0.0.1:{registry.port}/tq/base:v1"
-        spec = (f'name = "digest"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
-                f'[image]\nbase = "{base}"\n')
+        spec = (
+            f'name = "digest"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
+            f'[image]\nbase = "{base}"\n'
+        )
         (tmp_path / "s.toml").write_text(spec)
-        code, stdout, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"),
-                                    "--resolve-digests", "--json")
+        code, stdout, err = run_cli(
+            "build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"), "--resolve-digests", "--json"
+        )
         assert code == 0, err
         assert f"ARG BASE_IMAGE={base}@{registry.digest}\n" in (tmp_path / "b" / "Dockerfile").read_text()
         lock = json.loads((tmp_path / "b" / "tqdeploy.lock.json").read_text())
-        assert lock["pins"]["image"] == {"base": base, "digest": registry.digest, "source": "registry (--resolve-digests)"}
+        assert lock["pins"]["image"] == {
+            "base": base,
+            "digest": registry.digest,
+            "source": "registry (--resolve-digests)",
+        }
         assert any(registry.digest in n and "add `digest =" in n for n in json.loads(stdout)["notes"])
         # A spec pinned to another digest: the tag moved, refused, nothing written.
         other = "sha256:" + "0" * 64

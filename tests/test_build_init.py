@@ -1,4 +1,5 @@
 """`tqdeploy init`: a commented spec from the model's config and a host snapshot, valid as written."""
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ def test_init_without_inputs_reproduces_the_embedded_default(run_cli, tmp_path):
 
 def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
     out = tmp_path / "tqdeploy.toml"
-    code, stdout, err = run_cli("init", "--model", str(MODELS / "qwen3.6-27b"), "--snapshot", str(H200),
-                                "--out", str(out), "--json")
+    code, stdout, err = run_cli(
+        "init", "--model", str(MODELS / "qwen3.6-27b"), "--snapshot", str(H200), "--out", str(out), "--json"
+    )
     assert code == 0, err
     chosen = json.loads(stdout)["chosen"]
     assert chosen["vllm.max_model_len"] == "max_position_embeddings from the model's config.json"
@@ -36,9 +38,16 @@ def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
     from tqdeploy.snapshot import HostSnapshot
 
     gpu = HostSnapshot.load(H200).gpus[0]
-    plan = make_plan(load_model_facts(str(MODELS / "qwen3.6-27b")), gpu_memory_bytes=gpu.memory_total,
-                     max_model_len=262144, num_gpus=1, tp=1, vllm_version="0.32.0",
-                     compute_capability=tuple(gpu.compute_capability), gpu_name=gpu.name)
+    plan = make_plan(
+        load_model_facts(str(MODELS / "qwen3.6-27b")),
+        gpu_memory_bytes=gpu.memory_total,
+        max_model_len=262144,
+        num_gpus=1,
+        tp=1,
+        vllm_version="0.32.0",
+        compute_capability=tuple(gpu.compute_capability),
+        gpu_name=gpu.name,
+    )
     assert chosen["vllm.kv_cache_dtype"] == f"tqdeploy plan: {plan.recommendation_reason}"
     data = tomllib.loads(out.read_text())
     config = json.loads((MODELS / "qwen3.6-27b" / "config.json").read_text())
@@ -103,8 +112,9 @@ def test_init_refuses_a_bad_name_by_its_option_and_writes_nothing(run_cli, tmp_p
     out = tmp_path / "tqdeploy.toml"
     code, stdout, err = run_cli("init", "--no-probe", "--name", "Qwen_Bad", "--out", str(out))
     assert code == 2 and stdout == ""
-    assert err.splitlines()[0] == ("tqdeploy: error: --name 'Qwen_Bad' is not a lowercase DNS label "
-                                   "(a-z, 0-9, '-', at most 53 chars)")
+    assert err.splitlines()[0] == (
+        "tqdeploy: error: --name 'Qwen_Bad' is not a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)"
+    )
     assert not out.exists()
 
 
@@ -124,7 +134,10 @@ def test_a_build_without_a_spec_says_it_did_not_use_the_tqdeploy_toml_init_wrote
     code, stdout, _ = run_cli("build", "--out", "b")
     assert code == 0
     assert stdout.splitlines()[0].startswith("built qwen36-27b-tq from embedded:qwen36-27b-tq (spec sha256 ")
-    assert "  note: ./tqdeploy.toml was not used: this build is the embedded default qwen36-27b-tq; pass the file" in stdout
+    assert (
+        "  note: ./tqdeploy.toml was not used: this build is the embedded default qwen36-27b-tq; pass the file"
+        in stdout
+    )
     code, stdout, _ = run_cli("build", "tqdeploy.toml", "--out", "b")
     assert code == 0 and stdout.startswith("built mine from tqdeploy.toml ") and "was not used" not in stdout
 
@@ -132,13 +145,19 @@ def test_a_build_without_a_spec_says_it_did_not_use_the_tqdeploy_toml_init_wrote
 def test_init_puts_the_hosts_hf_endpoint_first_in_the_mirrors(run_cli, tmp_path):
     snap = json.loads(H200.read_text())
     for endpoint, mirrors, why in (
-            ("https://hf-mirror.internal.example/", ["https://hf-mirror.internal.example", "https://huggingface.co"],
-             "this host's HF_ENDPOINT first"),
-            ("https://***@hf-mirror.internal.example", ["https://huggingface.co"], "was not copied")):
+        (
+            "https://hf-mirror.internal.example/",
+            ["https://hf-mirror.internal.example", "https://huggingface.co"],
+            "this host's HF_ENDPOINT first",
+        ),
+        ("https://***@hf-mirror.internal.example", ["https://huggingface.co"], "was not copied"),
+    ):
         snap["env"] = {"hf_endpoint": endpoint, "hf_token_present": False}
         (tmp_path / "snap.json").write_text(json.dumps(snap))
         out = tmp_path / "s.toml"
-        code, stdout, err = run_cli("init", "--snapshot", str(tmp_path / "snap.json"), "--out", str(out), "--force", "--json")
+        code, stdout, err = run_cli(
+            "init", "--snapshot", str(tmp_path / "snap.json"), "--out", str(out), "--force", "--json"
+        )
         assert code == 0, err
         assert why in json.loads(stdout)["chosen"]["model.mirrors"]
         assert tomllib.loads(out.read_text())["model"]["mirrors"] == mirrors
@@ -148,8 +167,10 @@ def test_init_puts_the_hosts_hf_endpoint_first_in_the_mirrors(run_cli, tmp_path)
 def test_init_into_a_directory_or_below_a_file_is_one_line(run_cli, tmp_path):
     (tmp_path / "adir").mkdir()
     (tmp_path / "afile").write_text("x")
-    for out, message in ((tmp_path / "adir", f"{tmp_path / 'adir'} is a directory"),
-                         (tmp_path / "afile" / "s.toml", f"cannot write {tmp_path / 'afile' / 's.toml'}: ")):
+    for out, message in (
+        (tmp_path / "adir", f"{tmp_path / 'adir'} is a directory"),
+        (tmp_path / "afile" / "s.toml", f"cannot write {tmp_path / 'afile' / 's.toml'}: "),
+    ):
         code, stdout, err = run_cli("init", "--no-probe", "--force", "--out", str(out))
         assert code == 2 and stdout == "" and "internal error" not in err
         assert err.startswith(f"tqdeploy: error: {message}")

@@ -1,4 +1,5 @@
 """Rendering: golden files for every template, determinism, lock, --dry-run, --check, stale files."""
+
 from __future__ import annotations
 
 import hashlib
@@ -72,11 +73,20 @@ def test_separate_processes_with_different_hash_seeds_render_identical_builds(tm
     for seed in ("1", "2"):
         out = tmp_path / f"b{seed}"
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        res = subprocess.run([tqdeploy_exe, "build", str(FIX / "multinode.toml"), "--out", str(out)],
-                             capture_output=True, text=True, env=env)
+        res = subprocess.run(
+            [tqdeploy_exe, "build", str(FIX / "multinode.toml"), "--out", str(out)],
+            capture_output=True,
+            text=True,
+            env=env,
+        )
         assert res.returncode == 0, res.stderr
-        digests.append({str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
-                        for p in sorted(out.rglob("*")) if p.is_file()})
+        digests.append(
+            {
+                str(p.relative_to(out)): hashlib.sha256(p.read_bytes()).hexdigest()
+                for p in sorted(out.rglob("*"))
+                if p.is_file()
+            }
+        )
     assert digests[0] == digests[1]
 
 
@@ -86,9 +96,11 @@ def test_lock_records_pins_and_every_file_hash():
     assert lock["schema"] == "tqdeploy.lock/1"
     assert lock["pins"]["vllm"]["version"] == "0.32.0"
     assert lock["pins"]["image"] == {
-        "base": "vllm/vllm-openai:v0.32.0", "digest": "unresolved",
+        "base": "vllm/vllm-openai:v0.32.0",
+        "digest": "unresolved",
         "note": "no digest was read from a registry; run `tqdeploy build --resolve-digests` where the "
-                "registry is reachable to pin it"}
+        "registry is reachable to pin it",
+    }
     assert lock["pins"]["model"]["pinned"] is False and "branch" in lock["pins"]["model"]["note"]
     from tqdeploy import __version__
 
@@ -97,8 +109,11 @@ def test_lock_records_pins_and_every_file_hash():
     for rel, digest in lock["files"].items():
         assert hashlib.sha256(files[rel].data).hexdigest() == digest
     multi = json.loads(render_files(CASES["multinode"]())["tqdeploy.lock.json"].data)
-    assert multi["pins"]["model"] == {"repo": "Qwen/Qwen3.6-27B", "pinned": True,
-                                      "revision": "0123456789abcdef0123456789abcdef01234567"}
+    assert multi["pins"]["model"] == {
+        "repo": "Qwen/Qwen3.6-27B",
+        "pinned": True,
+        "revision": "0123456789abcdef0123456789abcdef01234567",
+    }
 
 
 def test_no_digest_is_invented_anywhere():
@@ -126,11 +141,16 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
     files = render_files(spec)
     assert f"ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0@{kept}\n".encode() in files["Dockerfile"].data
     lock = json.loads(files["tqdeploy.lock.json"].data)
-    assert lock["pins"]["image"] == {"base": "vllm/vllm-openai:v0.32.0", "digest": kept,
-                                     "source": "tqdeploy data base-digests.toml (read from a test registry)"}
+    assert lock["pins"]["image"] == {
+        "base": "vllm/vllm-openai:v0.32.0",
+        "digest": kept,
+        "source": "tqdeploy data base-digests.toml (read from a test registry)",
+    }
     assert spec.spec_hash != unpinned_hash  # another base, another image tag
     own = "sha256:" + "cd" * 32
-    text = embedded_spec_path_text().replace('base = "vllm/vllm-openai:v0.32.0"', f'base = "vllm/vllm-openai:v0.32.0"\ndigest = "{own}"')
+    text = embedded_spec_path_text().replace(
+        'base = "vllm/vllm-openai:v0.32.0"', f'base = "vllm/vllm-openai:v0.32.0"\ndigest = "{own}"'
+    )
     (tmp_path / "s.toml").write_text(text)
     mine = load_spec(tmp_path / "s.toml", check_vllm_flags=False)
     apply_known_digest(mine, table)
@@ -207,7 +227,9 @@ def test_check_without_a_lock_is_a_usage_error(run_cli, tmp_path):
     assert code == 2 and "is not a tqdeploy build directory" in err and "internal error" not in err
     (tmp_path / "tqdeploy.lock.json").write_text('{"schema": "tqdeploy.lock/1", "files": {"serve.sh": 5}}\n')
     code, _, err = run_cli("build", "--check", str(tmp_path))
-    assert code == 2 and err.startswith(f"tqdeploy: error: {tmp_path / 'tqdeploy.lock.json'}: not a tqdeploy.lock/1 lock file")
+    assert code == 2 and err.startswith(
+        f"tqdeploy: error: {tmp_path / 'tqdeploy.lock.json'}: not a tqdeploy.lock/1 lock file"
+    )
 
 
 def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
@@ -240,7 +262,11 @@ def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_TOKEN", token)
     (tmp_path / "secrets").mkdir()
     (tmp_path / "secrets" / "vllm-api-key").write_text(key)
-    spec = (FIX / "multinode.toml").read_text().replace("/etc/tqdeploy/vllm-api-key", str(tmp_path / "secrets" / "vllm-api-key"))
+    spec = (
+        (FIX / "multinode.toml")
+        .read_text()
+        .replace("/etc/tqdeploy/vllm-api-key", str(tmp_path / "secrets" / "vllm-api-key"))
+    )
     (tmp_path / "tqdeploy.toml").write_text(spec)
     outputs = []
     for extra in (("--dry-run",), ("--json",), ()):
@@ -257,8 +283,10 @@ def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
 
 
 def test_help_stays_light(tqdeploy_exe):
-    code = ("import sys; import tqdeploy.commands.build, tqdeploy.commands.init; "
-            "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.spec') if m in sys.modules])")
+    code = (
+        "import sys; import tqdeploy.commands.build, tqdeploy.commands.init; "
+        "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.spec') if m in sys.modules])"
+    )
     python = str(Path(tqdeploy_exe).parent / "python")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
@@ -297,8 +325,10 @@ def test_template_environment_is_strict_and_sandboxed(tmp_path):
 
 
 def _tree(root: Path) -> dict[str, bytes | None]:
-    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
-            for p in sorted(root.rglob("*"))}
+    return {
+        str(p.relative_to(root)): (p.read_bytes() if p.is_file() and not p.is_symlink() else None)
+        for p in sorted(root.rglob("*"))
+    }
 
 
 @pytest.mark.parametrize("obstacle", ["dir-for-file", "file-for-dir", "symlinked-dir"])
@@ -327,8 +357,10 @@ def test_out_below_a_file_is_refused(run_cli, tmp_path):
     (tmp_path / "afile").write_text("x")
     code, _, err = run_cli("build", "--out", str(tmp_path / "afile" / "sub"))
     assert code == 2
-    assert err.splitlines()[0] == (f"tqdeploy: error: {tmp_path / 'afile'} exists and is not a directory, "
-                                   f"so {tmp_path / 'afile' / 'sub'} cannot be created")
+    assert err.splitlines()[0] == (
+        f"tqdeploy: error: {tmp_path / 'afile'} exists and is not a directory, "
+        f"so {tmp_path / 'afile' / 'sub'} cannot be created"
+    )
 
 
 def test_a_staging_folder_left_by_an_interrupted_build_is_cleaned_up(run_cli, tmp_path):
@@ -342,12 +374,18 @@ def test_a_staging_folder_left_by_an_interrupted_build_is_cleaned_up(run_cli, tm
     assert (out / ".operator-notes").read_text() == "mine\n"
 
 
-@pytest.mark.parametrize("args, message", [
-    (("--check", "B", "--image"), "--check verifies an existing build directory and writes nothing; it does not take --image"),
-    (("--check", "B", "--out", "C", "--dry-run"), "it does not take --out, --dry-run"),
-    (("--check", "B", "--resolve-digests"), "it does not take --resolve-digests"),
-    (("--dry-run", "--image"), "--dry-run writes nothing, so there is no build directory to build an image from"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ("--check", "B", "--image"),
+            "--check verifies an existing build directory and writes nothing; it does not take --image",
+        ),
+        (("--check", "B", "--out", "C", "--dry-run"), "it does not take --out, --dry-run"),
+        (("--check", "B", "--resolve-digests"), "it does not take --resolve-digests"),
+        (("--dry-run", "--image"), "--dry-run writes nothing, so there is no build directory to build an image from"),
+    ],
+)
 def test_option_combinations_that_would_be_ignored_are_refused(run_cli, tmp_path, args, message):
     args = [str(tmp_path / a) if a in ("B", "C") else a for a in args]
     code, stdout, err = run_cli("build", *args)
@@ -359,22 +397,30 @@ def test_option_combinations_that_would_be_ignored_are_refused(run_cli, tmp_path
 def test_the_text_report_names_what_is_not_pinned(run_cli, tmp_path):
     code, stdout, _ = run_cli("build", "--out", str(tmp_path / "b"))
     assert code == 0
-    assert ("  not pinned: model: 'main' is a branch or tag, not a commit: set model.revision to the 40-hex "
-            "commit you tested") in stdout.splitlines()
-    assert any(line.startswith("  not pinned: image: no digest was read from a registry") for line in stdout.splitlines())
+    assert (
+        "  not pinned: model: 'main' is a branch or tag, not a commit: set model.revision to the 40-hex "
+        "commit you tested"
+    ) in stdout.splitlines()
+    assert any(
+        line.startswith("  not pinned: image: no digest was read from a registry") for line in stdout.splitlines()
+    )
     code, stdout, _ = run_cli("build", str(FIX / "multinode.toml"), "--out", str(tmp_path / "m"))
     assert "not pinned: model" not in stdout  # a commit sha is a pin
 
 
 def test_lock_says_when_the_vllm_version_is_only_the_specs_claim(tmp_path):
-    text = ('name = "custom"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
-            '[image]\nbase = "registry.internal/team/vllm-patched:2026-11"\n')
+    text = (
+        'name = "custom"\n[model]\npath = "/m"\nserved_name = "m"\n[vllm]\nversion = "0.32.0"\n'
+        '[image]\nbase = "registry.internal/team/vllm-patched:2026-11"\n'
+    )
     (tmp_path / "s.toml").write_text(text)
     pin = json.loads(render_files(load_spec(tmp_path / "s.toml", check_vllm_flags=False))["tqdeploy.lock.json"].data)
     assert pin["pins"]["vllm"] == {
-        "version": "0.32.0", "how": "base image registry.internal/team/vllm-patched:2026-11",
+        "version": "0.32.0",
+        "how": "base image registry.internal/team/vllm-patched:2026-11",
         "note": "registry.internal/team/vllm-patched:2026-11 is not vLLM's official image: that it holds "
-                "vLLM 0.32.0 is the spec's claim, not checked by tqdeploy"}
+        "vLLM 0.32.0 is the spec's claim, not checked by tqdeploy",
+    }
     official = json.loads(render_files(CASES["qwen36-27b-tq"]())["tqdeploy.lock.json"].data)["pins"]["vllm"]
     assert official == {"version": "0.32.0", "how": "official image tag vllm/vllm-openai:v0.32.0"}
 

@@ -1,4 +1,5 @@
 """Spec loading: TOML errors as file:line, unknown keys named, invalid values refused, nothing written."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -41,13 +42,14 @@ def test_toml_syntax_error_names_file_and_line(run_cli, tmp_path):
 
 def test_unknown_key_is_named_with_its_line_and_a_suggestion(run_cli, tmp_path):
     lines = _refused(run_cli, tmp_path, FIX / "unknown-key.toml")
-    assert lines[0] == (f"tqdeploy: error: {FIX / 'unknown-key.toml'}:6: unknown key 'model.revison' "
-                        "(did you mean 'revision'?)")
+    assert lines[0] == (
+        f"tqdeploy: error: {FIX / 'unknown-key.toml'}:6: unknown key 'model.revison' (did you mean 'revision'?)"
+    )
 
 
 def test_unknown_section_is_named(tmp_path):
     with pytest.raises(TQError, match=r"x.toml:2: unknown section \[sevrer\] \(did you mean 'server'\?\)"):
-        parse_spec_text('schema = 1\n[sevrer]\nport = 1\n', "x.toml")
+        parse_spec_text("schema = 1\n[sevrer]\nport = 1\n", "x.toml")
 
 
 def test_wrong_type_is_named():
@@ -62,32 +64,52 @@ def test_public_bind_without_api_key_is_refused(run_cli, tmp_path):
     assert "api_key_file" in lines[1]
 
 
-@pytest.mark.parametrize("patch, message", [
-    (('max_model_len = 262144', 'max_model_len = 0'), "vllm.max_model_len must be >= 1"),
-    (('port = 8000', 'port = 70000'), "server.port 70000 is not a TCP port"),
-    (('name = "qwen36-27b-tq"', 'name = "Qwen_Bad"'), "must be a lowercase DNS label"),
-    (('extra_args = []', 'extra_args = ["--api-key", "s3cret"]'),
-     "vllm.extra_args puts a secret on vLLM's command line (--api-key)"),
-    (('extra_args = []', 'extra_args = ["--hf-token=hf_seededSpecToken0123456789"]'),
-     "vllm.extra_args puts a secret on vLLM's command line (--hf-token)"),
-    (('extra_args = []', 'extra_args = ["--tokenizer", "hf_seededSpecToken0123456789"]'),
-     "vllm.extra_args puts a secret on vLLM's command line (a Hugging Face token)"),
-    (('mirrors = ["https://huggingface.co"]', 'mirrors = ["https://ops:s3cret@mirror.example"]'),
-     "a model.mirrors URL carries credentials"),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.25.0"'),
-     "image.base vllm/vllm-openai:v0.25.0 is not the vLLM 0.32.0 image that vllm.version pins"),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/mirror/vllm/vllm-openai:nightly"'),
-     "is not the vLLM 0.32.0 image that vllm.version pins"),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0-cu129"'), None),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/vllm/vllm-openai:v0.32.0"'), None),
-    (('extra_args = []', 'extra_args = ["--max-model-len=4096"]'), "use vllm.max_model_len instead"),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:latest"'), "explicit version tag (not latest)"),
-    (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0"\ndigest = "sha256:1234"'),
-     "image.digest must be sha256:<64 hex>"),
-    (('version = "0.32.0"', 'version = "latest"'), "is not an exact release"),
-    (('gpus = "all"', 'gpus = [0]\n'), None),
-    (('tensor_parallel_size = 1', 'tensor_parallel_size = 2'), None),
-])
+@pytest.mark.parametrize(
+    "patch, message",
+    [
+        (("max_model_len = 262144", "max_model_len = 0"), "vllm.max_model_len must be >= 1"),
+        (("port = 8000", "port = 70000"), "server.port 70000 is not a TCP port"),
+        (('name = "qwen36-27b-tq"', 'name = "Qwen_Bad"'), "must be a lowercase DNS label"),
+        (
+            ("extra_args = []", 'extra_args = ["--api-key", "s3cret"]'),
+            "vllm.extra_args puts a secret on vLLM's command line (--api-key)",
+        ),
+        (
+            ("extra_args = []", 'extra_args = ["--hf-token=hf_seededSpecToken0123456789"]'),
+            "vllm.extra_args puts a secret on vLLM's command line (--hf-token)",
+        ),
+        (
+            ("extra_args = []", 'extra_args = ["--tokenizer", "hf_seededSpecToken0123456789"]'),
+            "vllm.extra_args puts a secret on vLLM's command line (a Hugging Face token)",
+        ),
+        (
+            ('mirrors = ["https://huggingface.co"]', 'mirrors = ["https://ops:s3cret@mirror.example"]'),
+            "a model.mirrors URL carries credentials",
+        ),
+        (
+            ('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.25.0"'),
+            "image.base vllm/vllm-openai:v0.25.0 is not the vLLM 0.32.0 image that vllm.version pins",
+        ),
+        (
+            ('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/mirror/vllm/vllm-openai:nightly"'),
+            "is not the vLLM 0.32.0 image that vllm.version pins",
+        ),
+        (('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0-cu129"'), None),
+        (('base = "vllm/vllm-openai:v0.32.0"', 'base = "registry.internal:5000/vllm/vllm-openai:v0.32.0"'), None),
+        (("extra_args = []", 'extra_args = ["--max-model-len=4096"]'), "use vllm.max_model_len instead"),
+        (
+            ('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:latest"'),
+            "explicit version tag (not latest)",
+        ),
+        (
+            ('base = "vllm/vllm-openai:v0.32.0"', 'base = "vllm/vllm-openai:v0.32.0"\ndigest = "sha256:1234"'),
+            "image.digest must be sha256:<64 hex>",
+        ),
+        (('version = "0.32.0"', 'version = "latest"'), "is not an exact release"),
+        (('gpus = "all"', "gpus = [0]\n"), None),
+        (("tensor_parallel_size = 1", "tensor_parallel_size = 2"), None),
+    ],
+)
 def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, patch, message):
     from tqdeploy.spec.load import embedded_spec_path
 
@@ -107,15 +129,19 @@ def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, pa
 
 
 def test_tp_larger_than_listed_gpus_is_refused(tmp_path):
-    text = 'name = "a"\n[model]\npath = "/m"\nserved_name = "a"\n[vllm]\nversion = "0.32.0"\n' \
-           'tensor_parallel_size = 4\n[image]\nbase = "x/y:1"\n[resources]\ngpus = [0, 1]\n'
+    text = (
+        'name = "a"\n[model]\npath = "/m"\nserved_name = "a"\n[vllm]\nversion = "0.32.0"\n'
+        'tensor_parallel_size = 4\n[image]\nbase = "x/y:1"\n[resources]\ngpus = [0, 1]\n'
+    )
     spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
     assert [p.message for p in spec_problems(spec)] == ["2 GPU(s) listed but tensor_parallel_size is 4"]
 
 
 def test_repo_and_path_are_exclusive():
-    text = 'name = "a"\n[model]\nrepo = "a/b"\nrevision = "main"\npath = "/m"\nserved_name = "a"\n' \
-           '[vllm]\nversion = "0.32.0"\n[image]\nbase = "x/y:1"\n'
+    text = (
+        'name = "a"\n[model]\nrepo = "a/b"\nrevision = "main"\npath = "/m"\nserved_name = "a"\n'
+        '[vllm]\nversion = "0.32.0"\n[image]\nbase = "x/y:1"\n'
+    )
     spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
     assert "set exactly one of model.repo and model.path" in [p.message for p in spec_problems(spec)]
 
@@ -149,8 +175,10 @@ def test_docs_describe_every_spec_key():
 
 def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
     model = Path(__file__).resolve().parent / "fixtures" / "models" / "qwen3.6-27b"
-    text = (f'name = "q"\n[model]\npath = "{model}"\nserved_name = "q"\n[vllm]\nversion = "0.32.0"\n'
-            'tensor_parallel_size = 3\n[image]\nbase = "vllm/vllm-openai:v0.32.0"\n[resources]\ngpus = [0, 1, 2]\n')
+    text = (
+        f'name = "q"\n[model]\npath = "{model}"\nserved_name = "q"\n[vllm]\nversion = "0.32.0"\n'
+        'tensor_parallel_size = 3\n[image]\nbase = "vllm/vllm-openai:v0.32.0"\n[resources]\ngpus = [0, 1, 2]\n'
+    )
     (tmp_path / "s.toml").write_text(text)
     lines = _refused(run_cli, tmp_path, tmp_path / "s.toml")
     assert lines[0].startswith(f"tqdeploy: error: {tmp_path / 's.toml'}:7: vllm.tensor_parallel_size: ")
@@ -163,11 +191,14 @@ def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
     assert f"vLLM flags checked against the checkpoint at {model}" in json.loads(stdout)["notes"]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "s.toml: name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars) (and 4 more problems)"),
-    ("model = 5\n", "s.toml:1: model must be one table [model], got int 5"),
-    ('[[model]]\nrepo = "a/b"\n', "s.toml:1: model must be one table [model], got an array of tables [[...]]"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "s.toml: name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars) (and 4 more problems)"),
+        ("model = 5\n", "s.toml:1: model must be one table [model], got int 5"),
+        ('[[model]]\nrepo = "a/b"\n', "s.toml:1: model must be one table [model], got an array of tables [[...]]"),
+    ],
+)
 def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
     (tmp_path / "s.toml").write_text(text)
     with pytest.raises(TQError) as err:

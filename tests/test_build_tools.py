@@ -1,5 +1,6 @@
 """Rendered files under the real tools: hadolint, shellcheck, the compose schema, Kubernetes schemas
 (offline), `tqdeploy lint` on serve.sh, and the scripts themselves run with sh."""
+
 from __future__ import annotations
 
 import json
@@ -76,16 +77,18 @@ def test_shellcheck_passes_rendered_scripts(builds, case):
 @pytest.mark.parametrize("case", sorted(set(CASES) - {"multinode"}))
 def test_compose_file_matches_the_compose_spec_offline(builds, case):
     env = {**os.environ, **OFFLINE}
-    res = _run([_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", builds[case] / "compose.yaml"],
-               env=env)
+    res = _run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", builds[case] / "compose.yaml"], env=env
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_compose_schema_check_rejects_a_broken_file(tmp_path):
     bad = tmp_path / "compose.yaml"
     bad.write_text("services:\n  x:\n    ipc: host\n    ulimits: 5\n    restart: sometimes-maybe\n")
-    res = _run([_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", bad],
-               env={**os.environ, **OFFLINE})
+    res = _run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", bad], env={**os.environ, **OFFLINE}
+    )
     assert res.returncode == 1
 
 
@@ -100,8 +103,16 @@ def _k8s_validate(doc: dict) -> list[str]:
 
 
 def test_kubernetes_manifests_validate_offline(builds):
-    res = _run([_tool("kubernetes-validate"), "--strict", "-k", "1.30.0",
-                *sorted((builds["qwen36-27b-tq"] / "k8s").glob("*.yaml"))], env={**os.environ, **OFFLINE})
+    res = _run(
+        [
+            _tool("kubernetes-validate"),
+            "--strict",
+            "-k",
+            "1.30.0",
+            *sorted((builds["qwen36-27b-tq"] / "k8s").glob("*.yaml")),
+        ],
+        env={**os.environ, **OFFLINE},
+    )
     assert res.returncode == 0, res.stdout + res.stderr
     assert res.stdout.count("passed") == 4  # deployment, service, two PVCs
 
@@ -124,8 +135,17 @@ def test_leaderworkerset_pod_templates_validate(builds):
         if doc:
             assert doc["spec"]["accessModes"] == ["ReadWriteMany"]
             assert _k8s_validate(doc) == []
-    assert _k8s_validate({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "x"},
-                          "template": {"spec": {"containers": [{"name": "c", "image": 5}]}}}) != []
+    assert (
+        _k8s_validate(
+            {
+                "apiVersion": "v1",
+                "kind": "PodTemplate",
+                "metadata": {"name": "x"},
+                "template": {"spec": {"containers": [{"name": "c", "image": 5}]}},
+            }
+        )
+        != []
+    )
 
 
 def test_deployment_carries_probes_gpu_requests_shm_and_anti_affinity(builds):
@@ -150,7 +170,8 @@ def test_compose_binds_loopback_and_reserves_gpus(builds):
     assert svc["ports"] == ["127.0.0.1:8000:8000"]
     assert svc["ipc"] == "host" and svc["ulimits"]["memlock"] == {"soft": -1, "hard": -1}
     assert svc["deploy"]["resources"]["reservations"]["devices"] == [
-        {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+        {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}
+    ]
     assert svc["healthcheck"]["test"] == ["CMD", "/opt/tqdeploy/healthcheck.sh"]
     # compose runs one host: a multi-node spec gets none (a Ray leader would wait for workers forever)
     assert not (builds["multinode"] / "compose.yaml").exists()
@@ -169,9 +190,12 @@ def test_compose_publishes_where_the_spec_says_and_reserves_the_listed_gpus(tmp_
     svc = yaml.safe_load((tmp_path / "b" / "compose.yaml").read_text())["services"]["qwen36-27b-tq"]
     assert svc["ports"] == ["0.0.0.0:8000:8000"]
     assert svc["deploy"]["resources"]["reservations"]["devices"] == [
-        {"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}]
-    res = _run([_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", tmp_path / "b" / "compose.yaml"],
-               env={**os.environ, **OFFLINE})
+        {"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}
+    ]
+    res = _run(
+        [_tool("check-jsonschema"), "--builtin-schema", "vendor.compose-spec", tmp_path / "b" / "compose.yaml"],
+        env={**os.environ, **OFFLINE},
+    )
     assert res.returncode == 0, res.stdout + res.stderr
 
 
@@ -180,9 +204,14 @@ def test_monitoring_uses_vllms_real_metric_names(builds):
 
     dash = json.loads((builds["qwen36-27b-tq"] / "monitoring" / "grafana-dashboard.json").read_text())
     exprs = " ".join(t["expr"] for p in dash["panels"] for t in p["targets"])
-    for metric in ("vllm:kv_cache_usage_perc", "vllm:num_requests_running", "vllm:num_requests_waiting",
-                   "vllm:time_to_first_token_seconds_bucket", "vllm:inter_token_latency_seconds_bucket",
-                   "vllm:num_preemptions_total"):
+    for metric in (
+        "vllm:kv_cache_usage_perc",
+        "vllm:num_requests_running",
+        "vllm:num_requests_waiting",
+        "vllm:time_to_first_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_bucket",
+        "vllm:num_preemptions_total",
+    ):
         assert metric in exprs
     assert "gpu_cache_usage" not in exprs  # the pre-0.9 name
     assert 'model_name="qwen3.6-27b"' in exprs
@@ -209,8 +238,11 @@ def test_rendered_serve_sh_passes_tqdeploy_lint(builds, case, run_cli):
 def test_lint_refuses_a_spec_with_a_false_flag(run_cli, tmp_path):
     from tqdeploy.spec.load import embedded_spec_path
 
-    text = embedded_spec_path("qwen36-27b-tq").read_text().replace(
-        'extra_args = []', 'extra_args = ["--quantization", "turboquant"]')
+    text = (
+        embedded_spec_path("qwen36-27b-tq")
+        .read_text()
+        .replace("extra_args = []", 'extra_args = ["--quantization", "turboquant"]')
+    )
     (tmp_path / "s.toml").write_text(text)
     code, _, err = run_cli("build", str(tmp_path / "s.toml"), "--out", str(tmp_path / "b"))
     assert code == 2 and not (tmp_path / "b").exists()
@@ -218,29 +250,44 @@ def test_lint_refuses_a_spec_with_a_false_flag(run_cli, tmp_path):
 
 
 def _sh(script: Path, env: dict[str, str]):
-    return subprocess.run(["sh", str(script)], capture_output=True, text=True, timeout=30,
-                          env={"PATH": os.environ["PATH"], **env})
+    return subprocess.run(
+        ["sh", str(script)], capture_output=True, text=True, timeout=30, env={"PATH": os.environ["PATH"], **env}
+    )
 
 
 def test_serve_sh_fails_fast_when_the_model_is_missing(builds, tmp_path):
-    res = _sh(builds["qwen36-27b-tq"] / "serve.sh", {"TQ_MODEL_DIR": str(tmp_path / "absent"),
-                                                     "VLLM_CACHE_ROOT": str(tmp_path / "c"), "HF_HOME": str(tmp_path / "h")})
+    res = _sh(
+        builds["qwen36-27b-tq"] / "serve.sh",
+        {
+            "TQ_MODEL_DIR": str(tmp_path / "absent"),
+            "VLLM_CACHE_ROOT": str(tmp_path / "c"),
+            "HF_HOME": str(tmp_path / "h"),
+        },
+    )
     assert res.returncode == 66
     assert res.stderr.splitlines()[0] == f"serve.sh: model missing: {tmp_path / 'absent'} has no config.json"
 
 
 def test_a_multi_node_worker_fails_fast_on_a_missing_model_too(builds, tmp_path):
-    res = _sh(builds["multinode"] / "serve.sh", {"TQ_ROLE": "worker", "TQ_MODEL_DIR": str(tmp_path / "absent"),
-                                                 "LWS_LEADER_ADDRESS": "leader.example"})
+    res = _sh(
+        builds["multinode"] / "serve.sh",
+        {"TQ_ROLE": "worker", "TQ_MODEL_DIR": str(tmp_path / "absent"), "LWS_LEADER_ADDRESS": "leader.example"},
+    )
     assert res.returncode == 66 and "model missing" in res.stderr
 
 
 def test_serve_sh_refuses_to_start_without_its_api_key(builds, tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text("{}")
-    res = _sh(builds["qwen36-27b-tq"] / "serve.sh", {"TQ_MODEL_DIR": str(tmp_path / "m"),
-                                                     "TQ_API_KEY_FILE": str(tmp_path / "nokey"),
-                                                     "VLLM_CACHE_ROOT": str(tmp_path / "c"), "HF_HOME": str(tmp_path / "h")})
+    res = _sh(
+        builds["qwen36-27b-tq"] / "serve.sh",
+        {
+            "TQ_MODEL_DIR": str(tmp_path / "m"),
+            "TQ_API_KEY_FILE": str(tmp_path / "nokey"),
+            "VLLM_CACHE_ROOT": str(tmp_path / "c"),
+            "HF_HOME": str(tmp_path / "h"),
+        },
+    )
     assert res.returncode == 67
     assert "API key file" in res.stderr and "never goes on the command line" in res.stderr
 
@@ -253,19 +300,27 @@ def test_download_sh_calls_tqdeploy_download_with_every_mirror_in_order(builds, 
     fake.write_text('#!/bin/sh\necho "$*" > "$TQ_CALLS"\nexit 3\n')
     fake.chmod(0o755)
     calls = tmp_path / "calls"
-    res = subprocess.run(["sh", str(builds["multinode"] / "download.sh")], capture_output=True, text=True,
-                         env={"PATH": f"{fake.parent}:/usr/bin:/bin", "TQ_CALLS": str(calls),
-                              "TQ_MODELS_DIR": str(tmp_path / "models")})
+    res = subprocess.run(
+        ["sh", str(builds["multinode"] / "download.sh")],
+        capture_output=True,
+        text=True,
+        env={"PATH": f"{fake.parent}:/usr/bin:/bin", "TQ_CALLS": str(calls), "TQ_MODELS_DIR": str(tmp_path / "models")},
+    )
     assert res.returncode == 3  # its exit status is download.sh's
     rev = "Qwen/Qwen3.6-27B@0123456789abcdef0123456789abcdef01234567"
     assert calls.read_text().splitlines() == [
         f"download {rev} --mirror https://hf-mirror.internal.example --mirror https://huggingface.co "
-        f"--to {tmp_path / 'models' / 'Qwen--Qwen3.6-27B'}"]
+        f"--to {tmp_path / 'models' / 'Qwen--Qwen3.6-27B'}"
+    ]
 
 
 def test_download_sh_explains_a_missing_tqdeploy(builds, tmp_path):
-    res = subprocess.run(["/bin/sh", str(builds["qwen36-27b-tq"] / "download.sh")], capture_output=True, text=True,
-                         env={"PATH": str(tmp_path)})
+    res = subprocess.run(
+        ["/bin/sh", str(builds["qwen36-27b-tq"] / "download.sh")],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(tmp_path)},
+    )
     assert res.returncode == 69 and "tqdeploy is not on PATH" in res.stderr
 
 
@@ -293,10 +348,14 @@ def _nginx_conf(tmp_path: Path, include: Path) -> tuple[Path, Path]:
     """A minimal nginx.conf around the rendered file (its http {} block), with every path under tmp_path."""
     prefix = tmp_path / "prefix"
     (prefix / "logs").mkdir(parents=True)
-    temp = "\n".join(f"  {kind}_temp_path {prefix / 'tmp'};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+    temp = "\n".join(
+        f"  {kind}_temp_path {prefix / 'tmp'};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
     conf = tmp_path / "nginx.conf"
-    conf.write_text(f"pid {prefix / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\nhttp {{\n  access_log off;\n"
-                    f"{temp}\n  include {include};\n}}\n")
+    conf.write_text(
+        f"pid {prefix / 'nginx.pid'};\nerror_log stderr;\nevents {{}}\nhttp {{\n  access_log off;\n"
+        f"{temp}\n  include {include};\n}}\n"
+    )
     return prefix, conf
 
 
@@ -317,8 +376,9 @@ def test_an_ipv6_address_is_bracketed_where_a_port_follows(nginx_binary, tmp_pat
 
     from tqdeploy.spec.load import embedded_spec_path
 
-    (tmp_path / "s.toml").write_text(embedded_spec_path("qwen36-27b-tq").read_text().replace(
-        'host = "127.0.0.1"', 'host = "::1"'))
+    (tmp_path / "s.toml").write_text(
+        embedded_spec_path("qwen36-27b-tq").read_text().replace('host = "127.0.0.1"', 'host = "::1"')
+    )
     out = tmp_path / "b"
     write_build(out, render_files(load_spec(tmp_path / "s.toml")))
     svc = yaml.safe_load((out / "compose.yaml").read_text())["services"]["qwen36-27b-tq"]
@@ -336,8 +396,11 @@ def test_cpu_variant_manifests_validate_and_request_no_gpu(tmp_path):
 
     from tqdeploy.spec.load import embedded_spec_path
 
-    (tmp_path / "s.toml").write_text(embedded_spec_path("tiny-cpu-demo").read_text().replace(
-        "port = 8000", 'port = 8000\napi_key_file = "./secrets/vllm-api-key"'))
+    (tmp_path / "s.toml").write_text(
+        embedded_spec_path("tiny-cpu-demo")
+        .read_text()
+        .replace("port = 8000", 'port = 8000\napi_key_file = "./secrets/vllm-api-key"')
+    )
     out = tmp_path / "b"
     write_build(out, render_files(load_spec(tmp_path / "s.toml")))
     manifests = sorted((out / "k8s").glob("*.yaml"))

@@ -1,5 +1,6 @@
 """The rendered serve.sh of the CPU demo spec starts the real vLLM CPU build and serves the tiny model,
 with the API key read from its file into VLLM_API_KEY: /v1 needs the key, which is in no argv or log."""
+
 from __future__ import annotations
 
 import json
@@ -69,8 +70,9 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
     }
     log_path = tmp_path / "serve.log"
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(["sh", str(out / "serve.sh")], stdout=log, stderr=subprocess.STDOUT, env=env,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            ["sh", str(out / "serve.sh")], stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 420

@@ -1,12 +1,13 @@
 """Every host check on the converted H200 recording (pass) and on a degraded variant (fail)."""
+
 from __future__ import annotations
 
 import copy
 
 import pytest
-from support.doctor_hosts import GIB, h200, h200_live, two_gpus, variant
 
 import tqdeploy.hostchecks  # noqa: F401  registers the checks
+from support.doctor_hosts import GIB, h200, h200_live, two_gpus, variant
 from tqdeploy.checkbase import REGISTRY, CheckContext
 from tqdeploy.snapshot import HostSnapshot
 
@@ -108,8 +109,11 @@ def test_generation_drop_at_idle_is_info_not_a_fault():
 def test_aer_counters():
     d = h200()
     assert severities(run("TQ110", d)) == ["skipped"]  # the H200 VM exposes none
-    d["pci"]["0000:00:06.0"]["aer"] = {"correctable": {"RxErr": 0, "TOTAL_ERR_COR": 0},
-                                        "nonfatal": {"TOTAL_ERR_NONFATAL": 0}, "fatal": {"TOTAL_ERR_FATAL": 0}}
+    d["pci"]["0000:00:06.0"]["aer"] = {
+        "correctable": {"RxErr": 0, "TOTAL_ERR_COR": 0},
+        "nonfatal": {"TOTAL_ERR_NONFATAL": 0},
+        "fatal": {"TOTAL_ERR_FATAL": 0},
+    }
     assert severities(run("TQ110", d)) == ["ok"]
     d["pci"]["0000:00:06.0"]["aer"]["correctable"] = {"RxErr": 7, "TOTAL_ERR_COR": 7}
     assert severities(run("TQ110", d)) == ["warn"]
@@ -134,8 +138,11 @@ def test_inactive_nvlink_and_cross_socket_pairs():
 
 def test_pair_evidence_holds_the_level_and_both_p2p_statuses():
     (f,) = run("TQ113", two_gpus(h200(), nvlink=False))
-    assert f.evidence == {"matrix": {"0-1": "PHB"}, "p2p_read": {"0-1": "CHIPSET_NOT_SUPPORTED"},
-                          "p2p_nvlink": {"0-1": "NOT_SUPPORTED"}}
+    assert f.evidence == {
+        "matrix": {"0-1": "PHB"},
+        "p2p_read": {"0-1": "CHIPSET_NOT_SUPPORTED"},
+        "p2p_nvlink": {"0-1": "NOT_SUPPORTED"},
+    }
     assert "0-1" in f.title
 
 
@@ -147,20 +154,38 @@ def test_one_gpu_topology_checks_skip():
 def test_container_memlock_nofile_wsl():
     assert severities(run("TQ115", with_host(container={"in_container": False, "markers": []}))) == ["ok"]
     assert severities(run("TQ115", with_host(container={"in_container": True, "markers": ["/.dockerenv"]}))) == ["info"]
-    lim = {"memlock_soft": 65536, "memlock_hard": 65536, "nofile_soft": 1024, "nofile_hard": 1048576,
-           "infiniband": ["mlx5_0"]}
+    lim = {
+        "memlock_soft": 65536,
+        "memlock_hard": 65536,
+        "nofile_soft": 1024,
+        "nofile_hard": 1048576,
+        "infiniband": ["mlx5_0"],
+    }
     assert severities(run("TQ116", with_host(limits=lim))) == ["warn"]
     assert severities(run("TQ116", with_host(limits=lim | {"memlock_soft": -1}))) == ["ok"]
     assert severities(run("TQ117", with_host(limits=lim))) == ["ok"]  # vLLM raises the soft limit itself
     assert severities(run("TQ117", with_host(limits=lim | {"nofile_hard": 4096}))) == ["warn"]
     assert severities(run("TQ118", with_host(kernel={"release": "6.8.0-45-generic", "wsl": False}))) == ["ok"]
-    assert severities(run("TQ118", with_host(kernel={"release": "5.15.153.1-microsoft-standard-WSL2", "wsl": True}))) == ["info"]
-    assert severities(run("TQ118", with_host(kernel={"release": "4.19.104-microsoft-standard", "wsl": True}))) == ["warn"]
+    assert severities(
+        run("TQ118", with_host(kernel={"release": "5.15.153.1-microsoft-standard-WSL2", "wsl": True}))
+    ) == ["info"]
+    assert severities(run("TQ118", with_host(kernel={"release": "4.19.104-microsoft-standard", "wsl": True}))) == [
+        "warn"
+    ]
 
 
 def test_docker_engine_and_nvidia_runtime():
-    base = {"sdk": "7.2.0", "reachable": True, "error": "", "server_version": "26.1.5", "runtimes": ["runc"],
-            "default_runtime": "runc", "cdi_specs": {}, "nvidia_ctk": None, "docker_cli": "/usr/bin/docker"}
+    base = {
+        "sdk": "7.2.0",
+        "reachable": True,
+        "error": "",
+        "server_version": "26.1.5",
+        "runtimes": ["runc"],
+        "default_runtime": "runc",
+        "cdi_specs": {},
+        "nvidia_ctk": None,
+        "docker_cli": "/usr/bin/docker",
+    }
     assert severities(run("TQ119", with_host(docker=base))) == ["ok"]
     assert severities(run("TQ119", with_host(docker=base | {"reachable": False, "error": "refused"}))) == ["warn"]
     assert severities(run("TQ119", h200())) == ["info"]  # the H200 host has no docker SDK
@@ -297,8 +322,17 @@ def test_wsl_with_a_recent_kernel_names_the_pinned_memory_switch():
 
 
 def test_nvidia_runtime_when_the_engine_is_not_reachable():
-    down = {"sdk": "7.2.0", "reachable": False, "error": "refused", "server_version": None, "runtimes": [],
-            "default_runtime": None, "cdi_specs": {}, "nvidia_ctk": None, "docker_cli": "/usr/bin/docker"}
+    down = {
+        "sdk": "7.2.0",
+        "reachable": False,
+        "error": "refused",
+        "server_version": None,
+        "runtimes": [],
+        "default_runtime": None,
+        "cdi_specs": {},
+        "nvidia_ctk": None,
+        "docker_cli": "/usr/bin/docker",
+    }
     assert severities(run("TQ120", with_host(docker=down))) == ["warn"]
     assert severities(run("TQ120", with_host(docker=down | {"nvidia_ctk": "/usr/bin/nvidia-ctk"}))) == ["info"]
     assert severities(run("TQ120", with_host(docker=down | {"docker_cli": None}))) == ["skipped"]
@@ -315,8 +349,14 @@ def test_cuda_libraries_from_the_linker_cache_only():
 
 def test_mirror_behind_a_proxy_that_answers_5xx_is_an_error():
     env = {"hf_token_present": False, "hf_endpoint": "https://mirror.example"}
-    bad = {"endpoint": "https://mirror.example", "proxy": "http://proxy:3128", "reachable": True, "status": 502,
-           "error": "", "seconds": 0.1}
+    bad = {
+        "endpoint": "https://mirror.example",
+        "proxy": "http://proxy:3128",
+        "reachable": True,
+        "status": 502,
+        "error": "",
+        "seconds": 0.1,
+    }
     (f,) = run("TQ124", with_host(env=env, mirror=bad))
     assert f.severity.value == "error" and "HTTP 502" in f.title and "proxy" in f.title
     assert severities(run("TQ124", with_host(env=env, mirror=bad | {"status": 404}))) == ["ok"]

@@ -1,4 +1,5 @@
 """`tqdeploy doctor` end to end: the real probe on this machine, snapshot round trip, exit codes, bad input."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import sys
 from pathlib import Path
 
 from support.doctor_hosts import HOSTS, variant
-
 from tqdeploy.checkbase import REGISTRY, Check
 
 REPO = Path(__file__).resolve().parent.parent
@@ -123,7 +123,9 @@ def test_a_check_that_raises_becomes_an_error_finding(run_cli, monkeypatch):
     code, out, _ = run_cli("doctor", "--json", "--snapshot", H200)
     doc = json.loads(out)
     (f,) = [f for f in doc["findings"] if f["id"] == "TQ199"]
-    assert f["severity"] == "error" and "broken" in f["title"] and "ZeroDivisionError: boom" in f["evidence"]["exception"]
+    assert (
+        f["severity"] == "error" and "broken" in f["title"] and "ZeroDivisionError: boom" in f["evidence"]["exception"]
+    )
     assert code == 1 and len(doc["findings"]) > 20  # the other checks still ran
 
 
@@ -131,8 +133,9 @@ def test_model_checks_without_model_are_left_out(monkeypatch):
     from tqdeploy.checkbase import CheckContext
     from tqdeploy.doctor import select_checks
 
-    monkeypatch.setitem(REGISTRY, "TQ299", Check(id="TQ299", area="model", title="m", func=lambda c: None,
-                                                 needs=("model",)))
+    monkeypatch.setitem(
+        REGISTRY, "TQ299", Check(id="TQ299", area="model", title="m", func=lambda c: None, needs=("model",))
+    )
     assert "TQ299" not in select_checks(CheckContext(host=object()))
     assert "TQ299" in select_checks(CheckContext(host=object(), model={"weights_bytes": 1}))
 
@@ -141,10 +144,17 @@ def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
     """As on the H200 host: PYTHONPATH to a copy of the package, no docker module importable."""
     shutil.copytree(REPO / "tool", tmp_path / "tool", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "checks", tmp_path / "checks")
-    code = ("import sys; sys.modules['docker'] = None; import tqdeploy; assert tqdeploy.__file__.startswith(sys.argv[1]); "
-            "from tqdeploy.cli import main; sys.exit(main(['doctor', '--offline', '--json']))")
-    res = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(tmp_path / "tool"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)})
+    code = (
+        "import sys; sys.modules['docker'] = None; import tqdeploy; assert tqdeploy.__file__.startswith(sys.argv[1]); "
+        "from tqdeploy.cli import main; sys.exit(main(['doctor', '--offline', '--json']))"
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(tmp_path / "tool"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
     assert "Traceback" not in res.stderr, res.stderr
     doc = json.loads(res.stdout)
     (f,) = [f for f in doc["findings"] if f["id"] == "TQ119"]
@@ -154,8 +164,10 @@ def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
 
 def test_doctor_does_not_import_torch_or_vllm(tqdeploy_exe):
     python = tqdeploy_exe.rsplit("/", 1)[0] + "/python"
-    code = ("import sys; from tqdeploy.doctor import run_doctor; run_doctor(vllm_version='0.32.0', offline=True); "
-            "print(','.join(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))")
+    code = (
+        "import sys; from tqdeploy.doctor import run_doctor; run_doctor(vllm_version='0.32.0', offline=True); "
+        "print(','.join(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))"
+    )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.strip() == ""
 

@@ -1,4 +1,5 @@
 """The Docker probe and checks against the real Docker engine of this machine (no NVIDIA runtime here)."""
+
 from __future__ import annotations
 
 import subprocess

@@ -1,4 +1,5 @@
 """doctor with a launch command: the command is linted (TQ3xx) and its values feed the checkpoint checks."""
+
 import json
 
 from conftest import FIXTURES
@@ -19,8 +20,19 @@ def by_id(report, check_id):
 
 
 def test_command_is_linted_and_its_tp_feeds_the_checkpoint_check(run_cli):
-    code, rep = doctor_json(run_cli, "--model", QWEN, "--", "vllm", "serve", "Qwen/Qwen3.6-27B",
-                            "--tensor-parallel-size", "3", "--quantization", "turboquant")
+    code, rep = doctor_json(
+        run_cli,
+        "--model",
+        QWEN,
+        "--",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3.6-27B",
+        "--tensor-parallel-size",
+        "3",
+        "--quantization",
+        "turboquant",
+    )
     assert code == 1
     assert rep["options"]["tensor_parallel_size"] == 3
     assert any(f["area"] == "flags" and f["severity"] == "error" for f in by_id(rep, "TQ310"))
@@ -31,8 +43,9 @@ def test_command_is_linted_and_its_tp_feeds_the_checkpoint_check(run_cli):
 
 
 def test_model_rules_are_not_reported_twice(run_cli):
-    _, rep = doctor_json(run_cli, "--model", QWEN, "--", "vllm", "serve", "Qwen/Qwen3.6-27B",
-                         "--tensor-parallel-size", "3")
+    _, rep = doctor_json(
+        run_cli, "--model", QWEN, "--", "vllm", "serve", "Qwen/Qwen3.6-27B", "--tensor-parallel-size", "3"
+    )
     assert not [f for f in rep["findings"] if f["id"] in ("TQ340", "TQ341", "TQ342", "TQ343")]
 
 
@@ -54,8 +67,7 @@ def test_explicit_options_win_over_the_command(run_cli):
 
 def test_secrets_in_the_command_are_not_in_the_report(run_cli):
     secret = "sk-live-Do-Not-Print-42"
-    code, out, _ = run_cli("doctor", "--snapshot", H200, "--json", "--", "vllm", "serve", "m",
-                           "--api-key", secret)
+    code, out, _ = run_cli("doctor", "--snapshot", H200, "--json", "--", "vllm", "serve", "m", "--api-key", secret)
     assert secret not in out
     assert any(f["id"] == "TQ323" for f in json.loads(out)["findings"])
 

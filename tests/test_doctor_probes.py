@@ -1,4 +1,5 @@
 """Probes against fake sysfs/proc trees in temp dirs and an NVML stand-in at the adapter boundary."""
+
 from __future__ import annotations
 
 import http.server
@@ -8,23 +9,39 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from support.doctor_nvml import FakeNVML, NVMLError_GpuIsLost, NVMLError_LibraryNotFound, h200_like
+from tqdeploy.probe import ProbeRoots, collect, cudalibs, docker_engine, hostenv, pci, system
 
-from tqdeploy.probe import ProbeRoots, collect
-from tqdeploy.probe import cudalibs, docker_engine, hostenv, pci, system
+AER_COR = (
+    "RxErr 3\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 3\n"
+)
 
-AER_COR = "RxErr 3\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 3\n"
 
-
-def make_tree(tmp: Path, *, width="16", speed="32.0 GT/s PCIe", aspm="default", l1=None, aer=True,
-              osrelease="6.8.0-45-generic", cgroup="0::/\n", dockerenv=False, infiniband=()) -> ProbeRoots:
+def make_tree(
+    tmp: Path,
+    *,
+    width="16",
+    speed="32.0 GT/s PCIe",
+    aspm="default",
+    l1=None,
+    aer=True,
+    osrelease="6.8.0-45-generic",
+    cgroup="0::/\n",
+    dockerenv=False,
+    infiniband=(),
+) -> ProbeRoots:
     root, sysfs, proc, shm = tmp / "root", tmp / "sys", tmp / "proc", tmp / "shm"
     for d in (root, shm):
         d.mkdir(parents=True)
     dev = sysfs / "bus" / "pci" / "devices" / "0000:00:06.0"
     dev.mkdir(parents=True)
-    for name, value in (("current_link_speed", speed), ("max_link_speed", "32.0 GT/s PCIe"),
-                        ("current_link_width", width), ("max_link_width", "16")):
+    for name, value in (
+        ("current_link_speed", speed),
+        ("max_link_speed", "32.0 GT/s PCIe"),
+        ("current_link_width", width),
+        ("max_link_width", "16"),
+    ):
         (dev / name).write_text(value + "\n")
     if aer:
         (dev / "aer_dev_correctable").write_text(AER_COR)
@@ -35,8 +52,9 @@ def make_tree(tmp: Path, *, width="16", speed="32.0 GT/s PCIe", aspm="default", 
         (dev / "link" / "l1_aspm").write_text(l1 + "\n")
     policy = sysfs / "module" / "pcie_aspm" / "parameters"
     policy.mkdir(parents=True)
-    (policy / "policy").write_text(" ".join(f"[{p}]" if p == aspm else p
-                                            for p in ("default", "performance", "powersave", "powersupersave")) + "\n")
+    (policy / "policy").write_text(
+        " ".join(f"[{p}]" if p == aspm else p for p in ("default", "performance", "powersave", "powersupersave")) + "\n"
+    )
     for name in infiniband:
         (sysfs / "class" / "infiniband" / name).mkdir(parents=True)
     (proc / "1").mkdir(parents=True)
@@ -53,7 +71,12 @@ def test_collect_with_nvml_stand_in_and_fake_tree(tmp_path):
     roots = make_tree(tmp_path, width="8", l1="1", aspm="powersave", dockerenv=True, infiniband=["mlx5_0"])
     snap = collect(roots, nvml=nv, offline=True, docker_client_factory=_refusing_client)
     assert nv.shutdown_called
-    assert snap.driver == {"present": True, "version": "580.159.04", "cuda_driver": 13000, "nvml_version": "13.580.159.04"}
+    assert snap.driver == {
+        "present": True,
+        "version": "580.159.04",
+        "cuda_driver": 13000,
+        "nvml_version": "13.580.159.04",
+    }
     (g,) = snap.gpus
     assert (g.name, g.compute_capability, g.memory_total) == ("NVIDIA H200", [9, 0], 150754820096)
     assert g.pci_bus_id == "00000000:00:06.0"  # bytes decoded
@@ -89,8 +112,9 @@ def test_two_gpus_with_nvlink_give_nv_level_and_p2p(tmp_path):
 
 
 def test_two_gpus_without_nvlink_report_pcie_level_and_p2p_status(tmp_path):
-    nv = FakeNVML([h200_like(), h200_like(uuid="GPU-1", bus="00000000:00:07.0")],
-                  topology={(0, 1): 50}, p2p={(0, 1, 0): 1})
+    nv = FakeNVML(
+        [h200_like(), h200_like(uuid="GPU-1", bus="00000000:00:07.0")], topology={(0, 1): 50}, p2p={(0, 1, 0): 1}
+    )
     snap = collect(make_tree(tmp_path), nvml=nv, offline=True, docker_client_factory=_refusing_client)
     assert snap.topology[0]["level"] == "SYS" and snap.topology[0]["p2p_read"] == "CHIPSET_NOT_SUPPORTED"
 
@@ -142,15 +166,22 @@ def test_a_failing_probe_is_recorded_and_the_rest_run(tmp_path):
 
 
 def test_container_markers_from_cgroup_and_wsl_kernel(tmp_path):
-    roots = make_tree(tmp_path, cgroup="12:memory:/kubepods/burstable/pod1/abc\n",
-                      osrelease="5.15.153.1-microsoft-standard-WSL2")
+    roots = make_tree(
+        tmp_path, cgroup="12:memory:/kubepods/burstable/pod1/abc\n", osrelease="5.15.153.1-microsoft-standard-WSL2"
+    )
     assert system.probe_container(roots.root, roots.proc) == {"in_container": True, "markers": ["cgroup:kubepods"]}
     assert system.probe_kernel(roots.proc)["wsl"] is True
 
 
 def test_pci_helpers():
     assert pci.sysfs_bdf("00000000:3B:00.0") == "0000:3b:00.0"
-    assert [pci.speed_to_gen(s) for s in ("2.5 GT/s PCIe", "8.0 GT/s PCIe", "32.0 GT/s PCIe", "", "Unknown")] == [1, 3, 5, None, None]
+    assert [pci.speed_to_gen(s) for s in ("2.5 GT/s PCIe", "8.0 GT/s PCIe", "32.0 GT/s PCIe", "", "Unknown")] == [
+        1,
+        3,
+        5,
+        None,
+        None,
+    ]
     assert pci.parse_aer(AER_COR)["RxErr"] == 3
 
 
@@ -162,15 +193,20 @@ def test_absent_device_and_policy_files(tmp_path):
 def test_limits_read_through_getrlimit(tmp_path):
     import resource
 
-    fake = {resource.RLIMIT_MEMLOCK: (resource.RLIM_INFINITY, resource.RLIM_INFINITY), resource.RLIMIT_NOFILE: (1024, 4096)}
+    fake = {
+        resource.RLIMIT_MEMLOCK: (resource.RLIM_INFINITY, resource.RLIM_INFINITY),
+        resource.RLIMIT_NOFILE: (1024, 4096),
+    }
     lim = system.probe_limits(tmp_path, getrlimit=fake.__getitem__)
     assert lim == {"memlock_soft": -1, "memlock_hard": -1, "nofile_soft": 1024, "nofile_hard": 4096, "infiniband": []}
 
 
 def test_ldconfig_parsing_and_real_ldconfig():
-    text = ("\tlibcudnn_ops.so.9 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn_ops.so.9\n"
-            "\tlibcudart.so.13 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.13\n"
-            "\tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1\n")
+    text = (
+        "\tlibcudnn_ops.so.9 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcudnn_ops.so.9\n"
+        "\tlibcudart.so.13 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.13\n"
+        "\tlibcuda.so.1 (libc6,x86-64) => /lib/x86_64-linux-gnu/libcuda.so.1\n"
+    )
     out = cudalibs.parse_ldconfig(text)
     assert out["cudnn"] == ["libcudnn_ops.so.9 => /lib/x86_64-linux-gnu/libcudnn_ops.so.9"]
     assert len(out["cudart"]) == 1 and len(out["cuda"]) == 1 and out["nccl"] == []
@@ -193,8 +229,14 @@ def test_wheel_metadata_without_importing_torch():
         def __init__(self, name, version):
             self.metadata, self.version = {"Name": name}, version
 
-    found = cudalibs.probe_wheels(lambda: [Dist("nvidia-cudnn-cu13", "9.19.0.56"), Dist("nvidia_cuda_runtime", "13.0.96"),
-                                           Dist("torch", "2.11.0"), Dist("nvidia-ml-py", "13.0")])
+    found = cudalibs.probe_wheels(
+        lambda: [
+            Dist("nvidia-cudnn-cu13", "9.19.0.56"),
+            Dist("nvidia_cuda_runtime", "13.0.96"),
+            Dist("torch", "2.11.0"),
+            Dist("nvidia-ml-py", "13.0"),
+        ]
+    )
     assert found == {"nvidia-cuda-runtime": "13.0.96", "nvidia-cudnn-cu13": "9.19.0.56"}
 
 
@@ -258,6 +300,7 @@ def test_mirror_refused_within_the_timeout():
 
 class _Proxy(http.server.BaseHTTPRequestHandler):
     """A forward proxy on loopback: answers every request itself and records the absolute URL asked for."""
+
     seen: list[str] = []
     status = 200
 

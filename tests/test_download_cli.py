@@ -1,4 +1,5 @@
 """`tqdeploy download` end to end: token hygiene, Ctrl-C and a mirror killed mid-file, output modes."""
+
 from __future__ import annotations
 
 import json
@@ -26,10 +27,12 @@ def test_token_is_sent_to_the_mirror_and_never_shown_or_written(repo, tmp_path, 
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     dest = tmp_path / "model"
     with HubMirror(repo) as m:
-        outputs = [run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest)),
-                   run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest), "--json"),
-                   run_cli("download", "--verify", str(dest)),
-                   run_cli("download", "org/tiny@nope", "--mirror", m.url, "--to", str(tmp_path / "x"))]
+        outputs = [
+            run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest)),
+            run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest), "--json"),
+            run_cli("download", "--verify", str(dest)),
+            run_cli("download", "org/tiny@nope", "--mirror", m.url, "--to", str(tmp_path / "x")),
+        ]
         auth = {r["authorization"] for r in m.requests}
     assert [code for code, _, _ in outputs] == [0, 0, 0, 2]
     assert auth == {f"Bearer {TOKEN}"}  # the API call, the resolve URLs and the CDN redirects all carried it
@@ -84,13 +87,16 @@ def test_hub_offline_mode_and_a_file_as_target_are_refused(run_cli, tmp_path, tq
     assert res.returncode == 2 and "HF_HUB_OFFLINE is set" in res.stderr and "--offline" in res.stderr
 
 
-@pytest.mark.parametrize("args, expected", [
-    ((), "no model given"),
-    (("a/b/c",), "is not a repository id"),
-    (("org/tiny", "--mirror", "ftp://host"), "is not an http(s) URL"),
-    (("--verify", "/nonexistent/dir"), "no tqdeploy-manifest.json"),
-    (("--verify", "/tmp", "--offline"), "takes no --offline"),
-])
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        ((), "no model given"),
+        (("a/b/c",), "is not a repository id"),
+        (("org/tiny", "--mirror", "ftp://host"), "is not an http(s) URL"),
+        (("--verify", "/nonexistent/dir"), "no tqdeploy-manifest.json"),
+        (("--verify", "/tmp", "--offline"), "takes no --offline"),
+    ],
+)
 def test_bad_input_is_one_line_exit_2(run_cli, tmp_path, args, expected):
     code, out, err = run_cli("download", *args)
     assert code == 2 and err.startswith("tqdeploy: error: ") and expected in err and "Traceback" not in err
@@ -130,8 +136,9 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes_with_range(repo, tmp_path, tq
         m.faults.bps = None
         before = len(m.requests)
         res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-        ranges = [r["range"] for r in m.requests[before:]
-                  if r["path"].endswith(SHARD1) and r["path"].startswith("/cdn/")]
+        ranges = [
+            r["range"] for r in m.requests[before:] if r["path"].endswith(SHARD1) and r["path"].startswith("/cdn/")
+        ]
     assert res.returncode == 0, res.stderr
     assert ranges == [f"bytes={kept}-"]
     second = json.loads(res.stdout)  # only what was still missing crossed the network
@@ -140,9 +147,24 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes_with_range(repo, tmp_path, tq
 
 
 def start_mirror_process(repo: Repo, log: Path, port: int = 0, faults: dict | None = None):
-    proc = subprocess.Popen([sys.executable, str(HUBMIRROR), "--root", str(repo.root), "--repo-id", repo.repo_id,
-                             "--port", str(port), "--faults", json.dumps(faults or {}), "--log", str(log)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            str(HUBMIRROR),
+            "--root",
+            str(repo.root),
+            "--repo-id",
+            repo.repo_id,
+            "--port",
+            str(port),
+            "--faults",
+            json.dumps(faults or {}),
+            "--log",
+            str(log),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     assert line.startswith("PORT "), line
     return proc, int(line.split()[1])

@@ -1,4 +1,5 @@
 """Digests agree with the tools operators trust: sha256sum and git hash-object."""
+
 import hashlib
 import shutil
 import subprocess

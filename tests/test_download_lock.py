@@ -2,6 +2,7 @@
 
 The build directories are rendered by `tqdeploy build` itself; the model comes from the loopback mirror.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,13 +18,16 @@ LOCK = "tqdeploy.lock.json"
 RECORDED = {"resolved_commit", "manifest"}
 
 
-def spec_text(mirrors: list[str], revision: str = "main", models_dir: str = "./models",
-              model: str = 'repo = "org/tiny"') -> str:
+def spec_text(
+    mirrors: list[str], revision: str = "main", models_dir: str = "./models", model: str = 'repo = "org/tiny"'
+) -> str:
     rev = f'revision = "{revision}"\n' if "repo" in model else ""
-    return (f'schema = 1\nname = "tiny-mirror"\nvariant = "cpu"\n\n[model]\n{model}\n{rev}served_name = "tiny"\n'
-            f"mirrors = {json.dumps(mirrors)}\n\n"
-            '[vllm]\nversion = "0.32.0"\nmax_model_len = 512\n\n[image]\nbase = "python:3.11-slim-bookworm"\n\n'
-            f'[resources]\ngpus = []\n\n[storage]\nmodels_dir = "{models_dir}"\n')
+    return (
+        f'schema = 1\nname = "tiny-mirror"\nvariant = "cpu"\n\n[model]\n{model}\n{rev}served_name = "tiny"\n'
+        f"mirrors = {json.dumps(mirrors)}\n\n"
+        '[vllm]\nversion = "0.32.0"\nmax_model_len = 512\n\n[image]\nbase = "python:3.11-slim-bookworm"\n\n'
+        f'[resources]\ngpus = []\n\n[storage]\nmodels_dir = "{models_dir}"\n'
+    )
 
 
 def make_build(run_cli, tmp_path: Path, mirror: str, **kw) -> Path:
@@ -79,8 +83,9 @@ def test_rendered_download_sh_records_the_commit_in_its_own_build(repo, tmp_path
     with HubMirror(repo) as m:
         build = make_build(run_cli, tmp_path, m.url)
         env = {**os.environ, "PATH": f"{Path(tqdeploy_exe).parent}{os.pathsep}{os.environ['PATH']}"}
-        res = subprocess.run([str(build / "download.sh")], capture_output=True, text=True, env=env,
-                             cwd=tmp_path, timeout=120)
+        res = subprocess.run(
+            [str(build / "download.sh")], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120
+        )
     assert res.returncode == 0, res.stderr
     assert f"lock: pins.model.resolved_commit = {repo.commit}" in res.stdout
     assert lock_of(build)["pins"]["model"]["resolved_commit"] == repo.commit
@@ -92,15 +97,17 @@ def test_explicit_lock_gives_the_revision_and_the_build_dir(repo, tmp_path, run_
     with HubMirror(repo) as m:
         build = make_build(run_cli, tmp_path, m.url, revision="v1.0")
         elsewhere = tmp_path / "models-elsewhere" / "tiny"
-        code, out, err = run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(elsewhere),
-                                 "--lock", str(build / LOCK), "--json")
+        code, out, err = run_cli(
+            "download", "org/tiny", "--mirror", m.url, "--to", str(elsewhere), "--lock", str(build / LOCK), "--json"
+        )
         assert code == 0, err
         assert json.loads(out)["revision"] == "v1.0"  # no @REV: the revision the build pins
         model = lock_of(build)["pins"]["model"]
-        assert model["resolved_commit"] == repo.commit and model["manifest"] == str(elsewhere / "tqdeploy-manifest.json")
+        assert model["resolved_commit"] == repo.commit and model["manifest"] == str(
+            elsewhere / "tqdeploy-manifest.json"
+        )
         # A spec outside any build directory: --lock says which build its relative models_dir belongs to.
-        code, out, err = run_cli("download", "--spec", str(tmp_path / "tqdeploy.toml"), "--lock", str(build),
-                                 "--json")
+        code, out, err = run_cli("download", "--spec", str(tmp_path / "tqdeploy.toml"), "--lock", str(build), "--json")
     assert code == 0, err
     assert json.loads(out)["dest"] == str(build / "models" / "org--tiny")
     assert_check_green(run_cli, build, tmp_path / "tqdeploy.toml")
@@ -111,8 +118,9 @@ def test_a_lock_for_another_revision_is_refused_before_any_request(repo, tmp_pat
         build = make_build(run_cli, tmp_path, m.url, revision="v1.0")
         before = (build / LOCK).read_bytes()
         seen = len(m.requests)
-        code, _, err = run_cli("download", "org/tiny@main", "--mirror", m.url, "--to", str(tmp_path / "m"),
-                               "--lock", str(build / LOCK))
+        code, _, err = run_cli(
+            "download", "org/tiny@main", "--mirror", m.url, "--to", str(tmp_path / "m"), "--lock", str(build / LOCK)
+        )
         assert len(m.requests) == seen  # nothing asked of the mirror
     assert code == 2 and err.count("\n") == 2 and "pins org/tiny@v1.0, not org/tiny@main" in err
     assert not (tmp_path / "m").exists() and (build / LOCK).read_bytes() == before
@@ -122,8 +130,9 @@ def test_target_in_a_build_models_dir_for_another_revision_downloads_but_leaves_
     with HubMirror(repo) as m:
         build = make_build(run_cli, tmp_path, m.url, revision="v1.0")
         before = (build / LOCK).read_bytes()
-        code, out, err = run_cli("download", "org/tiny@main", "--mirror", m.url,
-                                 "--to", str(build / "models" / "org--tiny"), "--json")
+        code, out, err = run_cli(
+            "download", "org/tiny@main", "--mirror", m.url, "--to", str(build / "models" / "org--tiny"), "--json"
+        )
     assert code == 0, err
     data = json.loads(out)
     assert data["lock"] is None and any("commit not recorded" in e and "v1.0" in e for e in data["events"])
@@ -134,8 +143,9 @@ def test_a_folder_inside_a_build_that_it_does_not_serve_leaves_the_lock(repo, tm
     with HubMirror(repo) as m:
         build = make_build(run_cli, tmp_path, m.url)
         before = (build / LOCK).read_bytes()
-        code, out, err = run_cli("download", "org/tiny@main", "--mirror", m.url,
-                                 "--to", str(build / "models" / "tiny-copy"), "--json")
+        code, out, err = run_cli(
+            "download", "org/tiny@main", "--mirror", m.url, "--to", str(build / "models" / "tiny-copy"), "--json"
+        )
     assert code == 0, err
     data = json.loads(out)
     served = build / "models" / "org--tiny"
@@ -173,16 +183,19 @@ def test_offline_with_a_spec_checks_the_spec_target(repo, tmp_path, run_cli):
     assert code == 1 and json.loads(out)["missing"] == ["config.json"]
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("outside", "is relative to the build directory"),
-    ("local-model", "there is nothing to download"),
-    ("both", "give REPO[@REV] or --spec, not both"),
-    ("verify", "--verify DIR takes no"),
-    ("bad-lock", "not valid JSON"),
-    ("lock-is-no-lock", "not a tqdeploy.lock/1 lock file"),
-    ("missing-lock", "not found"),
-    ("lock-folder", "is a folder without a tqdeploy.lock.json"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("outside", "is relative to the build directory"),
+        ("local-model", "there is nothing to download"),
+        ("both", "give REPO[@REV] or --spec, not both"),
+        ("verify", "--verify DIR takes no"),
+        ("bad-lock", "not valid JSON"),
+        ("lock-is-no-lock", "not a tqdeploy.lock/1 lock file"),
+        ("missing-lock", "not found"),
+        ("lock-folder", "is a folder without a tqdeploy.lock.json"),
+    ],
+)
 def test_bad_spec_or_lock_input_is_one_line_exit_2(tmp_path, run_cli, case, expected):
     spec = tmp_path / "tqdeploy.toml"
     spec.write_text(spec_text(["http://127.0.0.1:9"]))

@@ -1,4 +1,5 @@
 """download_model / run_download against a real Hub mirror on loopback, with injected faults."""
+
 from __future__ import annotations
 
 import json
@@ -15,20 +16,41 @@ from tqdeploy.errors import TQError
 FAST = RetryPolicy(attempts=4, base_wait_s=0.01, max_wait_s=0.05)
 SHARD1 = "model-00001-of-00002.safetensors"
 SHARD2 = "model-00002-of-00002.safetensors"
-SERVING = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-           "special_tokens_map.json", "model.safetensors.index.json", SHARD1, SHARD2}
+SERVING = {
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "model.safetensors.index.json",
+    SHARD1,
+    SHARD2,
+}
 
 
 def content_gets(mirror: HubMirror, path: str) -> list[dict]:
     """GETs that carried the bytes of ``path`` (the resolve URL for small files, the CDN URL for LFS)."""
-    return [r for r in mirror.requests if r["method"] == "GET" and r["path"].endswith("/" + path)
-            and (r["path"].startswith("/cdn/") or not path.endswith(".safetensors"))]
+    return [
+        r
+        for r in mirror.requests
+        if r["method"] == "GET"
+        and r["path"].endswith("/" + path)
+        and (r["path"].startswith("/cdn/") or not path.endswith(".safetensors"))
+    ]
 
 
 def run(mirror_urls, dest, **kw):
     events: list[str] = []
-    outcome = run_download("org/tiny", kw.pop("revision", "main"), dest, mirror_urls, policy=kw.pop("policy", FAST),
-                           progress=False, on_event=events.append, **kw)
+    outcome = run_download(
+        "org/tiny",
+        kw.pop("revision", "main"),
+        dest,
+        mirror_urls,
+        policy=kw.pop("policy", FAST),
+        progress=False,
+        on_event=events.append,
+        **kw,
+    )
     return outcome, events
 
 
@@ -46,8 +68,13 @@ def test_downloads_only_serving_files_verified_with_manifest(repo, tmp_path):
         assert (dest / f["path"]).read_bytes() == (repo.root / f["path"]).read_bytes()
     assert not (dest / "consolidated.safetensors").exists() and not (dest / "original").exists()
     assert not (dest / ".tqdeploy").exists()  # no partial files left behind
-    assert set(outcome.skipped) == {".gitattributes", "README.md", "consolidated.safetensors",
-                                    "original/consolidated.00.pth", "pytorch_model.bin"}
+    assert set(outcome.skipped) == {
+        ".gitattributes",
+        "README.md",
+        "consolidated.safetensors",
+        "original/consolidated.00.pth",
+        "pytorch_model.bin",
+    }
     assert events == [] and outcome.bytes_fetched == sum(repo.files[p]["size"] for p in SERVING)
 
 
@@ -104,8 +131,13 @@ def test_retry_after_is_honoured(repo, tmp_path):
 
     with HubMirror(repo, Faults(status={"config.json": [429]}, retry_after="7")) as m:
         listing = list_repo([m.url], "org/tiny", "main", None, print)
-        job = transfer.Fetch(f"{m.url}/org/tiny/resolve/{repo.commit}/config.json", tmp_path / "c.part",
-                             repo.files["config.json"]["size"], repo.commit, {})
+        job = transfer.Fetch(
+            f"{m.url}/org/tiny/resolve/{repo.commit}/config.json",
+            tmp_path / "c.part",
+            repo.files["config.json"]["size"],
+            repo.commit,
+            {},
+        )
         transfer.fetch(job, RetryPolicy(), has_fallback=False, sleep=slept.append)
     assert slept == [7.0] and listing.commit == repo.commit
 
@@ -195,8 +227,11 @@ def test_disk_filling_up_during_the_download_is_one_line_and_resumable(repo, tmp
                 run([m.url], mnt / "model", disk_usage=roomy, workers=1)
         assert err.value.exit_code == 1 and err.value.message.startswith("disk full while writing")
         assert "resumes" in err.value.remediation
-        assert not [p for p in (SHARD1, SHARD2) if (mnt / "model" / p).exists()
-                    and (mnt / "model" / p).read_bytes() != (repo.root / p).read_bytes()]
+        assert not [
+            p
+            for p in (SHARD1, SHARD2)
+            if (mnt / "model" / p).exists() and (mnt / "model" / p).read_bytes() != (repo.root / p).read_bytes()
+        ]
         kept = {p.name: p.stat().st_size for p in (mnt / "model" / ".tqdeploy" / "partial").glob("*.part")}
         assert any(kept.values())  # what was written before the disk filled is kept
         assert os.system(f"mount -o remount,size=64m {mnt}") == 0  # space freed
@@ -271,8 +306,13 @@ def test_mirror_serving_another_commit_is_not_used(repo, tmp_path, tmp_path_fact
         listing = list_repo([good.url], "org/tiny", "main", None, print)
         from tqdeploy.download import transfer
 
-        job = transfer.Fetch(f"{stale.url}/org/tiny/resolve/main/config.json", tmp_path / "c.part",
-                             repo.files["config.json"]["size"], listing.commit, {})
+        job = transfer.Fetch(
+            f"{stale.url}/org/tiny/resolve/main/config.json",
+            tmp_path / "c.part",
+            repo.files["config.json"]["size"],
+            listing.commit,
+            {},
+        )
         with pytest.raises(transfer.MirrorFailed, match="serves commit"):
             transfer.fetch(job, FAST, has_fallback=True)
 
@@ -289,8 +329,7 @@ def test_the_mirror_speaks_the_hub_api_huggingface_hub_itself_uses(repo, tmp_pat
 
     with HubMirror(repo) as m:
         path = hf_hub_download("org/tiny", SHARD1, revision="v1.0", endpoint=m.url, local_dir=tmp_path / "one")
-        snap = snapshot_download("org/tiny", endpoint=m.url, local_dir=tmp_path / "snap",
-                                 allow_patterns=["*.json"])
+        snap = snapshot_download("org/tiny", endpoint=m.url, local_dir=tmp_path / "snap", allow_patterns=["*.json"])
         heads = [r for r in m.requests if r["method"] == "HEAD"]
     assert Path(path).read_bytes() == (repo.root / SHARD1).read_bytes()
     assert {p.name for p in Path(snap).glob("*.json")} == {p for p in repo.files if p.endswith(".json")}

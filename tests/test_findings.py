@@ -6,8 +6,13 @@ def f(id, sev, area):
 
 
 def test_areas_ordered_by_their_worst_finding_and_each_area_worst_first():
-    findings = [f("A1", "ok", "gpu"), f("B1", "info", "system"), f("A2", "error", "gpu"),
-                f("C1", "warn", "pcie"), f("B2", "warn", "system")]
+    findings = [
+        f("A1", "ok", "gpu"),
+        f("B1", "info", "system"),
+        f("A2", "error", "gpu"),
+        f("C1", "warn", "pcie"),
+        f("B2", "warn", "system"),
+    ]
     groups = group_by_area(findings)
     assert [area for area, _ in groups] == ["gpu", "pcie", "system"]
     assert [x.id for x in groups[0][1]] == ["A2", "A1"]

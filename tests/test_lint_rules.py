@@ -1,4 +1,5 @@
 """Each lint rule catches its bad case and passes the good one (real blog-style command lines)."""
+
 from __future__ import annotations
 
 import shlex
@@ -21,55 +22,117 @@ def ids(report) -> list[str]:
 
 CASES = [
     # (rule, bad command, good command)
-    ("TQ301", f"vllm serve Qwen/Qwen3.6-27B --gpu-memory-utilisation 0.9 {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --gpu-memory-utilization 0.9 {SAFE}"),
-    ("TQ302", f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_5bit {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_3bit_nc {SAFE}"),
-    ("TQ303", f"vllm serve Qwen/Qwen3.6-27B --max-num-seqs many {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --max-num-seqs 256 {SAFE}"),
-    ("TQ303", f"vllm serve Qwen/Qwen3.6-27B --max-model-len 32x {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --max-model-len 32k {SAFE}"),
-    ("TQ303", f"vllm serve Qwen/Qwen3.6-27B --speculative-config {{method:mtp}} {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --speculative-config '{{\"method\": \"mtp\"}}' {SAFE}"),
-    ("TQ304", f"vllm serve Qwen/Qwen3-8B --calculate-kv-scales {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B --kv-cache-dtype fp8 {SAFE}"),
-    ("TQ305", f"vllm serve Qwen/Qwen3-8B --enable-prefix-caching=true {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B --enable-prefix-caching {SAFE}"),
-    ("TQ306", f"vllm serve Qwen/Qwen3-8B --disable-cascade-attn {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B {SAFE}"),
-    ("TQ307", f"vllm serve Qwen/Qwen3-8B --max-model 4096 {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B --max-model-len 4096 {SAFE}"),
-    ("TQ308", f"vllm serve Qwen/Qwen3-8B --attention-backend FLASH_ATTENTION {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B --attention-backend flash_attn {SAFE}"),
-    ("TQ308", f"vllm serve Qwen/Qwen3-8B-AWQ --quantization awq4 {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B-AWQ --quantization awq_marlin {SAFE}"),
-    ("TQ309", f"vllm serve Qwen/Qwen3-8B --port 8000 --port 8001 {SAFE}",
-     f"vllm serve Qwen/Qwen3-8B --port 8001 {SAFE}"),
-    ("TQ320", f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TRITON_ATTN {SAFE}",
-     f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TURBOQUANT {SAFE}"),
-    ("TQ321", "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc "
-              f"--speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": 1}}' {SAFE}",
-     "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc "
-     f"--speculative-config '{{\"method\": \"mtp\", \"num_speculative_tokens\": 1}}' --enforce-eager {SAFE}"),
-    ("TQ322", "vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000",
-     "VLLM_API_KEY=\"$(cat /run/secrets/key)\" vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000"),
+    (
+        "TQ301",
+        f"vllm serve Qwen/Qwen3.6-27B --gpu-memory-utilisation 0.9 {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --gpu-memory-utilization 0.9 {SAFE}",
+    ),
+    (
+        "TQ302",
+        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_5bit {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_3bit_nc {SAFE}",
+    ),
+    (
+        "TQ303",
+        f"vllm serve Qwen/Qwen3.6-27B --max-num-seqs many {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --max-num-seqs 256 {SAFE}",
+    ),
+    (
+        "TQ303",
+        f"vllm serve Qwen/Qwen3.6-27B --max-model-len 32x {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --max-model-len 32k {SAFE}",
+    ),
+    (
+        "TQ303",
+        f"vllm serve Qwen/Qwen3.6-27B --speculative-config {{method:mtp}} {SAFE}",
+        f'vllm serve Qwen/Qwen3.6-27B --speculative-config \'{{"method": "mtp"}}\' {SAFE}',
+    ),
+    (
+        "TQ304",
+        f"vllm serve Qwen/Qwen3-8B --calculate-kv-scales {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B --kv-cache-dtype fp8 {SAFE}",
+    ),
+    (
+        "TQ305",
+        f"vllm serve Qwen/Qwen3-8B --enable-prefix-caching=true {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B --enable-prefix-caching {SAFE}",
+    ),
+    ("TQ306", f"vllm serve Qwen/Qwen3-8B --disable-cascade-attn {SAFE}", f"vllm serve Qwen/Qwen3-8B {SAFE}"),
+    (
+        "TQ307",
+        f"vllm serve Qwen/Qwen3-8B --max-model 4096 {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B --max-model-len 4096 {SAFE}",
+    ),
+    (
+        "TQ308",
+        f"vllm serve Qwen/Qwen3-8B --attention-backend FLASH_ATTENTION {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B --attention-backend flash_attn {SAFE}",
+    ),
+    (
+        "TQ308",
+        f"vllm serve Qwen/Qwen3-8B-AWQ --quantization awq4 {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B-AWQ --quantization awq_marlin {SAFE}",
+    ),
+    (
+        "TQ309",
+        f"vllm serve Qwen/Qwen3-8B --port 8000 --port 8001 {SAFE}",
+        f"vllm serve Qwen/Qwen3-8B --port 8001 {SAFE}",
+    ),
+    (
+        "TQ320",
+        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TRITON_ATTN {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TURBOQUANT {SAFE}",
+    ),
+    (
+        "TQ321",
+        "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc "
+        f'--speculative-config \'{{"method": "mtp", "num_speculative_tokens": 1}}\' {SAFE}',
+        "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc "
+        f'--speculative-config \'{{"method": "mtp", "num_speculative_tokens": 1}}\' --enforce-eager {SAFE}',
+    ),
+    (
+        "TQ322",
+        "vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000",
+        'VLLM_API_KEY="$(cat /run/secrets/key)" vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --port 8000',
+    ),
     ("TQ322", "vllm serve Qwen/Qwen3-8B", f"vllm serve Qwen/Qwen3-8B {SAFE}"),
-    ("TQ323", "vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --api-key sk-live-123456",
-     "vllm serve Qwen/Qwen3-8B --host 127.0.0.1"),
-    ("TQ330", "docker run --gpus device=0,1 --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
-     "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2"),
-    ("TQ331", "docker run --gpus all -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
-     "docker run --gpus all --shm-size 16g -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B"),
-    ("TQ332", "docker run --gpus all --ipc=host -p 8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
-     "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B"),
-    ("TQ333", "docker run --gpus all --ipc=host -e HF_TOKEN=hf_abcdefSECRET -p 127.0.0.1:8000:8000 "
-              "vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
-     "docker run --gpus all --ipc=host -e HF_TOKEN -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B"),
-    ("TQ334", "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B "
-              "--host 127.0.0.1",
-     "docker run --gpus all --ipc=host --network host vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B --host 127.0.0.1"),
-    ("TQ311", "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.19.1 Qwen/Qwen3-8B",
-     "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.25.0 Qwen/Qwen3-8B"),
+    (
+        "TQ323",
+        "vllm serve Qwen/Qwen3-8B --host 0.0.0.0 --api-key sk-live-123456",
+        "vllm serve Qwen/Qwen3-8B --host 127.0.0.1",
+    ),
+    (
+        "TQ330",
+        "docker run --gpus device=0,1 --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
+        "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
+    ),
+    (
+        "TQ331",
+        "docker run --gpus all -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+        "docker run --gpus all --shm-size 16g -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+    ),
+    (
+        "TQ332",
+        "docker run --gpus all --ipc=host -p 8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+        "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+    ),
+    (
+        "TQ333",
+        "docker run --gpus all --ipc=host -e HF_TOKEN=hf_abcdefSECRET -p 127.0.0.1:8000:8000 "
+        "vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+        "docker run --gpus all --ipc=host -e HF_TOKEN -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B",
+    ),
+    (
+        "TQ334",
+        "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B "
+        "--host 127.0.0.1",
+        "docker run --gpus all --ipc=host --network host vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B --host 127.0.0.1",
+    ),
+    (
+        "TQ311",
+        "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.19.1 Qwen/Qwen3-8B",
+        "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.25.0 Qwen/Qwen3-8B",
+    ),
 ]
 
 
@@ -81,8 +144,22 @@ def test_rule_catches_bad_and_passes_good(rule, bad, good):
 
 # Rules whose finding carries an edit; the others (bad types, secrets on argv, unknown image versions)
 # need the operator's decision and only say what to do.
-FIXABLE = {"TQ301", "TQ302", "TQ304", "TQ305", "TQ307", "TQ309", "TQ320", "TQ321", "TQ322",
-           "TQ330", "TQ331", "TQ332", "TQ333", "TQ334"}
+FIXABLE = {
+    "TQ301",
+    "TQ302",
+    "TQ304",
+    "TQ305",
+    "TQ307",
+    "TQ309",
+    "TQ320",
+    "TQ321",
+    "TQ322",
+    "TQ330",
+    "TQ331",
+    "TQ332",
+    "TQ333",
+    "TQ334",
+}
 FIX_CASES = [c for c in CASES if c[0] in FIXABLE]
 
 
@@ -187,8 +264,10 @@ def test_other_image_gets_docker_rules_only():
 
 
 def test_entrypoint_override_and_optimization_shorthand():
-    r = lint("docker run --ipc=host --entrypoint python3 -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 "
-             "-m vllm.entrypoints.openai.api_server --model m --max-num-seqs 8")
+    r = lint(
+        "docker run --ipc=host --entrypoint python3 -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 "
+        "-m vllm.entrypoints.openai.api_server --model m --max-num-seqs 8"
+    )
     assert r.findings == []
     assert lint(f"vllm serve m -O 3 {SAFE}").findings == []
     assert lint(f"vllm serve m -O3 {SAFE}").findings == []
@@ -201,7 +280,11 @@ def test_config_file_is_reported_as_unchecked():
 
 
 def test_sh_c_wrapper_is_unwrapped_and_rewrapped():
-    argv = ["/bin/sh", "-c", "exec vllm serve m --kv-cache-dtype turboquant_5bit --api-key sk-Wrapped42 --host 127.0.0.1"]
+    argv = [
+        "/bin/sh",
+        "-c",
+        "exec vllm serve m --kv-cache-dtype turboquant_5bit --api-key sk-Wrapped42 --host 127.0.0.1",
+    ]
     r = lint_command(argv, live=False)
     assert sorted({f.id for f in r.findings}) == ["TQ302", "TQ323"]
     assert r.fixed_argv[:2] == ["/bin/sh", "-c"]
@@ -211,8 +294,17 @@ def test_sh_c_wrapper_is_unwrapped_and_rewrapped():
     assert clean.findings == [] and clean.fixed_argv == clean.command
 
 
-@pytest.mark.parametrize("prefix", ["uv run", "uv run --with vllm==0.32.0", "conda run -n serving",
-                                    "numactl --cpunodebind=0 --membind=0", "taskset -c 0-15", "srun -N1 --gpus=2"])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "uv run",
+        "uv run --with vllm==0.32.0",
+        "conda run -n serving",
+        "numactl --cpunodebind=0 --membind=0",
+        "taskset -c 0-15",
+        "srun -N1 --gpus=2",
+    ],
+)
 def test_wrapped_commands_are_found(prefix):
     r = lint(f"{prefix} vllm serve m --max-model-len 32x {SAFE}")
     assert ids(r) == ["TQ303"]

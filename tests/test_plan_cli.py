@@ -1,4 +1,5 @@
 """`tqdeploy plan` end to end: human table, tqdeploy.plan/1 JSON, hardware sources and one-line errors."""
+
 import json
 from pathlib import Path
 
@@ -31,8 +32,19 @@ def test_json_contract_qwen36_on_two_h200(run_cli):
 
 
 def test_human_table_and_recommendation(run_cli):
-    code, out, _ = run_cli("plan", "--model", LLAMA, "--gpu", "h200", "--max-model-len", "131072",
-                           "--kv-cache-dtype", "auto", "--kv-cache-dtype", "turboquant_4bit_nc")
+    code, out, _ = run_cli(
+        "plan",
+        "--model",
+        LLAMA,
+        "--gpu",
+        "h200",
+        "--max-model-len",
+        "131072",
+        "--kv-cache-dtype",
+        "auto",
+        "--kv-cache-dtype",
+        "turboquant_4bit_nc",
+    )
     assert code == 0
     assert "turboquant_4bit_nc" in out and "46,400" in out and "131,072" in out
     assert "recommended: --kv-cache-dtype auto" in out
@@ -40,16 +52,38 @@ def test_human_table_and_recommendation(run_cli):
 
 
 def test_min_concurrency_moves_the_recommendation_to_turboquant(run_cli):
-    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--max-model-len", "131072",
-                              "--min-concurrency", "16", "--kv-cache-memory-gib", "100")
+    code, data, _ = plan_json(
+        run_cli,
+        "--model",
+        LLAMA,
+        "--gpu",
+        "H200",
+        "--max-model-len",
+        "131072",
+        "--min-concurrency",
+        "16",
+        "--kv-cache-memory-gib",
+        "100",
+    )
     rows = {r["kv_cache_dtype"]: r for r in data["rows"]}
     assert rows["fp8"]["max_concurrency"] < 16 <= rows["turboquant_4bit_nc"]["max_concurrency"]
     assert data["recommended"] == "turboquant_4bit_nc" and data["budget"]["kv_source"] == "operator"
 
 
 def test_snapshot_source_and_exact_kv_memory(run_cli):
-    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--snapshot", H200_SNAPSHOT, "--max-model-len", "32768",
-                              "--kv-cache-memory-gib", "125.15", "--kv-cache-dtype", "auto")
+    code, data, _ = plan_json(
+        run_cli,
+        "--model",
+        LLAMA,
+        "--snapshot",
+        H200_SNAPSHOT,
+        "--max-model-len",
+        "32768",
+        "--kv-cache-memory-gib",
+        "125.15",
+        "--kv-cache-dtype",
+        "auto",
+    )
     assert code == 0 and data["host"]["source"].startswith("snapshot")
     assert data["host"]["gpu_memory_bytes"] == 150754820096
     (row,) = data["rows"]
@@ -57,8 +91,19 @@ def test_snapshot_source_and_exact_kv_memory(run_cli):
 
 
 def test_skip_layers_and_utilization(run_cli):
-    code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turboquant_4bit_nc",
-                              "--skip-layers", "10, 11", "--gpu-memory-utilization", "0.5")
+    code, data, _ = plan_json(
+        run_cli,
+        "--model",
+        LLAMA,
+        "--gpu",
+        "H200",
+        "--kv-cache-dtype",
+        "turboquant_4bit_nc",
+        "--skip-layers",
+        "10, 11",
+        "--gpu-memory-utilization",
+        "0.5",
+    )
     (row,) = data["rows"]
     assert row["skip_layers"] == [0, 1, 10, 11, 30, 31]
     assert row["kv_bytes_per_token"] == 26 * 8 * 134 + 6 * 4096
@@ -72,23 +117,26 @@ def test_errors_in_the_plan_exit_1(run_cli):
     assert code == 1 and any(p["code"] == "MML_TOO_LONG" for p in data["problems"])
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--model", LLAMA, "--gpu", "B999"], "no GPU named 'B999'"),
-    (["--model", LLAMA, "--gpu", "H200", "--snapshot", H200_SNAPSHOT], "--gpu and --snapshot both"),
-    (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "a,b"], "--skip-layers 'a,b'"),
-    (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "99"], "outside this model's layers"),
-    (["--model", LLAMA, "--gpu", "H200", "--gpus", "1", "--tp", "2"], "--tp 2 needs 2 GPUs"),
-    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turbo"], "--kv-cache-dtype 'turbo'"),
-    (["--model", LLAMA, "--gpu", "H200", "--gpu-memory-utilization", "1.5"], "outside (0, 1]"),
-    (["--model", LLAMA, "--gpu", "H200", "--max-model-len", "0"], "--max-model-len 0"),
-    (["--model", LLAMA, "--gpu", "H200", "--vllm-version", "latest"], "--vllm-version 'latest'"),
-    (["--model", "/nonexistent/model", "--gpu", "H200"], "neither an existing folder"),
-    (["--model", LLAMA, "--snapshot", "/nonexistent.json"], "does not exist"),
-    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "-1"], "--kv-cache-memory-gib -1.0 must be"),
-    (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "0"], "--kv-cache-memory-gib 0.0 must be"),
-    (["--model", LLAMA, "--gpu", "H200", "--reserve-gib", "-3"], "--reserve-gib -3.0 must be"),
-    (["--model", LLAMA, "--gpu", "H200", "--min-concurrency", "0"], "--min-concurrency 0.0 must be"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--model", LLAMA, "--gpu", "B999"], "no GPU named 'B999'"),
+        (["--model", LLAMA, "--gpu", "H200", "--snapshot", H200_SNAPSHOT], "--gpu and --snapshot both"),
+        (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "a,b"], "--skip-layers 'a,b'"),
+        (["--model", LLAMA, "--gpu", "H200", "--skip-layers", "99"], "outside this model's layers"),
+        (["--model", LLAMA, "--gpu", "H200", "--gpus", "1", "--tp", "2"], "--tp 2 needs 2 GPUs"),
+        (["--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turbo"], "--kv-cache-dtype 'turbo'"),
+        (["--model", LLAMA, "--gpu", "H200", "--gpu-memory-utilization", "1.5"], "outside (0, 1]"),
+        (["--model", LLAMA, "--gpu", "H200", "--max-model-len", "0"], "--max-model-len 0"),
+        (["--model", LLAMA, "--gpu", "H200", "--vllm-version", "latest"], "--vllm-version 'latest'"),
+        (["--model", "/nonexistent/model", "--gpu", "H200"], "neither an existing folder"),
+        (["--model", LLAMA, "--snapshot", "/nonexistent.json"], "does not exist"),
+        (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "-1"], "--kv-cache-memory-gib -1.0 must be"),
+        (["--model", LLAMA, "--gpu", "H200", "--kv-cache-memory-gib", "0"], "--kv-cache-memory-gib 0.0 must be"),
+        (["--model", LLAMA, "--gpu", "H200", "--reserve-gib", "-3"], "--reserve-gib -3.0 must be"),
+        (["--model", LLAMA, "--gpu", "H200", "--min-concurrency", "0"], "--min-concurrency 0.0 must be"),
+    ],
+)
 def test_bad_input_is_one_line(run_cli, args, needle):
     code, out, err = run_cli("plan", *args)
     assert code == 2, (out, err)
@@ -98,7 +146,6 @@ def test_bad_input_is_one_line(run_cli, args, needle):
 
 def test_no_gpu_here_names_the_alternatives(run_cli, monkeypatch):
     import tqdeploy.probe
-
     from tqdeploy.snapshot import HostSnapshot
 
     monkeypatch.setattr(tqdeploy.probe, "collect", lambda **kw: HostSnapshot(probe_errors={"nvml": "no driver"}))
@@ -110,11 +157,35 @@ def test_json_keys_and_types_are_the_documented_contract(run_cli):
     """Issue 3's contract and docs/plan.md: these keys, these types, nothing renamed."""
     code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--max-model-len", "131072")
     assert code == 0
-    assert set(data) == {"schema", "model", "host", "budget", "vllm_version", "tensor_parallel_size", "max_model_len",
-                         "rows", "recommended", "recommendation_reason", "problems", "notes"}
+    assert set(data) == {
+        "schema",
+        "model",
+        "host",
+        "budget",
+        "vllm_version",
+        "tensor_parallel_size",
+        "max_model_len",
+        "rows",
+        "recommended",
+        "recommendation_reason",
+        "problems",
+        "notes",
+    }
     assert data["schema"] == "tqdeploy.plan/1" and isinstance(data["recommended"], str)
-    row_keys = {"kv_cache_dtype", "status", "kv_bytes_per_token", "kv_tokens", "max_concurrency",
-                "fixed_state_bytes_per_seq", "block_size", "skip_layers", "exact", "reason", "availability", "problems"}
+    row_keys = {
+        "kv_cache_dtype",
+        "status",
+        "kv_bytes_per_token",
+        "kv_tokens",
+        "max_concurrency",
+        "fixed_state_bytes_per_seq",
+        "block_size",
+        "skip_layers",
+        "exact",
+        "reason",
+        "availability",
+        "problems",
+    }
     for row in data["rows"]:
         assert set(row) == row_keys, row["kv_cache_dtype"]
         assert row["status"] in ("ok", "does_not_fit", "not_applicable")

@@ -4,6 +4,7 @@ Hand arithmetic per layer and token: dense = kv_heads x head_dim x 2 (K and V) x
 TurboQuant slot per head (head_dim 128): k8v4 128 + 68 = 196, 4bit_nc 66 + 68 = 134,
 k3v4_nc 50 + 68 = 118, 3bit_nc 50 + 52 = 102; (head_dim 256): 4bit_nc 130 + 132 = 262.
 """
+
 from pathlib import Path
 
 import pytest
@@ -20,18 +21,28 @@ def facts(name):
     return load_model_facts(str(MODELS / name))
 
 
-@pytest.mark.parametrize("dtype,kib", [
-    ("auto", 64), ("bfloat16", 64), ("fp8", 32), ("turboquant_k8v4", 24.25), ("turboquant_4bit_nc", 16.375),
-    ("turboquant_k3v4_nc", 14.375), ("turboquant_3bit_nc", 12.375),
-])
+@pytest.mark.parametrize(
+    "dtype,kib",
+    [
+        ("auto", 64),
+        ("bfloat16", 64),
+        ("fp8", 32),
+        ("turboquant_k8v4", 24.25),
+        ("turboquant_4bit_nc", 16.375),
+        ("turboquant_k3v4_nc", 14.375),
+        ("turboquant_3bit_nc", 12.375),
+    ],
+)
 def test_qwen36_27b_table_from_facts(dtype, kib):
     # FACTS.md: 16 full-attention layers, 4 KV heads, head_dim 256, TP=1; hybrids have no boundary skip.
     assert kv_bytes_per_token(facts("qwen3.6-27b"), dtype) == kib * KiB
 
 
 def test_slot_sizes_match_vllm_config_py():
-    assert [turboquant_slot_bytes(d, 128) for d in
-            ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")] == [196, 134, 118, 102]
+    assert [
+        turboquant_slot_bytes(d, 128)
+        for d in ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
+    ] == [196, 134, 118, 102]
     assert turboquant_slot_bytes("turboquant_4bit_nc", 256) == 262
     assert turboquant_slot_bytes("turboquant_3bit_nc", 64) == 24 + 2 + 24 + 4  # already even
 
@@ -121,8 +132,10 @@ def test_turboquant_table_matches_installed_presets():
 
     from tqdeploy.model.tqdata import presets
 
-    src = (Path(__file__).resolve().parents[1] /
-           ".venv-vllm/lib/python3.11/site-packages/vllm/model_executor/layers/quantization/turboquant/config.py")
+    src = (
+        Path(__file__).resolve().parents[1]
+        / ".venv-vllm/lib/python3.11/site-packages/vllm/model_executor/layers/quantization/turboquant/config.py"
+    )
     if not src.exists():
         pytest.skip("vLLM CPU build not installed")
     for node in ast.parse(src.read_text()).body:
@@ -131,8 +144,11 @@ def test_turboquant_table_matches_installed_presets():
     assert set(vllm) == set(presets())
     for name, p in vllm.items():
         ours = presets()[name]
-        assert (ours["key_bits"], ours["value_bits"], ours["norm_correction"]) == \
-            (p["key_quant_bits"], p["value_quant_bits"], p["norm_correction"])
+        assert (ours["key_bits"], ours["value_bits"], ours["norm_correction"]) == (
+            p["key_quant_bits"],
+            p["value_quant_bits"],
+            p["norm_correction"],
+        )
 
 
 def test_weight_estimate_is_close_for_published_sizes():
@@ -165,8 +181,15 @@ def test_float32_checkpoint_is_planned_at_the_dtype_vllm_serves_it():
 
     # --dtype auto downcasts float32 checkpoints to bfloat16 (vllm/config/model.py _resolve_auto_dtype),
     # so the "auto" KV cache holds 2-byte elements, not 4
-    f = facts_from_config({"num_hidden_layers": 2, "num_attention_heads": 4, "hidden_size": 256,
-                           "num_key_value_heads": 2, "torch_dtype": "float32"})
+    f = facts_from_config(
+        {
+            "num_hidden_layers": 2,
+            "num_attention_heads": 4,
+            "hidden_size": 256,
+            "num_key_value_heads": 2,
+            "torch_dtype": "float32",
+        }
+    )
     assert kv_bytes_per_token(f, "auto") == 2 * 2 * 2 * 64 * 2
 
 

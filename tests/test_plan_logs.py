@@ -3,6 +3,7 @@
 The logs print the KV memory with two decimals (GiB), so a plan is exact up to +-0.005 GiB: every
 test asserts that the logged token count lies inside the planned range for that interval.
 """
+
 import json
 from pathlib import Path
 
@@ -18,13 +19,30 @@ CPU = LOGS / "cpu-vllm-0.32.0"
 MODELS = Path(__file__).parent / "fixtures" / "models"
 
 # dense8 (fixtures README): Llama-style, 8 layers, 8 heads, 2 KV heads, head_dim 128, bf16.
-DENSE8 = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
-          "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 128,
-          "max_position_embeddings": 32768, "torch_dtype": "bfloat16"}
+DENSE8 = {
+    "architectures": ["LlamaForCausalLM"],
+    "model_type": "llama",
+    "hidden_size": 1024,
+    "num_hidden_layers": 8,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "head_dim": 128,
+    "max_position_embeddings": 32768,
+    "torch_dtype": "bfloat16",
+}
 # tiny (cpu-vllm README, tests/support/make_tiny_model.py): hidden 256, 4 heads, 2 KV heads, 2 layers.
-TINY = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 256, "intermediate_size": 512,
-        "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 512,
-        "max_position_embeddings": 2048, "torch_dtype": "bfloat16"}
+TINY = {
+    "architectures": ["Qwen2ForCausalLM"],
+    "model_type": "qwen2",
+    "hidden_size": 256,
+    "intermediate_size": 512,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "vocab_size": 512,
+    "max_position_embeddings": 2048,
+    "torch_dtype": "bfloat16",
+}
 
 
 def q36like():
@@ -37,8 +55,13 @@ def q36like():
 
 def test_parse_gpu_log():
     kv = parse_kv_log((H200 / "dense-cold.log").read_text())
-    assert (kv.device, kv.kv_memory_gib, kv.kv_tokens, kv.max_model_len, kv.max_concurrency) == \
-        ("GPU", 125.15, 16_403_232, 32768, 500.59)
+    assert (kv.device, kv.kv_memory_gib, kv.kv_tokens, kv.max_model_len, kv.max_concurrency) == (
+        "GPU",
+        125.15,
+        16_403_232,
+        32768,
+        500.59,
+    )
     assert kv.kv_cache_dtype == "auto"
 
 
@@ -52,8 +75,9 @@ def test_parse_refuses_a_log_without_kv_lines():
         parse_kv_log((H200 / "q36like-bf16-stalled.log").read_text())
 
 
-@pytest.mark.parametrize("log,bytes_per_token", [("dense-cold.log", 8192), ("dense-warm.log", 8192),
-                                                 ("dense-tq.log", 5168)])
+@pytest.mark.parametrize(
+    "log,bytes_per_token", [("dense-cold.log", 8192), ("dense-warm.log", 8192), ("dense-tq.log", 5168)]
+)
 def test_dense_bf16_and_turboquant_tokens(log, bytes_per_token):
     from tqdeploy.plan import kv_bytes_per_token
 
@@ -134,16 +158,19 @@ def test_budget_estimate_is_conservative_on_the_hybrid_log():
     assert 0.95 * logged <= b.kv_bytes <= logged
 
 
-GiB = 1024 ** 3
+GiB = 1024**3
 
 
-@pytest.mark.parametrize("log,dtype,bytes_per_token", [
-    ("dense-cold.log", "auto", 8192),
-    ("dense-fp8-eager.log", "fp8", 4096),
-    ("dense-turboquant_k8v4-eager.log", "turboquant_k8v4", 5664),
-    ("dense-tq.log", "turboquant_4bit_nc", 5168),
-    ("dense-turboquant_3bit_nc-eager.log", "turboquant_3bit_nc", 4912),
-])
+@pytest.mark.parametrize(
+    "log,dtype,bytes_per_token",
+    [
+        ("dense-cold.log", "auto", 8192),
+        ("dense-fp8-eager.log", "fp8", 4096),
+        ("dense-turboquant_k8v4-eager.log", "turboquant_k8v4", 5664),
+        ("dense-tq.log", "turboquant_4bit_nc", 5168),
+        ("dense-turboquant_3bit_nc-eager.log", "turboquant_3bit_nc", 4912),
+    ],
+)
 def test_bytes_per_token_formula_matches_real_h200_runs(log, dtype, bytes_per_token):
     # Five KV dtypes measured on one H200: logged tokens x the formula's bytes per token must give back the
     # logged KV memory within its two-decimal rounding (+-0.005 GiB).
@@ -156,8 +183,9 @@ def test_bytes_per_token_formula_matches_real_h200_runs(log, dtype, bytes_per_to
     assert abs(logged.kv_tokens * bytes_per_token / GiB - logged.kv_memory_gib) <= 0.005
 
 
-@pytest.mark.parametrize("log", ["dense-fp8-eager.log", "dense-turboquant_k8v4-eager.log",
-                                 "dense-turboquant_3bit_nc-eager.log"])
+@pytest.mark.parametrize(
+    "log", ["dense-fp8-eager.log", "dense-turboquant_k8v4-eager.log", "dense-turboquant_3bit_nc-eager.log"]
+)
 def test_planned_tokens_within_half_a_percent_of_real_h200_runs(log):
     # The planner models vLLM 0.32.0's block alignment for TurboQuant's skip layers
     # (platforms/interface.py _align_heterogeneous_kv_block_size); vLLM 0.25.0, which made these logs,

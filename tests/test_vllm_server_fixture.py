@@ -1,4 +1,5 @@
 """The shared real-vLLM fixture itself: it serves, exposes metrics, and stops its whole process group."""
+
 import json
 import urllib.request
 

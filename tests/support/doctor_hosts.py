@@ -1,4 +1,5 @@
 """Host snapshots for the doctor tests: the converted H200 recording and degraded variants of it."""
+
 from __future__ import annotations
 
 import copy
@@ -30,8 +31,16 @@ def two_gpus(data: dict, nvlink: bool) -> dict:
         g0["nvlink_error"] = g1["nvlink_error"] = ""
         d["topology"] = [{"a": 0, "b": 1, "level": "NV18", "nvlinks": 18, "p2p_read": "OK", "p2p_nvlink": "OK"}]
     else:
-        d["topology"] = [{"a": 0, "b": 1, "level": "PHB", "nvlinks": 0, "p2p_read": "CHIPSET_NOT_SUPPORTED",
-                          "p2p_nvlink": "NOT_SUPPORTED"}]
+        d["topology"] = [
+            {
+                "a": 0,
+                "b": 1,
+                "level": "PHB",
+                "nvlinks": 0,
+                "p2p_read": "CHIPSET_NOT_SUPPORTED",
+                "p2p_nvlink": "NOT_SUPPORTED",
+            }
+        ]
     d["gpus"].append(g1)
     return d
 

@@ -3,6 +3,7 @@
 It raises errors the way pynvml does (an exception per unsupported query) so the probe's
 per-field error handling is exercised. Only what the probe calls is implemented.
 """
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -35,8 +36,15 @@ class NVMLError_LibraryNotFound(NVMLError):
 class FakeNVML:
     NVML_NVLINK_MAX_LINKS = 18
 
-    def __init__(self, gpus: list[dict], driver="580.159.04", cuda=13000, init_error: Exception | None = None,
-                 topology: dict | None = None, p2p: dict | None = None):
+    def __init__(
+        self,
+        gpus: list[dict],
+        driver="580.159.04",
+        cuda=13000,
+        init_error: Exception | None = None,
+        topology: dict | None = None,
+        p2p: dict | None = None,
+    ):
         self.gpus, self.driver, self.cuda, self.init_error = gpus, driver, cuda, init_error
         self.topology = topology or {}
         self.p2p = p2p or {}
@@ -143,8 +151,19 @@ class FakeNVML:
 
 
 def h200_like(**over) -> dict:
-    gpu = {"name": "NVIDIA H200", "uuid": "GPU-0", "memory": (150754820096, 644939776), "cc": (9, 0),
-           "bus": "00000000:00:06.0", "gen": (5, 5, 5), "width": (16, 16), "ecc": (1, 1),
-           "retired_pending": NVMLError_NotSupported(), "remapped": (0, 0, 0, 0), "persistence": 1, "mig": (0, 0)}
+    gpu = {
+        "name": "NVIDIA H200",
+        "uuid": "GPU-0",
+        "memory": (150754820096, 644939776),
+        "cc": (9, 0),
+        "bus": "00000000:00:06.0",
+        "gen": (5, 5, 5),
+        "width": (16, 16),
+        "ecc": (1, 1),
+        "retired_pending": NVMLError_NotSupported(),
+        "remapped": (0, 0, 0, 0),
+        "persistence": 1,
+        "mig": (0, 0),
+    }
     gpu.update(over)
     return gpu

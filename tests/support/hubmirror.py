@@ -16,6 +16,7 @@ Pytest fixtures for the download tests (import them into a test module to use th
 ``repo`` (org/tiny, generated once per module) and ``clean_hub_env`` (autouse: no HF_TOKEN or
 HF_ENDPOINT from the outer environment reaches a test).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -97,8 +98,13 @@ class Repo:
                 rel = p.relative_to(self.root).as_posix()
                 lfs = rel.endswith(LFS_SUFFIXES)
                 sha = hashlib.sha256(data).hexdigest()
-                self.files[rel] = {"size": len(data), "sha256": sha, "lfs": lfs, "oid": git_oid(data),
-                                   "pointer": lfs_pointer(sha, len(data)) if lfs else None}
+                self.files[rel] = {
+                    "size": len(data),
+                    "sha256": sha,
+                    "lfs": lfs,
+                    "oid": git_oid(data),
+                    "pointer": lfs_pointer(sha, len(data)) if lfs else None,
+                }
         listing = "".join(f"{k} {v['oid']}\n" for k, v in self.files.items()).encode()
         self.commit = hashlib.sha1(listing).hexdigest()
         self.revisions = {"main": self.commit, self.commit: self.commit, **{t: self.commit for t in tags}}
@@ -108,8 +114,12 @@ class Repo:
         entries, folders = [], set()
         for path, f in self.files.items():
             folders.update("/".join(path.split("/")[:i]) for i in range(1, path.count("/") + 1))
-            entry = {"type": "file", "path": path, "size": f["size"],
-                     "oid": git_oid(f["pointer"]) if f["lfs"] else f["oid"]}
+            entry = {
+                "type": "file",
+                "path": path,
+                "size": f["size"],
+                "oid": git_oid(f["pointer"]) if f["lfs"] else f["oid"],
+            }
             if f["lfs"]:
                 entry["lfs"] = {"oid": f["sha256"], "size": f["size"], "pointerSize": len(f["pointer"])}
             entries.append(entry)
@@ -120,8 +130,12 @@ class Repo:
         if not blobs:
             return {"rfilename": path}
         if f["lfs"]:
-            return {"rfilename": path, "size": f["size"], "blobId": git_oid(f["pointer"]),
-                    "lfs": {"sha256": f["sha256"], "size": f["size"], "pointerSize": len(f["pointer"])}}
+            return {
+                "rfilename": path,
+                "size": f["size"],
+                "blobId": git_oid(f["pointer"]),
+                "lfs": {"sha256": f["sha256"], "size": f["size"], "pointerSize": len(f["pointer"])},
+            }
         return {"rfilename": path, "size": f["size"], "blobId": f["oid"]}
 
 
@@ -145,7 +159,7 @@ class Faults:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
-    server: "_Server"
+    server: _Server
 
     def log_message(self, *args) -> None:  # quiet: requests are recorded in server.requests
         pass
@@ -159,8 +173,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _route(self, head: bool) -> None:
         url = urlsplit(self.path)
         path = unquote(url.path)
-        self.server.record({"method": self.command, "path": path, "range": self.headers.get("Range"),
-                            "authorization": self.headers.get("Authorization")})
+        self.server.record(
+            {
+                "method": self.command,
+                "path": path,
+                "range": self.headers.get("Range"),
+                "authorization": self.headers.get("Authorization"),
+            }
+        )
         repo = self.server.repo
         with self.server.lock:
             faults = self.server.faults
@@ -182,8 +202,12 @@ class _Handler(BaseHTTPRequestHandler):
             if rev not in repo.revisions:
                 return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
             blobs = parse_qs(url.query).get("blobs", ["false"])[0].lower() == "true"
-            body = {"id": repo.repo_id, "sha": repo.revisions[rev], "private": False,
-                    "siblings": [repo.sibling(p, blobs) for p in repo.files]}
+            body = {
+                "id": repo.repo_id,
+                "sha": repo.revisions[rev],
+                "private": False,
+                "siblings": [repo.sibling(p, blobs) for p in repo.files],
+            }
             return self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"}, head)
         m = re.fullmatch(r"/cdn/([0-9a-f]{64})/(.+)", path)
         if m:  # same host as the API: huggingface_hub follows the redirect and reads these headers here
@@ -191,16 +215,20 @@ class _Handler(BaseHTTPRequestHandler):
         prefix = f"/{repo.repo_id}/resolve/"
         if not path.startswith(prefix):
             return self._error(404, "RepoNotFound", "Repository not found")
-        rev, _, file_path = path[len(prefix):].partition("/")
+        rev, _, file_path = path[len(prefix) :].partition("/")
         if rev not in repo.revisions:
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
         f = repo.files.get(file_path)
         if f is None:
             return self._error(404, "EntryNotFound", f"{file_path} does not exist", {"X-Repo-Commit": repo.commit})
         if f["lfs"]:
-            headers = {"Location": f"/cdn/{f['sha256']}/{file_path}", "X-Repo-Commit": repo.commit,
-                       "X-Linked-Etag": f'"{f["sha256"]}"', "X-Linked-Size": str(f["size"]),
-                       "ETag": f'"{git_oid(f["pointer"])}"'}
+            headers = {
+                "Location": f"/cdn/{f['sha256']}/{file_path}",
+                "X-Repo-Commit": repo.commit,
+                "X-Linked-Etag": f'"{f["sha256"]}"',
+                "X-Linked-Size": str(f["size"]),
+                "ETag": f'"{git_oid(f["pointer"])}"',
+            }
             return self._send(302, b"", headers, head)
         return self._content(file_path, head, {"X-Repo-Commit": repo.commit, "ETag": f'"{f["oid"]}"'})
 
@@ -244,7 +272,7 @@ class _Handler(BaseHTTPRequestHandler):
         limit = len(data) // 2 if cut else len(data)
         sent = 0
         while sent < limit:
-            piece = data[sent: min(sent + CHUNK, limit)]
+            piece = data[sent : min(sent + CHUNK, limit)]
             if die_after is not None and start + sent + len(piece) >= die_after:
                 self.wfile.write(piece[: max(0, die_after - start - sent)])
                 self.wfile.flush()
@@ -260,8 +288,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, status: int, code: str, message: str, extra: dict | None = None) -> None:
         body = json.dumps({"error": message}).encode()
-        self._send(status, body, {"X-Error-Code": code, "X-Error-Message": message,
-                                  "Content-Type": "application/json", **(extra or {})}, self.command == "HEAD")
+        self._send(
+            status,
+            body,
+            {"X-Error-Code": code, "X-Error-Message": message, "Content-Type": "application/json", **(extra or {})},
+            self.command == "HEAD",
+        )
 
     def _send(self, status: int, body: bytes, headers: dict, head: bool) -> None:
         self.send_response(status)
@@ -310,7 +342,7 @@ class HubMirror:
         with self.server.lock:
             return list(self.server.requests)
 
-    def __enter__(self) -> "HubMirror":
+    def __enter__(self) -> HubMirror:
         self.thread.start()
         return self
 

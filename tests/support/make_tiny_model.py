@@ -5,6 +5,7 @@ Run with the vLLM venv's interpreter (it has torch, transformers and tokenizers)
 Shape: hidden 256, 4 attention heads, 2 KV heads (head_dim 64; the CPU attention kernels need >= 32),
 2 layers, vocab 512, bfloat16. Seeded, so the same files come out each time.
 """
+
 from __future__ import annotations
 
 import sys

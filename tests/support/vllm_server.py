@@ -4,6 +4,7 @@ Session-scoped: one start (~60-90 s on two cores) is shared by every test that a
 ``vllm_server``. The server runs in its own process group so that stopping it also stops the
 EngineCore child (killing only the API server's pid leaves the engine running).
 """
+
 from __future__ import annotations
 
 import os
@@ -71,13 +72,22 @@ def _healthy(url: str) -> bool:
 def start_server(model_dir: Path, extra_args: list[str], log_path: Path) -> VllmServer:
     port = free_port()
     args = [
-        str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server",
-        "--model", str(model_dir),
-        "--host", "127.0.0.1", "--port", str(port),
-        "--max-model-len", "512",
-        "--dtype", "bfloat16",
+        str(VLLM_PYTHON),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "512",
+        "--dtype",
+        "bfloat16",
         # On the CPU build this is the share of RAM for the KV cache; the 0.92 default fails here.
-        "--gpu-memory-utilization", "0.3",
+        "--gpu-memory-utilization",
+        "0.3",
         *extra_args,
     ]
     env = dict(os.environ)

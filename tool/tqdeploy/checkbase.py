@@ -5,10 +5,12 @@ returns a Verdict (or a list of them, e.g. one per GPU). The framework stamps th
 and default title, and turns an exception into an error finding so the other checks run.
 Each check's documentation lives in checks/docs/<ID>.md (``tqdeploy explain ID``).
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from tqdeploy.findings import Finding, Severity
 
@@ -48,10 +50,10 @@ class Check:
     id: str
     area: str
     title: str
-    func: Callable[["CheckContext"], Verdict | Iterable[Verdict] | None]
+    func: Callable[[CheckContext], Verdict | Iterable[Verdict] | None]
     needs: tuple[str, ...] = ("host",)
 
-    def run(self, ctx: "CheckContext") -> list[Finding]:
+    def run(self, ctx: CheckContext) -> list[Finding]:
         missing = [n for n in self.needs if getattr(ctx, n, None) is None]
         if missing:
             return [self._finding(skipped(f"no {', '.join(missing)} given"))]

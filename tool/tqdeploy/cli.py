@@ -5,6 +5,7 @@ Commands are discovered from the tqdeploy.commands package; each module exposes
 huggingface_hub, jinja2, vLLM) are imported inside the command bodies only, so that
 ``tqdeploy --help`` stays instant.
 """
+
 from __future__ import annotations
 
 import importlib

@@ -5,6 +5,7 @@ the host checks (tqdeploy.hostchecks) always, the model checks (tqdeploy.modelch
 package exists. A check whose inputs are missing (e.g. model checks without --model) is left out
 instead of flooding the output with skips.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -49,8 +50,10 @@ class DoctorResult:
 
         render_findings(console, self.findings, title=f"tqdeploy doctor: {self.source}")
         s = summarize(self.findings)
-        console.print(f"{s['error']} error(s), {s['warn']} warning(s), {s['info']} info, {s['ok']} ok, "
-                      f"{s['skipped']} skipped; `tqdeploy explain ID` explains a check")
+        console.print(
+            f"{s['error']} error(s), {s['warn']} warning(s), {s['info']} info, {s['ok']} ok, "
+            f"{s['skipped']} skipped; `tqdeploy explain ID` explains a check"
+        )
 
 
 def load_check_packages() -> None:
@@ -77,20 +80,33 @@ def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = N
     from tqdeploy.errors import TQError
 
     if fail_on not in FAIL_ON:
-        raise TQError(f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}", "use --fail-on error or --fail-on warn")
+        raise TQError(
+            f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}", "use --fail-on error or --fail-on warn"
+        )
     try:
         Version(vllm_version)
     except InvalidVersion:
         raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0")
     if image_cuda is not None and not re.fullmatch(r"\d+\.\d+", image_cuda):
-        raise TQError(f"--cuda {image_cuda!r} is not a CUDA major.minor version", "pass e.g. --cuda 12.9 or --cuda 13.0")
+        raise TQError(
+            f"--cuda {image_cuda!r} is not a CUDA major.minor version", "pass e.g. --cuda 12.9 or --cuda 13.0"
+        )
 
 
-def run_doctor(*, snapshot: Path | None = None, snapshot_out: Path | None = None, vllm_version: str,
-               offline: bool = False, model: str | None = None, fail_on: str = "error",
-               image_cuda: str | None = None, probe_kwargs: dict[str, Any] | None = None,
-               serving: dict[str, Any] | None = None, command: list[str] | None = None,
-               command_file: Path | None = None) -> DoctorResult:
+def run_doctor(
+    *,
+    snapshot: Path | None = None,
+    snapshot_out: Path | None = None,
+    vllm_version: str,
+    offline: bool = False,
+    model: str | None = None,
+    fail_on: str = "error",
+    image_cuda: str | None = None,
+    probe_kwargs: dict[str, Any] | None = None,
+    serving: dict[str, Any] | None = None,
+    command: list[str] | None = None,
+    command_file: Path | None = None,
+) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
     from tqdeploy.checkbase import CheckContext, run_checks
@@ -130,16 +146,20 @@ def _save(host, path: Path) -> None:
     try:
         host.save(path)
     except OSError as exc:
-        raise TQError(f"cannot write snapshot to {path} ({exc.strerror or exc})",
-                      "pass a --snapshot-out path in a writable folder")
+        raise TQError(
+            f"cannot write snapshot to {path} ({exc.strerror or exc})",
+            "pass a --snapshot-out path in a writable folder",
+        )
 
 
 def _load_model(source: str):
     from tqdeploy.errors import TQError
 
     if importlib.util.find_spec("tqdeploy.model") is None:
-        raise TQError("--model needs the checkpoint audit (tqdeploy.model), which this install lacks",
-                      "reinstall tqdeploy, or run doctor without --model")
+        raise TQError(
+            "--model needs the checkpoint audit (tqdeploy.model), which this install lacks",
+            "reinstall tqdeploy, or run doctor without --model",
+        )
     from tqdeploy.model import load_model_facts
 
     return load_model_facts(source)

@@ -3,6 +3,7 @@
 The model-aware rules stay with the checkpoint checks (TQ203-TQ206, fed the command's own values),
 so the linter runs here without the model and no problem is reported twice.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,22 +36,35 @@ def serving_values(flag_values: dict[str, str]) -> dict[str, Any]:
     return out
 
 
-def lint_launch(command: list[str] | None, command_file: Path | None, vllm_version: str,
-                host) -> tuple[dict[str, Any], list[Finding]]:
+def lint_launch(
+    command: list[str] | None, command_file: Path | None, vllm_version: str, host
+) -> tuple[dict[str, Any], list[Finding]]:
     from tqdeploy.lint import lint_source
 
     report = lint_source(command, command_file, vllm_version=vllm_version, host=host, live=False)
     findings = []
     for f in report.to_dict()["findings"]:  # to_dict() redacts secrets in messages and fixes
-        findings.append(Finding(id=f["id"], severity=Severity(f["severity"]),
-                                title=f["message"], evidence={"flag": f["flag"], "command": report.command_text},
-                                remediation=f["fix"], area="flags"))
+        findings.append(
+            Finding(
+                id=f["id"],
+                severity=Severity(f["severity"]),
+                title=f["message"],
+                evidence={"flag": f["flag"], "command": report.command_text},
+                remediation=f["fix"],
+                area="flags",
+            )
+        )
     if not findings:
-        findings.append(Finding(id="TQ300", severity=Severity.OK, area="flags",
-                                title=f"launch command valid for vLLM {report.vllm_version}",
-                                evidence={"command": report.command_text}))
+        findings.append(
+            Finding(
+                id="TQ300",
+                severity=Severity.OK,
+                area="flags",
+                title=f"launch command valid for vLLM {report.vllm_version}",
+                evidence={"command": report.command_text},
+            )
+        )
     elif report.changed:
         for f in findings:
             f.evidence["corrected_command"] = report.fixed_command_text
     return serving_values(report.flag_values), findings
-

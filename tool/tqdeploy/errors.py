@@ -6,6 +6,7 @@ Exit codes (documented in README.md):
   2  usage error, bad input, or an internal error
   130 interrupted (Ctrl-C)
 """
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Findings: the one result type of every check (doctor, checkpoint audit, lint)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ class Finding:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
         return cls(
             id=data["id"],
             severity=Severity(data["severity"]),

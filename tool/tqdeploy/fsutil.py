@@ -1,4 +1,5 @@
 """Atomic file writes: write a temp file beside the target, then rename into place."""
+
 from __future__ import annotations
 
 import os

@@ -3,6 +3,7 @@
 A command builds a result with ``to_dict()`` (the JSON contract, with a "schema" key) and
 ``render(console)`` (the human view), then calls ``emit``. NO_COLOR is honoured by rich.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,6 +74,11 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
                 body.append("\n" + ev, style="dim")
             if f.remediation and f.severity.value in ("error", "warn", "info"):
                 body.append("\nfix: " + f.remediation, style="bold")
-            table.add_row(f.id, Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
-                          area if i == 0 else "", body, end_section=i == len(rows) - 1)
+            table.add_row(
+                f.id,
+                Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
+                area if i == 0 else "",
+                body,
+                end_section=i == len(rows) - 1,
+            )
     console.print(table)

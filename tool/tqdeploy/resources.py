@@ -4,6 +4,7 @@ A wheel carries the three top-level folders as tqdeploy/_data/NAME (pyproject.to
 an editable install or a checkout on PYTHONPATH reads them from the repository root, two levels above
 the package. Both go through importlib.resources, so a wheel and a checkout read the same bytes.
 """
+
 from __future__ import annotations
 
 from importlib import resources

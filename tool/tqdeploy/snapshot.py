@@ -6,6 +6,7 @@ verdicts anywhere (``--snapshot FILE``). Sections are plain dicts/lists so that 
 older or newer tqdeploy still loads; a section that a probe could not read stays empty and the
 reason is in ``probe_errors``.
 """
+
 from __future__ import annotations
 
 import json
@@ -67,7 +68,7 @@ class HostSnapshot:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "HostSnapshot":
+    def from_dict(cls, data: dict[str, Any]) -> HostSnapshot:
         known = {f.name: f for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
         for name, value in kwargs.items():
@@ -81,7 +82,7 @@ class HostSnapshot:
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "HostSnapshot":
+    def load(cls, path: str | Path) -> HostSnapshot:
         from tqdeploy.errors import TQError
 
         p = Path(path)
@@ -90,19 +91,27 @@ class HostSnapshot:
         except FileNotFoundError:
             raise TQError(f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`")
         except (IsADirectoryError, UnicodeDecodeError) as exc:
-            raise TQError(f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
-                          "pass a file written by `tqdeploy doctor --snapshot-out`")
+            raise TQError(
+                f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            )
         except json.JSONDecodeError as exc:
-            raise TQError(f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
-                          "pass a file written by `tqdeploy doctor --snapshot-out`")
+            raise TQError(
+                f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            )
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise TQError(f"snapshot file {p} is not a {SCHEMA} document",
-                          "pass a file written by `tqdeploy doctor --snapshot-out`")
+            raise TQError(
+                f"snapshot file {p} is not a {SCHEMA} document",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            )
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError, AttributeError) as exc:
-            raise TQError(f"snapshot file {p} has a malformed section ({exc})",
-                          "record it again with `tqdeploy doctor --snapshot-out FILE`")
+            raise TQError(
+                f"snapshot file {p} has a malformed section ({exc})",
+                "record it again with `tqdeploy doctor --snapshot-out FILE`",
+            )
 
 
 def _check_shape(name: str, value: Any, f) -> None:

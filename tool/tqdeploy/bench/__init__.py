@@ -3,6 +3,7 @@
 Each module in this package exposes ``run() -> list[Row]``; ``python -m tqdeploy.bench`` runs them
 all (or those named on the command line) in one process run, so the ratios compare like with like.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -4,6 +4,7 @@ Goals (issue 2): doctor median wall <= 1.0 s and peak RSS <= 80 MB on the 2-core
 --help` <= 0.25 s. Each child's peak RSS comes from its own rusage (os.wait4), so runs of other
 benchmarks in the same process do not leak into the figure.
 """
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ sha256sum hashes its files one after another on one core; tqdeploy hashes files 
 per core, hashlib releases the GIL), and the single-thread row shows the per-core speed too.
 Goal (issue 5): >= 80% of sha256sum.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -53,8 +54,9 @@ def run() -> list[Row]:
             ours.append(_timed(lambda: digest_files(paths)))
             single.append(_timed(lambda: digest_files(paths, workers=1)))
             if sha256sum:
-                theirs.append(_timed(lambda: subprocess.run([sha256sum, *map(str, paths)], check=True,
-                                                            stdout=subprocess.DEVNULL)))
+                theirs.append(
+                    _timed(lambda: subprocess.run([sha256sum, *map(str, paths)], check=True, stdout=subprocess.DEVNULL))
+                )
         # Same answers, or the speed means nothing.
         if sha256sum:
             out = subprocess.run([sha256sum, *map(str, paths)], check=True, capture_output=True, text=True).stdout
@@ -65,15 +67,29 @@ def run() -> list[Row]:
     theirs_mbs = total_mb / min(theirs) if theirs else None
     goal = ">= 0.80 x sha256sum"
     return [
-        Row(f"download verify, {default_workers()} threads ({FILES}x{FILE_MB} MB)", total_mb / min(ours), theirs_mbs,
-            "MB/s", goal, "sha256sum"),
-        Row(f"download verify, 1 thread ({FILES}x{FILE_MB} MB)", total_mb / min(single), theirs_mbs,
-            "MB/s", goal, "sha256sum"),
+        Row(
+            f"download verify, {default_workers()} threads ({FILES}x{FILE_MB} MB)",
+            total_mb / min(ours),
+            theirs_mbs,
+            "MB/s",
+            goal,
+            "sha256sum",
+        ),
+        Row(
+            f"download verify, 1 thread ({FILES}x{FILE_MB} MB)",
+            total_mb / min(single),
+            theirs_mbs,
+            "MB/s",
+            goal,
+            "sha256sum",
+        ),
     ]
 
 
 if __name__ == "__main__":  # `python -m tqdeploy.bench.download`
     for row in run():
         ratio = f"{row.ratio:.2f}" if row.ratio is not None else "n/a"
-        print(f"{row.name}: {row.ours:.0f} {row.unit} vs {row.theirs_name} {row.theirs or 0:.0f} {row.unit}"
-              f" -> ratio {ratio} (goal {row.goal}); cores={os.cpu_count()}")
+        print(
+            f"{row.name}: {row.ours:.0f} {row.unit} vs {row.theirs_name} {row.theirs or 0:.0f} {row.unit}"
+            f" -> ratio {ratio} (goal {row.goal}); cores={os.cpu_count()}"
+        )

@@ -7,6 +7,7 @@ RSS come from each child's own rusage (os.wait4). The script is a copy of the ki
 blog posts publish (tests/fixtures/lint/blog_turboquant_wrong.sh); vLLM's parser stops at the first
 argument it rejects, tqdeploy reports every finding and the corrected command.
 """
+
 from __future__ import annotations
 
 import os
@@ -72,12 +73,25 @@ def run() -> list[Row]:
         argv = [str(VLLM_PYTHON), "-c", VLLM_PARSE, *vllm_args(BLOG_SCRIPT)]
         theirs = [measure(argv) for _ in range(VLLM_RUNS)]
         if {code for _, _, code in theirs} != {2}:  # argparse's exit code for rejected arguments
-            raise RuntimeError(f"vLLM's parser exited {sorted({c for _, _, c in theirs})} on "
-                               f"{shlex.join(argv[3:])} (expected 2)")
+            raise RuntimeError(
+                f"vLLM's parser exited {sorted({c for _, _, c in theirs})} on {shlex.join(argv[3:])} (expected 2)"
+            )
     name = f"vLLM's parser in .venv-vllm: make_arg_parser + parse_args (median/max of {VLLM_RUNS})"
     return [
-        Row(f"lint --file blog script wall (median of {RUNS})", _median([w for w, _, _ in ours]),
-            _median([w for w, _, _ in theirs]) if theirs else None, "s", "", name if theirs else ""),
-        Row(f"lint --file blog script peak RSS (max of {RUNS})", max(r for _, r, _ in ours),
-            max(r for _, r, _ in theirs) if theirs else None, "MB", "", name if theirs else ""),
+        Row(
+            f"lint --file blog script wall (median of {RUNS})",
+            _median([w for w, _, _ in ours]),
+            _median([w for w, _, _ in theirs]) if theirs else None,
+            "s",
+            "",
+            name if theirs else "",
+        ),
+        Row(
+            f"lint --file blog script peak RSS (max of {RUNS})",
+            max(r for _, r, _ in ours),
+            max(r for _, r, _ in theirs) if theirs else None,
+            "MB",
+            "",
+            name if theirs else "",
+        ),
     ]

@@ -1,8 +1,8 @@
 """`tqdeploy build`: one deployment spec in, pinned and reproducible deployment files out."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -10,27 +10,53 @@ ORDER = 40
 
 
 def build(
-    spec_file: Optional[Path] = typer.Argument(None, help="tqdeploy.toml; default: the embedded default spec."),
-    embedded: Optional[str] = typer.Option(None, "--embedded", help="Use an embedded spec by name (e.g. tiny-cpu-demo)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Build directory to write (default: build)."),
+    spec_file: Path | None = typer.Argument(None, help="tqdeploy.toml; default: the embedded default spec."),
+    embedded: str | None = typer.Option(None, "--embedded", help="Use an embedded spec by name (e.g. tiny-cpu-demo)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Build directory to write (default: build)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print a unified diff against --out and write nothing."),
-    check: Optional[Path] = typer.Option(None, "--check", help="Verify a build directory against its lock (and, given a spec, against what it renders now); exit 1 on drift."),
-    image: bool = typer.Option(False, "--image", help="Also build the container image (Docker engine), or print the command."),
-    resolve_digests: bool = typer.Option(False, "--resolve-digests", help="Read the base image digest from its registry and pin it."),
-    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path."),
+    check: Path | None = typer.Option(
+        None,
+        "--check",
+        help="Verify a build directory against its lock (and, given a spec, against what it renders now); exit 1 on drift.",
+    ),
+    image: bool = typer.Option(
+        False, "--image", help="Also build the container image (Docker engine), or print the command."
+    ),
+    resolve_digests: bool = typer.Option(
+        False, "--resolve-digests", help="Read the base image digest from its registry and pin it."
+    ),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
-    from tqdeploy.render.build import check_options, run_build, run_check
     from tqdeploy.output import emit
+    from tqdeploy.render.build import check_options, run_build, run_check
 
-    check_options(check=check is not None, out=out is not None, dry_run=dry_run, image=image,
-                  resolve_digests=resolve_digests, model=model is not None)
+    check_options(
+        check=check is not None,
+        out=out is not None,
+        dry_run=dry_run,
+        image=image,
+        resolve_digests=resolve_digests,
+        model=model is not None,
+    )
     if check is not None:
         result = run_check(check, spec_file, embedded)
     else:
-        result = run_build(spec_file, embedded=embedded, out=out or Path("build"), dry_run=dry_run, image=image,
-                           resolve_digests=resolve_digests, progress=True, model=model)  # stderr: JSON on stdout stays clean
+        result = run_build(
+            spec_file,
+            embedded=embedded,
+            out=out or Path("build"),
+            dry_run=dry_run,
+            image=image,
+            resolve_digests=resolve_digests,
+            progress=True,
+            model=model,
+        )  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code
 

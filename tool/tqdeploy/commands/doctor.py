@@ -1,8 +1,8 @@
 """`tqdeploy doctor`: audit this host (or a recorded snapshot) for serving vLLM with TurboQuant."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -11,36 +11,60 @@ ORDER = 10
 
 def doctor(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.doctor/1)."),
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Replay the checks on a recorded snapshot; "
-                                            "no access to this machine."),
-    snapshot_out: Optional[Path] = typer.Option(None, "--snapshot-out", help="Write the raw host snapshot (JSON)."),
+    snapshot: Path | None = typer.Option(
+        None, "--snapshot", help="Replay the checks on a recorded snapshot; no access to this machine."
+    ),
+    snapshot_out: Path | None = typer.Option(None, "--snapshot-out", help="Write the raw host snapshot (JSON)."),
     fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at or above: error | warn."),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release to check against "
-                                               "(default: tqdeploy's pinned release)."),
+    vllm_version: str | None = typer.Option(
+        None, "--vllm-version", help="vLLM release to check against (default: tqdeploy's pinned release)."
+    ),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
-    model: Optional[str] = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
-    cuda: Optional[str] = typer.Option(None, "--cuda", help="CUDA of the vLLM build you will run, e.g. 12.9 for a "
-                                       "-cu129 image (default: looked up for --vllm-version)."),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", min=1,
-                                     help="Tensor parallel size the model will run with (checkpoint checks)."),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", min=1,
-                                                help="Context length the model will serve (checkpoint checks)."),
-    kv_cache_dtype: Optional[str] = typer.Option(None, "--kv-cache-dtype",
-                                                 help="KV-cache dtype to check, e.g. turboquant_4bit_nc."),
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Also lint the vLLM command in this launch "
-                                        "script and check the model against its flags."),
-    command: Optional[List[str]] = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
+    model: str | None = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
+    cuda: str | None = typer.Option(
+        None,
+        "--cuda",
+        help="CUDA of the vLLM build you will run, e.g. 12.9 for a "
+        "-cu129 image (default: looked up for --vllm-version).",
+    ),
+    tp: int | None = typer.Option(
+        None,
+        "--tp",
+        "--tensor-parallel-size",
+        min=1,
+        help="Tensor parallel size the model will run with (checkpoint checks).",
+    ),
+    max_model_len: int | None = typer.Option(
+        None, "--max-model-len", min=1, help="Context length the model will serve (checkpoint checks)."
+    ),
+    kv_cache_dtype: str | None = typer.Option(
+        None, "--kv-cache-dtype", help="KV-cache dtype to check, e.g. turboquant_4bit_nc."
+    ),
+    file: Path | None = typer.Option(
+        None,
+        "--file",
+        "-f",
+        help="Also lint the vLLM command in this launch script and check the model against its flags.",
+    ),
+    command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
     from tqdeploy.doctor import run_doctor
     from tqdeploy.output import emit
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
-    result = run_doctor(snapshot=snapshot, snapshot_out=snapshot_out, vllm_version=vllm_version or DEFAULT_VLLM_VERSION,
-                        offline=offline, model=model, fail_on=fail_on, image_cuda=cuda,
-                        serving={"tensor_parallel_size": tp, "max_model_len": max_model_len,
-                                 "kv_cache_dtype": kv_cache_dtype},
-                        command=command, command_file=file)
+    result = run_doctor(
+        snapshot=snapshot,
+        snapshot_out=snapshot_out,
+        vllm_version=vllm_version or DEFAULT_VLLM_VERSION,
+        offline=offline,
+        model=model,
+        fail_on=fail_on,
+        image_cuda=cuda,
+        serving={"tensor_parallel_size": tp, "max_model_len": max_model_len, "kv_cache_dtype": kv_cache_dtype},
+        command=command,
+        command_file=file,
+    )
     emit(result, as_json)
     return result.exit_code
 

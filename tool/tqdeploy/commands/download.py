@@ -1,8 +1,8 @@
 """`tqdeploy download`: fetch a model through mirrors, verified and resumable; or check a copy."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -10,23 +10,49 @@ ORDER = 40
 
 
 def download(
-    ref: Optional[str] = typer.Argument(None, metavar="REPO[@REV]", help="e.g. Qwen/Qwen3.6-27B@main; "
-                                       "REV is a branch, tag or commit (default main, or the --lock's revision)."),
-    mirror: Optional[List[str]] = typer.Option(None, "--mirror", help="Hub endpoint to use, repeatable, tried "
-                                               "in order (default: the spec's mirrors, else HF_ENDPOINT, else "
-                                               "https://huggingface.co)."),
-    to: Optional[Path] = typer.Option(None, "--to", help="Target folder (default: models/ORG--NAME, or the "
-                                      "spec's storage.models_dir/ORG--NAME)."),
-    spec: Optional[Path] = typer.Option(None, "--spec", metavar="FILE", help="Take the model, revision, mirrors "
-                                        "and target folder from a deployment spec (tqdeploy.toml)."),
-    lock: Optional[Path] = typer.Option(None, "--lock", metavar="FILE", help="Record the resolved commit in "
-                                        "this build's tqdeploy.lock.json (done on its own when --to is a "
-                                        "build's models folder)."),
+    ref: str | None = typer.Argument(
+        None,
+        metavar="REPO[@REV]",
+        help="e.g. Qwen/Qwen3.6-27B@main; REV is a branch, tag or commit (default main, or the --lock's revision).",
+    ),
+    mirror: list[str] | None = typer.Option(
+        None,
+        "--mirror",
+        help="Hub endpoint to use, repeatable, tried "
+        "in order (default: the spec's mirrors, else HF_ENDPOINT, else "
+        "https://huggingface.co).",
+    ),
+    to: Path | None = typer.Option(
+        None, "--to", help="Target folder (default: models/ORG--NAME, or the spec's storage.models_dir/ORG--NAME)."
+    ),
+    spec: Path | None = typer.Option(
+        None,
+        "--spec",
+        metavar="FILE",
+        help="Take the model, revision, mirrors and target folder from a deployment spec (tqdeploy.toml).",
+    ),
+    lock: Path | None = typer.Option(
+        None,
+        "--lock",
+        metavar="FILE",
+        help="Record the resolved commit in "
+        "this build's tqdeploy.lock.json (done on its own when --to is a "
+        "build's models folder).",
+    ),
     offline: bool = typer.Option(False, "--offline", help="No network: list the files still missing; exit 1 if any."),
-    verify: Optional[Path] = typer.Option(None, "--verify", metavar="DIR", help="Check an existing copy against "
-                                          "its manifest (and the repository when reachable); exit 1 if bad."),
-    retries: int = typer.Option(4, "--retries", min=0, help="Retries per file and mirror on 429, 5xx and broken "
-                                "transfers, with backoff 1, 2, 4 ... s (Retry-After honoured)."),
+    verify: Path | None = typer.Option(
+        None,
+        "--verify",
+        metavar="DIR",
+        help="Check an existing copy against its manifest (and the repository when reachable); exit 1 if bad.",
+    ),
+    retries: int = typer.Option(
+        4,
+        "--retries",
+        min=0,
+        help="Retries per file and mirror on 429, 5xx and broken "
+        "transfers, with backoff 1, 2, 4 ... s (Retry-After honoured).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON; no progress bars."),
 ) -> int:
     """Download what serving a model needs (weights, config, tokenizer), verified and resumable."""
@@ -35,8 +61,9 @@ def download(
 
     if verify is not None:
         if offline or to is not None or spec is not None or lock is not None:
-            raise TQError("--verify DIR takes no --offline, --to, --spec or --lock",
-                          "run `tqdeploy download --verify DIR`")
+            raise TQError(
+                "--verify DIR takes no --offline, --to, --spec or --lock", "run `tqdeploy download --verify DIR`"
+            )
         return _verify(verify, ref, mirror, as_json)
     from tqdeploy.download.request import from_ref, from_spec
 
@@ -47,8 +74,11 @@ def download(
     elif ref:
         req = from_ref(ref, to, mirror or None, lock)
     else:
-        raise TQError("no model given", "run `tqdeploy download ORG/NAME[@REV]`, `tqdeploy download --spec "
-                      "tqdeploy.toml` or `tqdeploy download --verify DIR`")
+        raise TQError(
+            "no model given",
+            "run `tqdeploy download ORG/NAME[@REV]`, `tqdeploy download --spec "
+            "tqdeploy.toml` or `tqdeploy download --verify DIR`",
+        )
     if offline:
         from tqdeploy.download import check_offline
         from tqdeploy.download.report import OfflineResult
@@ -59,8 +89,15 @@ def download(
     from tqdeploy.download import RetryPolicy, run_download
     from tqdeploy.download.report import DownloadResult
 
-    outcome = run_download(req.repo, req.download_revision, req.dest, req.mirrors, progress=not as_json,
-                           policy=RetryPolicy(attempts=retries + 1), lock=req.lock)
+    outcome = run_download(
+        req.repo,
+        req.download_revision,
+        req.dest,
+        req.mirrors,
+        progress=not as_json,
+        policy=RetryPolicy(attempts=retries + 1),
+        lock=req.lock,
+    )
     emit(DownloadResult(outcome), as_json)
     return EXIT_OK
 
@@ -75,8 +112,10 @@ def _verify(folder: Path, ref: str | None, mirror: list[str] | None, as_json: bo
     if m is not None:  # a REPO[@REV] given with --verify must be what the folder holds: say so before hashing
         repo, rev = split_ref(ref)
         if repo != m.repo or (rev and rev not in (m.revision, m.commit)):
-            raise TQError(f"{folder} holds {m.repo}@{m.revision} ({m.commit[:12]}), not {ref}",
-                          "pass the folder of that model, or leave REPO out")
+            raise TQError(
+                f"{folder} holds {m.repo}@{m.revision} ({m.commit[:12]}), not {ref}",
+                "pass the folder of that model, or leave REPO out",
+            )
     report = verify_dir(folder, mirror or None, progress=not as_json)
     emit(report, as_json)
     return EXIT_OK if report.ok else EXIT_FINDINGS

@@ -1,4 +1,5 @@
 """`tqdeploy explain ID`: print the documentation page of a check."""
+
 from __future__ import annotations
 
 import typer

@@ -1,8 +1,8 @@
 """`tqdeploy init`: write a commented tqdeploy.toml from the detected host and model."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -24,11 +24,13 @@ class InitResult:
 
 
 def init(
-    model: Optional[str] = typer.Option(None, "--model", "-m", help="Checkpoint folder or REPO@REV to read defaults from."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Checkpoint folder or REPO@REV to read defaults from."
+    ),
     out: Path = typer.Option(Path("tqdeploy.toml"), "--out", "-o", help="Spec file to write."),
-    name: Optional[str] = typer.Option(None, "--name", help="Deployment name (default: from the model)."),
+    name: str | None = typer.Option(None, "--name", help="Deployment name (default: from the model)."),
     embedded: str = typer.Option("qwen36-27b-tq", "--from", help="Embedded spec to start from."),
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot JSON instead of probing this host."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Host snapshot JSON instead of probing this host."),
     no_probe: bool = typer.Option(False, "--no-probe", help="Do not look at this host's GPUs."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),

@@ -1,8 +1,8 @@
 """`tqdeploy lint`: check a vLLM launch command (or the one in a shell script) against the pinned vLLM."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -11,21 +11,32 @@ ORDER = 40
 
 def lint(
     ctx: typer.Context,
-    command: Optional[List[str]] = typer.Argument(None, help="The command, after `--`: vllm serve MODEL ..., "
-                                                  "python -m vllm.entrypoints.openai.api_server ..., docker run ..."),
-    file: Optional[Path] = typer.Option(None, "--file", "-f", help="Lint the vLLM command in a shell script."),
+    command: list[str] | None = typer.Argument(
+        None,
+        help="The command, after `--`: vllm serve MODEL ..., "
+        "python -m vllm.entrypoints.openai.api_server ..., docker run ...",
+    ),
+    file: Path | None = typer.Option(None, "--file", "-f", help="Lint the vLLM command in a shell script."),
     fix: bool = typer.Option(False, "--fix", help="Print only the corrected command (secrets stay redacted)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.lint/1)."),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="vLLM release to check against "
-                                               "(default: the image tag's, else tqdeploy's pinned release)."),
-    model: Optional[str] = typer.Option(None, "--model", help="Checkpoint for TP / max-model-len / TurboQuant "
-                                        "rules: DIR or REPO@REV."),
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor "
-                                            "--snapshot-out) for GPU rules."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU by name instead of a snapshot, e.g. H200."),
+    vllm_version: str | None = typer.Option(
+        None,
+        "--vllm-version",
+        help="vLLM release to check against (default: the image tag's, else tqdeploy's pinned release).",
+    ),
+    model: str | None = typer.Option(
+        None, "--model", help="Checkpoint for TP / max-model-len / TurboQuant rules: DIR or REPO@REV."
+    ),
+    snapshot: Path | None = typer.Option(
+        None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out) for GPU rules."
+    ),
+    gpu: str | None = typer.Option(None, "--gpu", help="GPU by name instead of a snapshot, e.g. H200."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="Number of GPUs with --gpu."),
-    live: Optional[bool] = typer.Option(None, "--live/--no-live", help="Also parse with vLLM's own parser "
-                                        "(default: when the pinned vLLM is importable)."),
+    live: bool | None = typer.Option(
+        None,
+        "--live/--no-live",
+        help="Also parse with vLLM's own parser (default: when the pinned vLLM is importable).",
+    ),
 ) -> int:
     """Find invalid flags, false advice and risky settings; exit 1 when any finding is an error."""
     from tqdeploy.errors import TQError
@@ -50,7 +61,7 @@ def lint(
     return 1 if report.errors else 0
 
 
-def _host(snapshot: Optional[Path], gpu: Optional[str], count: int):
+def _host(snapshot: Path | None, gpu: str | None, count: int):
     from tqdeploy.snapshot import GPU, HostSnapshot
 
     if snapshot is not None:
@@ -60,8 +71,17 @@ def _host(snapshot: Optional[Path], gpu: Optional[str], count: int):
     from tqdeploy.plan.gpus import gpu_by_name
 
     entry = gpu_by_name(gpu)
-    return HostSnapshot(gpus=[GPU(index=i, name=entry["name"], memory_total=entry["memory_bytes"],
-                                  compute_capability=list(entry["compute_capability"])) for i in range(count)])
+    return HostSnapshot(
+        gpus=[
+            GPU(
+                index=i,
+                name=entry["name"],
+                memory_total=entry["memory_bytes"],
+                compute_capability=list(entry["compute_capability"]),
+            )
+            for i in range(count)
+        ]
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -1,8 +1,8 @@
 """`tqdeploy plan`: KV bytes per token, KV tokens and concurrency per KV-cache dtype, and a recommendation."""
+
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -11,23 +11,33 @@ ORDER = 30
 
 def plan(
     model: str = typer.Option(..., "--model", help="Checkpoint folder or REPO@REV."),
-    snapshot: Optional[Path] = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out)."),
-    gpu: Optional[str] = typer.Option(None, "--gpu", help="Plan for a GPU by name (e.g. H200) instead of a host."),
-    gpus: Optional[int] = typer.Option(None, "--gpus", help="Number of GPUs (default: all in the snapshot, 1 with --gpu)."),
-    tp: Optional[int] = typer.Option(None, "--tp", "--tensor-parallel-size", help="Tensor parallel size (default: --gpus)."),
-    max_model_len: Optional[int] = typer.Option(None, "--max-model-len", help="Default: the config's context length."),
-    gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization",
-                                                           help="Default: vLLM's own default (0.92 in 0.32)."),
-    kv_cache_dtype: Optional[List[str]] = typer.Option(None, "--kv-cache-dtype", help="Only these dtypes (repeatable)."),
-    skip_layers: Optional[str] = typer.Option(None, "--skip-layers", help="Extra layers kept at model dtype, e.g. 0,1,62."),
-    vllm_version: Optional[str] = typer.Option(None, "--vllm-version", help="Default: tqdeploy's pinned release."),
-    kv_cache_memory_gib: Optional[float] = typer.Option(None, "--kv-cache-memory-gib",
-                                                        help="Plan for this KV memory per GPU (vLLM --kv-cache-memory-bytes)."),
-    reserve_gib: Optional[float] = typer.Option(None, "--reserve-gib", help="Non-KV, non-weight memory per GPU "
-                                                "(replaces tqdeploy's estimate)."),
+    snapshot: Path | None = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out)."),
+    gpu: str | None = typer.Option(None, "--gpu", help="Plan for a GPU by name (e.g. H200) instead of a host."),
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="Number of GPUs (default: all in the snapshot, 1 with --gpu)."
+    ),
+    tp: int | None = typer.Option(
+        None, "--tp", "--tensor-parallel-size", help="Tensor parallel size (default: --gpus)."
+    ),
+    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Default: the config's context length."),
+    gpu_memory_utilization: float | None = typer.Option(
+        None, "--gpu-memory-utilization", help="Default: vLLM's own default (0.92 in 0.32)."
+    ),
+    kv_cache_dtype: list[str] | None = typer.Option(None, "--kv-cache-dtype", help="Only these dtypes (repeatable)."),
+    skip_layers: str | None = typer.Option(
+        None, "--skip-layers", help="Extra layers kept at model dtype, e.g. 0,1,62."
+    ),
+    vllm_version: str | None = typer.Option(None, "--vllm-version", help="Default: tqdeploy's pinned release."),
+    kv_cache_memory_gib: float | None = typer.Option(
+        None, "--kv-cache-memory-gib", help="Plan for this KV memory per GPU (vLLM --kv-cache-memory-bytes)."
+    ),
+    reserve_gib: float | None = typer.Option(
+        None, "--reserve-gib", help="Non-KV, non-weight memory per GPU (replaces tqdeploy's estimate)."
+    ),
     enforce_eager: bool = typer.Option(False, "--enforce-eager", help="No CUDA graphs (no graph reserve)."),
-    min_concurrency: float = typer.Option(1.0, "--min-concurrency", help="Sequences of max-model-len the "
-                                          "recommendation must hold."),
+    min_concurrency: float = typer.Option(
+        1.0, "--min-concurrency", help="Sequences of max-model-len the recommendation must hold."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (schema tqdeploy.plan/1)."),
 ) -> int:
     """Plan KV-cache memory per dtype (vLLM's exact formulas) and recommend a --kv-cache-dtype."""
@@ -42,17 +52,22 @@ def plan(
         try:
             skips = tuple(int(x) for x in skip_layers.replace(" ", "").split(",") if x)
         except ValueError:
-            raise TQError(f"--skip-layers {skip_layers!r} is not a comma-separated list of layer indices",
-                          "e.g. --skip-layers 0,1,62,63") from None
+            raise TQError(
+                f"--skip-layers {skip_layers!r} is not a comma-separated list of layer indices",
+                "e.g. --skip-layers 0,1,62,63",
+            ) from None
     for name, value in (("--gpus", gpus), ("--tp", tp), ("--max-model-len", max_model_len)):
         if value is not None and value < 1:
             raise TQError(f"{name} {value} must be a positive integer", f"pass {name} 1 or more")
     if kv_cache_memory_gib is not None and not kv_cache_memory_gib > 0:
-        raise TQError(f"--kv-cache-memory-gib {kv_cache_memory_gib} must be more than 0",
-                      "pass the KV memory per GPU in GiB, e.g. the 'Available KV cache memory' of a vLLM log")
+        raise TQError(
+            f"--kv-cache-memory-gib {kv_cache_memory_gib} must be more than 0",
+            "pass the KV memory per GPU in GiB, e.g. the 'Available KV cache memory' of a vLLM log",
+        )
     if reserve_gib is not None and not reserve_gib >= 0:
-        raise TQError(f"--reserve-gib {reserve_gib} must be 0 or more",
-                      "pass the non-KV, non-weight memory per GPU in GiB")
+        raise TQError(
+            f"--reserve-gib {reserve_gib} must be 0 or more", "pass the non-KV, non-weight memory per GPU in GiB"
+        )
     if min_concurrency <= 0:
         raise TQError(f"--min-concurrency {min_concurrency} must be more than 0", "e.g. --min-concurrency 4")
     host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus)
@@ -65,12 +80,22 @@ def plan(
             raise TQError("config.json names no context length", "pass --max-model-len")
     gib = 1 << 30
     result = make_plan(
-        facts, gpu_memory_bytes=host.memory_bytes, num_gpus=host.count, tp=tp, max_model_len=max_model_len,
-        gpu_memory_utilization=gpu_memory_utilization, kv_cache_dtypes=kv_cache_dtype or None, skip_layers=skips,
-        vllm_version=vllm_version, compute_capability=host.compute_capability, gpu_name=host.name,
+        facts,
+        gpu_memory_bytes=host.memory_bytes,
+        num_gpus=host.count,
+        tp=tp,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        kv_cache_dtypes=kv_cache_dtype or None,
+        skip_layers=skips,
+        vllm_version=vllm_version,
+        compute_capability=host.compute_capability,
+        gpu_name=host.name,
         kv_cache_memory_bytes=int(kv_cache_memory_gib * gib) if kv_cache_memory_gib is not None else None,
-        reserve_bytes=int(reserve_gib * gib) if reserve_gib is not None else None, enforce_eager=enforce_eager,
-        min_concurrency=min_concurrency)
+        reserve_bytes=int(reserve_gib * gib) if reserve_gib is not None else None,
+        enforce_eager=enforce_eager,
+        min_concurrency=min_concurrency,
+    )
     result.host["source"] = host.source
     emit(result, as_json)
     failed = result.recommended is None or any(p["severity"] == "error" for p in result.problems)

@@ -10,6 +10,7 @@ Public API for other commands (build, up):
     load_manifest(dest) -> Manifest | None
     request.from_spec(spec_file, to, mirrors, lock) -> DownloadRequest   (repo, revision, dest, mirrors)
 """
+
 from __future__ import annotations
 
 from tqdeploy.download.manifest import MANIFEST_NAME, Manifest, ManifestFile, load_manifest

@@ -12,18 +12,19 @@ Which lock: the one given with ``--lock``, or, found on its own, the lock of the
 whose models dir the target is (``<build>/<storage.models_dir>/<ORG--NAME>``, read from the build's
 copy of its spec), which is where the rendered download.sh puts the model.
 """
+
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tqdeploy.errors import TQError
-
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
 
 SPEC_COPY = "tqdeploy.toml"  # the spec as given, written into every build directory
@@ -78,8 +79,10 @@ def open_build_lock(path: Path) -> BuildLock:
         path = path / LOCK_NAME
     model = _read(path)["pins"]["model"]
     if not model.get("repo"):
-        raise TQError(f"{path}: that build serves a local directory (model.path), not a repository",
-                      "drop --lock: nothing is downloaded for a local model")
+        raise TQError(
+            f"{path}: that build serves a local directory (model.path), not a repository",
+            "drop --lock: nothing is downloaded for a local model",
+        )
     return BuildLock(path, str(model["repo"]), str(model.get("revision") or ""))
 
 
@@ -96,8 +99,9 @@ def require_match(lock: BuildLock, repo: str, revision: str) -> None:
         raise TQError(problem, f"download {lock.repo}@{lock.revision} for that build, or leave out --lock")
 
 
-def target_lock(lock: Path | None, dest: Path, repo: str, revision: str,
-                on_event: Callable[[str], None]) -> BuildLock | None:
+def target_lock(
+    lock: Path | None, dest: Path, repo: str, revision: str, on_event: Callable[[str], None]
+) -> BuildLock | None:
     """The lock a download of repo@revision into ``dest`` records its commit in, decided before any fetch.
 
     ``lock`` given: it must pin this repo and revision (TQError otherwise). Not given: the lock of the
@@ -162,9 +166,11 @@ def _build_dir_locked(build_dir: Path):
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise TQError(f"a tqdeploy build kept {build_dir} busy for {BUILD_WAIT_S:g} s, so the commit"
-                                  " is not recorded in its lock", "run the same command again when the build is"
-                                  " done (files in place are verified, not fetched)") from None
+                    raise TQError(
+                        f"a tqdeploy build kept {build_dir} busy for {BUILD_WAIT_S:g} s, so the commit"
+                        " is not recorded in its lock",
+                        "run the same command again when the build is done (files in place are verified, not fetched)",
+                    ) from None
                 time.sleep(0.1)
         yield
     finally:

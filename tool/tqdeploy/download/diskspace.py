@@ -7,12 +7,14 @@ compile cache under VLLM_CACHE_ROOT, logs, the manifest rewritten after each fil
 with ENOSPC. shutil.disk_usage reports the space available to this user (statvfs f_bavail), so
 root-reserved blocks are already left out.
 """
+
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 GIB = 1024**3
 MARGIN_FLOOR = 1 * GIB

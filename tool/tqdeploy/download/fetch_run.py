@@ -4,14 +4,16 @@ Every file travels through ``<dest>/.tqdeploy/partial/<path>.part`` and is renam
 path only after its size and hash match the repository metadata, so nothing half-written or
 unverified ever sits at a final path.
 """
+
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from tqdeploy.download import transfer
 from tqdeploy.download.hashing import Digest, digest_file
@@ -52,8 +54,16 @@ class DownloadOutcome:
 
 
 class FetchRun:
-    def __init__(self, listing: RepoListing, dest: Path, endpoints: list[str], headers: dict[str, str],
-                 policy: transfer.RetryPolicy, bars: Bars, outcome: DownloadOutcome):
+    def __init__(
+        self,
+        listing: RepoListing,
+        dest: Path,
+        endpoints: list[str],
+        headers: dict[str, str],
+        policy: transfer.RetryPolicy,
+        bars: Bars,
+        outcome: DownloadOutcome,
+    ):
         self.listing, self.dest, self.endpoints, self.headers = listing, dest, endpoints, headers
         self.policy, self.bars, self.outcome = policy, bars, outcome
         self.down: set[str] = set(listing.unreachable)
@@ -88,8 +98,14 @@ class FetchRun:
             for _ in range(BAD_COPIES_PER_MIRROR):
                 later = [e for e in self.endpoints if e not in self.down and e != endpoint]
                 try:
-                    transfer.fetch(job, self.policy, has_fallback=bool(later), on_bytes=counted,
-                                   on_retry=lambda m, s=shown: self.event(f"{path} from {s}: {m}"), cancel=self.cancel)
+                    transfer.fetch(
+                        job,
+                        self.policy,
+                        has_fallback=bool(later),
+                        on_bytes=counted,
+                        on_retry=lambda m, s=shown: self.event(f"{path} from {s}: {m}"),
+                        cancel=self.cancel,
+                    )
                     digest = digest_file(partial)
                     problem = mismatch(digest, remote)
                 except transfer.BadCopy as err:
@@ -150,5 +166,6 @@ class FetchRun:
                 raise failures[0]
             raise TQError(
                 f"{len(failures)} files could not be downloaded: " + " | ".join(e.message for e in failures),
-                failures[0].remediation, exit_code=EXIT_FINDINGS,
+                failures[0].remediation,
+                exit_code=EXIT_FINDINGS,
             )

@@ -4,15 +4,16 @@ Many files are hashed at once on threads: hashlib releases the GIL while it dige
 than 2 KiB, so threads use every core and overlap disk reads with hashing. Ctrl-C stops every
 thread at its next 4 MiB read instead of waiting for tens of GB to be hashed.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 CHUNK = 4 * 1024 * 1024  # large reads keep the per-call overhead negligible next to hashing
 
@@ -28,8 +29,12 @@ class Digest:
     git_oid: str  # sha1 of "blob <size>\0" + content, as git and the Hub's blobId compute it
 
 
-def digest_file(path: Path, on_bytes: Callable[[int], None] | None = None, with_git_oid: bool = True,
-                cancel: threading.Event | None = None) -> Digest:
+def digest_file(
+    path: Path,
+    on_bytes: Callable[[int], None] | None = None,
+    with_git_oid: bool = True,
+    cancel: threading.Event | None = None,
+) -> Digest:
     """sha256 (and the git blob id) of one file in a single read pass."""
     size = os.path.getsize(path)
     sha256 = hashlib.sha256()
@@ -82,8 +87,10 @@ def digest_files(
             except OSError as err:
                 from tqdeploy.errors import TQError
 
-                raise TQError(f"cannot read {futures[future]}: {err.strerror or err}",
-                              "check that the file is readable by this user (or delete it to fetch it again)") from None
+                raise TQError(
+                    f"cannot read {futures[future]}: {err.strerror or err}",
+                    "check that the file is readable by this user (or delete it to fetch it again)",
+                ) from None
     except BaseException:
         cancel.set()
         pool.shutdown(wait=True, cancel_futures=True)

@@ -4,6 +4,7 @@ Written next to the files at the start of a download (every selected file listed
 null until it is in place and verified) and rewritten atomically after each file, so an
 interrupted download can say offline exactly which files are still missing.
 """
+
 from __future__ import annotations
 
 import json
@@ -49,7 +50,7 @@ class Manifest:
         return {"schema": SCHEMA, **data}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Manifest":
+    def from_dict(cls, data: dict[str, Any]) -> Manifest:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
         files = [ManifestFile(**f) for f in data["files"]]

@@ -1,4 +1,5 @@
 """download_model: resolve, select, verify what is there, check disk, fetch the rest, record the manifest."""
+
 from __future__ import annotations
 
 import errno
@@ -6,9 +7,9 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from tqdeploy.download import diskspace
 from tqdeploy.download.fetch_run import LOCAL, PARTIAL_DIR, DownloadOutcome, FetchRun, mismatch
@@ -35,8 +36,17 @@ def resolve_token(token: str | None) -> str | None:
     return get_token()
 
 
-def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *,
-                   offline: bool = False, token: str | None = None, progress: bool = True, **options) -> Manifest:
+def download_model(
+    repo_id: str,
+    revision: str,
+    dest: Path,
+    mirrors: list[str] | None,
+    *,
+    offline: bool = False,
+    token: str | None = None,
+    progress: bool = True,
+    **options,
+) -> Manifest:
     """Download what serving ``repo_id@revision`` needs into ``dest``, verified; returns its manifest.
 
     ``mirrors``: endpoints tried in order (None or empty: HF_ENDPOINT, else huggingface.co).
@@ -56,11 +66,21 @@ def download_model(repo_id: str, revision: str, dest: Path, mirrors: list[str] |
     return run_download(repo_id, revision, dest, mirrors, token=token, progress=progress, **options).manifest
 
 
-def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | None, *, token: str | None = None,
-                 progress: bool = True, policy: RetryPolicy | None = None, workers: int = 4,
-                 disk_usage: diskspace.DiskUsage = shutil.disk_usage,
-                 on_event: Callable[[str], None] | None = None,
-                 lock: Path | None = None, find_lock: bool = True) -> DownloadOutcome:
+def run_download(
+    repo_id: str,
+    revision: str,
+    dest: Path,
+    mirrors: list[str] | None,
+    *,
+    token: str | None = None,
+    progress: bool = True,
+    policy: RetryPolicy | None = None,
+    workers: int = 4,
+    disk_usage: diskspace.DiskUsage = shutil.disk_usage,
+    on_event: Callable[[str], None] | None = None,
+    lock: Path | None = None,
+    find_lock: bool = True,
+) -> DownloadOutcome:
     """download_model with the details a command reports (what was fetched, reused, repaired, events).
 
     ``lock``: a build's tqdeploy.lock.json (or its folder) to record the resolved commit in; it must pin
@@ -74,8 +94,10 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
     started = time.monotonic()
     dest = Path(dest).expanduser().absolute()
     if is_offline_mode():  # huggingface_hub's session refuses every request then
-        raise TQError("HF_HUB_OFFLINE is set, so no mirror can be asked",
-                      "unset HF_HUB_OFFLINE, or add --offline to list the files still missing")
+        raise TQError(
+            "HF_HUB_OFFLINE is set, so no mirror can be asked",
+            "unset HF_HUB_OFFLINE, or add --offline to list the files still missing",
+        )
     if dest.exists() and not dest.is_dir():
         raise TQError(f"{dest} is a file, not a folder", "pass a folder with --to")
     endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
@@ -98,12 +120,14 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
         outcome.events[:0] = notes
         if build_lock is not None:
             try:
-                outcome.lock = buildlock.record_commit(build_lock, repo_id, revision, outcome.manifest.commit,
-                                                       dest / MANIFEST_NAME)
+                outcome.lock = buildlock.record_commit(
+                    build_lock, repo_id, revision, outcome.manifest.commit, dest / MANIFEST_NAME
+                )
             except OSError as err:
-                raise TQError(f"the files are in place, but {build_lock.path} cannot be written: "
-                              f"{err.strerror or err}", "make the build directory writable and run the "
-                              "same command again (it fetches nothing)") from None
+                raise TQError(
+                    f"the files are in place, but {build_lock.path} cannot be written: {err.strerror or err}",
+                    "make the build directory writable and run the same command again (it fetches nothing)",
+                ) from None
             except TQError as err:
                 if lock is not None:
                     raise
@@ -116,8 +140,11 @@ def run_download(repo_id: str, revision: str, dest: Path, mirrors: list[str] | N
 def _write_error(err: OSError, dest: Path) -> TQError:
     where = err.filename or dest
     if err.errno == errno.ENOSPC:
-        return TQError(f"disk full while writing {where}", "free space there and run the same command again: "
-                       "it resumes from the partial files", exit_code=EXIT_FINDINGS)
+        return TQError(
+            f"disk full while writing {where}",
+            "free space there and run the same command again: it resumes from the partial files",
+            exit_code=EXIT_FINDINGS,
+        )
     return TQError(f"cannot write {where}: {err.strerror or err}", "choose a writable folder with --to")
 
 
@@ -129,8 +156,7 @@ def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, work
 
     outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
     listing = list_repo(endpoints, repo_id, revision, token or False, bars.event, policy=policy)
-    headers = build_hf_headers(token=token if token else False, library_name="tqdeploy",
-                               library_version=__version__)
+    headers = build_hf_headers(token=token if token else False, library_name="tqdeploy", library_version=__version__)
     run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
     run.manifest = Manifest(repo_id, revision, listing.commit)
 
@@ -140,8 +166,10 @@ def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, work
         weight_map = _shards_of(dest / WEIGHTS_INDEX)
     selection = select_serving_files(sorted(listing.files), weight_map)
     if not any(is_weight(p) for p in selection.files):
-        raise TQError(f"{repo_id}@{revision} has no *.safetensors weights at the top level",
-                      "tqdeploy serves safetensors checkpoints only; pick a repository that has them")
+        raise TQError(
+            f"{repo_id}@{revision} has no *.safetensors weights at the top level",
+            "tqdeploy serves safetensors checkpoints only; pick a repository that has them",
+        )
     outcome.skipped = list(selection.skipped)
     _bring(run, [p for p in selection.files if p != WEIGHTS_INDEX], old, workers, disk_usage)
     stale = sorted({f.path for f in old.files} - set(selection.files)) if old else []
@@ -154,8 +182,9 @@ def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, work
     return outcome
 
 
-def _bring(run: FetchRun, paths: list[str], old: Manifest | None, workers: int,
-           disk_usage: diskspace.DiskUsage | None = None) -> None:
+def _bring(
+    run: FetchRun, paths: list[str], old: Manifest | None, workers: int, disk_usage: diskspace.DiskUsage | None = None
+) -> None:
     """Add ``paths`` to the manifest, keep those already in place and verified, fetch the others."""
     dest, files = run.dest, run.listing.files
     for path in paths:
@@ -214,13 +243,18 @@ def check_offline(dest: Path, repo_id: str | None = None, revision: str | None =
     dest = Path(dest).expanduser().absolute()
     manifest = load_manifest(dest)
     if manifest is None:
-        raise TQError(f"no tqdeploy-manifest.json in {dest}: offline there is no file list to check against",
-                      "run `tqdeploy download REPO --to DIR` once with network access")
+        raise TQError(
+            f"no tqdeploy-manifest.json in {dest}: offline there is no file list to check against",
+            "run `tqdeploy download REPO --to DIR` once with network access",
+        )
     if repo_id and manifest.repo != repo_id:
         raise TQError(f"{dest} holds {manifest.repo}, not {repo_id}", "pass the folder of that model with --to")
     if revision and revision not in (manifest.revision, manifest.commit):
-        raise TQError(f"{dest} holds {manifest.repo}@{manifest.revision} ({manifest.commit[:12]}), not {revision!r}",
-                      "offline only the recorded revision can be checked; go online to fetch another")
-    missing = sorted(f.path for f in manifest.files
-                     if not (dest / f.path).is_file() or (dest / f.path).stat().st_size != f.size)
+        raise TQError(
+            f"{dest} holds {manifest.repo}@{manifest.revision} ({manifest.commit[:12]}), not {revision!r}",
+            "offline only the recorded revision can be checked; go online to fetch another",
+        )
+    missing = sorted(
+        f.path for f in manifest.files if not (dest / f.path).is_file() or (dest / f.path).stat().st_size != f.size
+    )
     return OfflineReport(manifest, dest, missing)

@@ -3,10 +3,11 @@
 Messages (mirror fallbacks, retries, re-downloads) go through the same object so they print above
 the bars instead of through them.
 """
+
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 
 class Bars:
@@ -35,7 +36,7 @@ class Bars:
                 transient=False,
             )
 
-    def __enter__(self) -> "Bars":
+    def __enter__(self) -> Bars:
         if self._progress is not None:
             self._progress.start()
         return self

@@ -6,11 +6,12 @@ GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_a
 are asked in order; one that is down or errors is reported and the next is asked. A mirror that
 answers "no such revision / repository" is believed only when every mirror agrees.
 """
+
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
@@ -80,9 +81,12 @@ def list_repo(
         shown = public_endpoint(endpoint)
         api = HfApi(endpoint=endpoint, token=token)
         try:
-            info = _with_retries(lambda api=api: api.model_info(repo, revision=revision, files_metadata=True,
-                                                                timeout=timeout_s),
-                                 policy or RetryPolicy(), lambda m, s=shown: on_event(f"mirror {s}: {m}"), sleep)
+            info = _with_retries(
+                lambda api=api: api.model_info(repo, revision=revision, files_metadata=True, timeout=timeout_s),
+                policy or RetryPolicy(),
+                lambda m, s=shown: on_event(f"mirror {s}: {m}"),
+                sleep,
+            )
         except RevisionNotFoundError:
             not_found.append(f"{shown}: no revision {revision!r}")
             reason = "revision not found"

@@ -2,6 +2,7 @@
 
 No token ever reaches these: a download reports only whether one was present.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,12 +48,17 @@ class DownloadResult:
     def render(self, console) -> None:
         o, m = self.outcome, self.outcome.manifest
         say(console, f"{m.repo}@{m.revision} -> commit {m.commit}")
-        say(console, f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest},"
-                      " every one verified (sha256 / git blob id)")
+        say(
+            console,
+            f"{len(m.files)} files ({_gb(m.total_bytes)}) in {o.dest}, every one verified (sha256 / git blob id)",
+        )
         rate = o.bytes_fetched / o.seconds / 1e6 if o.seconds > 0 else 0.0
-        say(console, f"fetched {len(o.fetched)} ({_gb(o.bytes_fetched)}, {rate:.1f} MB/s), already in place"
-                      f" {len(o.reused)}, bad and fetched again {len(o.repaired)}"
-                      + (f": {', '.join(o.repaired)}" if o.repaired else ""))
+        say(
+            console,
+            f"fetched {len(o.fetched)} ({_gb(o.bytes_fetched)}, {rate:.1f} MB/s), already in place"
+            f" {len(o.reused)}, bad and fetched again {len(o.repaired)}"
+            + (f": {', '.join(o.repaired)}" if o.repaired else ""),
+        )
         served = sorted({f.endpoint for f in m.files if f.endpoint})
         say(console, f"served by: {', '.join(served)}; token: {'present' if o.token_present else 'absent'}")
         if o.skipped:
@@ -69,14 +75,24 @@ class OfflineResult:
 
     def to_dict(self) -> dict[str, Any]:
         r, m = self.report, self.report.manifest
-        return {"schema": OFFLINE_SCHEMA, "repo": m.repo, "commit": m.commit, "dest": str(r.dest),
-                "ok": r.ok, "missing": r.missing, "files": len(m.files)}
+        return {
+            "schema": OFFLINE_SCHEMA,
+            "repo": m.repo,
+            "commit": m.commit,
+            "dest": str(r.dest),
+            "ok": r.ok,
+            "missing": r.missing,
+            "files": len(m.files),
+        }
 
     def render(self, console) -> None:
         r, m = self.report, self.report.manifest
         if r.ok:
-            say(console, f"{m.repo} @ {m.commit[:12]}: all {len(m.files)} files present in {r.dest}"
-                          " (sizes checked; --verify checks hashes)")
+            say(
+                console,
+                f"{m.repo} @ {m.commit[:12]}: all {len(m.files)} files present in {r.dest}"
+                " (sizes checked; --verify checks hashes)",
+            )
             return
         say(console, f"{m.repo} @ {m.commit[:12]}: {len(r.missing)} of {len(m.files)} files missing in {r.dest}:")
         for path in r.missing:

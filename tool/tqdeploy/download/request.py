@@ -6,6 +6,7 @@ Kubernetes manifests serve the model from. A relative models_dir is relative to 
 (docs/build.md), so it is resolved against the folder of ``--lock``, else the spec's own folder when
 that is a build directory (it holds tqdeploy.lock.json, as every build's copy of its spec does).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -57,8 +58,10 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
     spec = load_spec(spec_file, check_vllm_flags=False)  # download needs [model] and [storage] only
     model = spec["model"]
     if not model["repo"]:
-        raise TQError(f"{spec_file}: model.path is a local directory ({model['path']}): there is nothing to download",
-                      "set model.repo and model.revision in the spec to download a model")
+        raise TQError(
+            f"{spec_file}: model.path is a local directory ({model['path']}): there is nothing to download",
+            "set model.repo and model.revision in the spec to download a model",
+        )
     dest = to
     if dest is None:
         models = Path(spec["storage"]["models_dir"]).expanduser()
@@ -73,7 +76,8 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
                     f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build directory, and"
                     f" {spec_dir} is not one (no {LOCK_NAME} there)",
                     "pass the build's copy (`--spec build/tqdeploy.toml`), or add --lock build/tqdeploy.lock.json"
-                    " or --to DIR")
+                    " or --to DIR",
+                )
             models = base / models
         dest = models / spec.model_dir_name
     return DownloadRequest(model["repo"], model["revision"], dest, mirrors or list(model["mirrors"]), lock)

@@ -15,6 +15,7 @@ The rule follows what vLLM 0.32 itself reads from a model folder:
   utils/hub.py CHAT_TEMPLATE_FILE / CHAT_TEMPLATE_DIR).
 ``*.bin`` / ``*.pth`` / ``*.pt`` pickles are not downloaded: tqdeploy serves safetensors only.
 """
+
 from __future__ import annotations
 
 import fnmatch

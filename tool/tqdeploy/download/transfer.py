@@ -14,13 +14,14 @@ each retry resuming where the partial file ends. A refused connection fails over
 mirror at once when there is one. Everything else (404, 401/403, a mirror serving another commit)
 is not retried on that mirror.
 """
+
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
 

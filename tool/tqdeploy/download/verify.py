@@ -1,4 +1,5 @@
 """verify_dir: check a model folder against its manifest, and against the repository when reachable."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -61,12 +62,21 @@ class VerifyReport:
         if self.ok:
             say(console, f"OK: every file matches its sha256 ({m.total_bytes / 1e9:.2f} GB)")
         else:
-            say(console, f"{len(self.bad)} bad file(s); `tqdeploy download {m.repo}@{m.commit} --to {self.dest}`"
-                          " fetches only those again")
+            say(
+                console,
+                f"{len(self.bad)} bad file(s); `tqdeploy download {m.repo}@{m.commit} --to {self.dest}`"
+                " fetches only those again",
+            )
 
 
-def verify_dir(dest: Path, mirrors: list[str] | None = None, *, token: str | None = None,
-               progress: bool = True, workers: int | None = None) -> VerifyReport:
+def verify_dir(
+    dest: Path,
+    mirrors: list[str] | None = None,
+    *,
+    token: str | None = None,
+    progress: bool = True,
+    workers: int | None = None,
+) -> VerifyReport:
     """Hash every file of the manifest in ``dest`` (parallel) and compare with the recorded metadata.
 
     The manifest's own metadata is checked against the repository when one of ``mirrors`` (default:
@@ -106,8 +116,15 @@ def _against_remote(manifest: Manifest, checks: list[FileCheck], mirrors, token,
     if not endpoints:
         return False, "not checked (no mirror given and none recorded)"
     try:
-        listing = list_repo(endpoints, manifest.repo, manifest.commit, token, events.append, timeout_s=10.0,
-                            policy=RetryPolicy(attempts=2))
+        listing = list_repo(
+            endpoints,
+            manifest.repo,
+            manifest.commit,
+            token,
+            events.append,
+            timeout_s=10.0,
+            policy=RetryPolicy(attempts=2),
+        )
     except TQError as err:
         return False, f"not reachable, checked against the manifest only ({err.message})"
     by_path = {c.path: c for c in checks}

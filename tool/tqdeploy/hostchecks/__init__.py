@@ -3,4 +3,5 @@
 Each module covers one area; every check reads only ``ctx.host`` (a HostSnapshot) and
 ``ctx.options`` (target vLLM version, image CUDA...), never the machine.
 """
+
 from tqdeploy.hostchecks import containers, driver, gpu, hfenv, libs, pcie, probes, system, topology  # noqa: F401

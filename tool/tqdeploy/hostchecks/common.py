@@ -1,4 +1,5 @@
 """Small helpers shared by the host checks."""
+
 from __future__ import annotations
 
 from tqdeploy.checkbase import skipped
@@ -27,8 +28,11 @@ def no_gpu_verdict(host):
 def unreadable_gpu_verdict(gpu):
     """The skip a per-GPU check returns for a GPU NVML could not open (TQ101 reports it as an error)."""
     if "handle" in (gpu.field_errors or {}):
-        return skipped(f"GPU {gpu.index} not accessible through NVML (see TQ101)", {"gpu": gpu.index},
-                       title=f"GPU {gpu.index}: not accessible")
+        return skipped(
+            f"GPU {gpu.index} not accessible through NVML (see TQ101)",
+            {"gpu": gpu.index},
+            title=f"GPU {gpu.index}: not accessible",
+        )
     return None
 
 

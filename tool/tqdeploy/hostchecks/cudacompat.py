@@ -1,4 +1,5 @@
 """Lookups in checks/cuda_compat.json: the CUDA of a vLLM build and the minimum driver for a CUDA major."""
+
 from __future__ import annotations
 
 import functools

@@ -1,4 +1,5 @@
 """TQ101 NVIDIA driver present; TQ102 the driver's CUDA against the CUDA of the chosen vLLM build."""
+
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
@@ -10,22 +11,30 @@ def driver_present(ctx):
     d = ctx.host.driver
     if not d.get("present"):
         reason = d.get("error") or ctx.host.probe_errors.get("nvml") or "NVML was not probed"
-        return error({"nvml": reason}, f"install the NVIDIA data-center driver ({_driver_needed(ctx)}) "
-                     "and check `nvidia-smi`; inside a container start it with `--gpus all`",
-                     title="no NVIDIA driver: NVML cannot be loaded")
+        return error(
+            {"nvml": reason},
+            f"install the NVIDIA data-center driver ({_driver_needed(ctx)}) "
+            "and check `nvidia-smi`; inside a container start it with `--gpus all`",
+            title="no NVIDIA driver: NVML cannot be loaded",
+        )
     ev = {"driver": d.get("version"), "cuda_driver": driver_cuda_str(d.get("cuda_driver")), "gpus": len(ctx.host.gpus)}
     if d.get("errors"):
         ev["nvml_errors"] = d["errors"]
     if not ctx.host.gpus:
-        return error(ev, "check `nvidia-smi -L`; in a container pass `--gpus all` (or a CDI device)",
-                     title="NVIDIA driver loaded but no GPU visible")
+        return error(
+            ev,
+            "check `nvidia-smi -L`; in a container pass `--gpus all` (or a CDI device)",
+            title="NVIDIA driver loaded but no GPU visible",
+        )
     lost = {g.index: g.field_errors["handle"] for g in ctx.host.gpus if "handle" in (g.field_errors or {})}
     if lost:
         names = ", ".join(str(i) for i in lost)
-        return error(ev | {"not_accessible": lost},
-                     "check `nvidia-smi` and the kernel log for Xid errors (`sudo dmesg | grep -i xid`); a GPU that "
-                     "fell off the bus needs a GPU reset or a reboot; in a container, check which GPUs it was given",
-                     title=f"NVML cannot open GPU(s) {names} of {len(ctx.host.gpus)}")
+        return error(
+            ev | {"not_accessible": lost},
+            "check `nvidia-smi` and the kernel log for Xid errors (`sudo dmesg | grep -i xid`); a GPU that "
+            "fell off the bus needs a GPU reset or a reboot; in a container, check which GPUs it was given",
+            title=f"NVML cannot open GPU(s) {names} of {len(ctx.host.gpus)}",
+        )
     return passed(ev, title=f"NVIDIA driver {d.get('version')} with {len(ctx.host.gpus)} GPU(s)")
 
 
@@ -47,29 +56,49 @@ def driver_cuda(ctx):
     version = ctx.options.get("vllm_version")
     target, source = build_cuda(version, ctx.options.get("image_cuda"))
     have = driver_cuda_str(d.get("cuda_driver"))
-    ev = {"vllm": version, "build_cuda": target, "build_cuda_from": source, "driver": d.get("version"),
-          "driver_cuda": have}
+    ev = {
+        "vllm": version,
+        "build_cuda": target,
+        "build_cuda_from": source,
+        "driver": d.get("version"),
+        "driver_cuda": have,
+    }
     if target is None:
-        return info(ev, f"the CUDA of vLLM {version}'s builds is not in checks/cuda_compat.json: read it from the "
-                    "release notes and compare with the driver's CUDA (`nvidia-smi` header)",
-                    title=f"CUDA of vLLM {version} builds unknown")
+        return info(
+            ev,
+            f"the CUDA of vLLM {version}'s builds is not in checks/cuda_compat.json: read it from the "
+            "release notes and compare with the driver's CUDA (`nvidia-smi` header)",
+            title=f"CUDA of vLLM {version} builds unknown",
+        )
     if have is None:
-        return warn(ev, "upgrade nvidia-ml-py or read the CUDA version from `nvidia-smi`",
-                    title="driver did not report its CUDA version")
+        return warn(
+            ev,
+            "upgrade nvidia-ml-py or read the CUDA version from `nvidia-smi`",
+            title="driver did not report its CUDA version",
+        )
     need, got = cuda_tuple(target), cuda_tuple(have)
     minimum = min_driver_for(target)
     ev["driver_min_for_major"] = minimum
     if got[0] < need[0]:
         # a variant of the driver's CUDA major runs through minor version compatibility
         fits = sorted(tag for tag, cuda in variants_for(version).items() if cuda_tuple(cuda)[0] == got[0])
-        alt = (f", or use the `{fits[0]}` build (image tag suffix -{fits[0]}, wheel +{fits[0]})" if fits
-               else "; no build of this vLLM for the driver's CUDA is known")
-        return error(ev, f"upgrade the driver to >= {minimum} (CUDA {need[0]}.x){alt}; {_forward_compat(version, need)}",
-                     title=f"driver supports CUDA {have}, vLLM {version} is built for CUDA {target}")
+        alt = (
+            f", or use the `{fits[0]}` build (image tag suffix -{fits[0]}, wheel +{fits[0]})"
+            if fits
+            else "; no build of this vLLM for the driver's CUDA is known"
+        )
+        return error(
+            ev,
+            f"upgrade the driver to >= {minimum} (CUDA {need[0]}.x){alt}; {_forward_compat(version, need)}",
+            title=f"driver supports CUDA {have}, vLLM {version} is built for CUDA {target}",
+        )
     if got < need:
-        return warn(ev, f"upgrade the driver to one that reports CUDA >= {target}; until then CUDA minor version "
-                    "compatibility applies (features needing a newer driver, such as PTX JIT of newer code, fail)",
-                    title=f"driver CUDA {have} older than the build's CUDA {target} (minor version compatibility)")
+        return warn(
+            ev,
+            f"upgrade the driver to one that reports CUDA >= {target}; until then CUDA minor version "
+            "compatibility applies (features needing a newer driver, such as PTX JIT of newer code, fail)",
+            title=f"driver CUDA {have} older than the build's CUDA {target} (minor version compatibility)",
+        )
     return passed(ev, title=f"driver CUDA {have} covers vLLM {version} (CUDA {target})")
 
 
@@ -89,5 +118,7 @@ def _forward_compat(version: str | None, need: tuple[int, int]) -> str:
             how = "set VLLM_ENABLE_CUDA_COMPATIBILITY=1 so vLLM loads it"
     except InvalidVersion:
         pass
-    return (f"on data-center GPUs (not GeForce/RTX) NVIDIA's forward-compatibility package {package} also works: "
-            f"install it and {how}")
+    return (
+        f"on data-center GPUs (not GeForce/RTX) NVIDIA's forward-compatibility package {package} also works: "
+        f"install it and {how}"
+    )

@@ -1,4 +1,5 @@
 """Model cache disk (TQ122), HF_TOKEN present/absent (TQ123), HF_ENDPOINT mirror reachable (TQ124)."""
+
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
@@ -28,12 +29,21 @@ def cache_disk(ctx):
     weights = _model_weights_bytes(ctx.model)
     need = weights or DEFAULT_TARGET_WEIGHTS_BYTES
     what = "the given model's weights" if weights else "Qwen3.6-27B BF16 weights (~55.6 GB, the default target)"
-    ev = {"cache": disk.get("path"), "filesystem_of": disk.get("measured_at"), "free_gb": round(free / 1e9, 1),
-          "needed_gb": round(need / 1e9, 1), "for": what}
+    ev = {
+        "cache": disk.get("path"),
+        "filesystem_of": disk.get("measured_at"),
+        "free_gb": round(free / 1e9, 1),
+        "needed_gb": round(need / 1e9, 1),
+        "for": what,
+    }
     fix = "free space there, or point HF_HOME / HF_HUB_CACHE at a larger disk (a local NVMe disk loads fastest)"
     if free < need:
         if weights:
-            return error(ev, fix, title=f"{round(free / 1e9, 1)} GB free in the model cache, {what} need {round(need / 1e9, 1)} GB")
+            return error(
+                ev,
+                fix,
+                title=f"{round(free / 1e9, 1)} GB free in the model cache, {what} need {round(need / 1e9, 1)} GB",
+            )
         return warn(ev, fix, title=f"{round(free / 1e9, 1)} GB free in the model cache: less than {what}")
     return passed(ev, title=f"{round(free / 1e9, 1)} GB free in the model cache")
 
@@ -45,8 +55,12 @@ def hf_token(ctx):
         return skipped(ctx.host.probe_errors.get("env", "not probed"))
     if env.get("hf_token_present"):
         return passed({"HF_TOKEN": "present"}, title="HF_TOKEN present")
-    return info({"HF_TOKEN": "absent"}, "public repositories download without it; set HF_TOKEN for gated or private "
-                "ones (e.g. from a secrets file, never on the command line)", title="HF_TOKEN absent")
+    return info(
+        {"HF_TOKEN": "absent"},
+        "public repositories download without it; set HF_TOKEN for gated or private "
+        "ones (e.g. from a secrets file, never on the command line)",
+        title="HF_TOKEN absent",
+    )
 
 
 @check("TQ124", "hub", "model mirror (HF_ENDPOINT) reachable")
@@ -59,8 +73,13 @@ def mirror(ctx):
     if not m:
         reason = ctx.host.probe_errors.get("mirror") or "not tested (--offline)"
         return skipped(reason, {"endpoint": endpoint})
-    ev = {"endpoint": m.get("endpoint"), "proxy": m.get("proxy"), "status": m.get("status"),
-          "seconds": m.get("seconds"), "error": m.get("error") or None}
+    ev = {
+        "endpoint": m.get("endpoint"),
+        "proxy": m.get("proxy"),
+        "status": m.get("status"),
+        "seconds": m.get("seconds"),
+        "error": m.get("error") or None,
+    }
     fix = "check the URL, DNS and proxy settings (HTTPS_PROXY / NO_PROXY) or unset HF_ENDPOINT; downloads will fail"
     status = m.get("status")
     if m.get("reachable") and isinstance(status, int) and status >= 500:

@@ -4,6 +4,7 @@ torch and vLLM load the nvidia-* wheels of their Python environment (RPATH into 
 before the system copies, so the wheel versions are what a `pip install vllm` server uses; the
 recorded H200 host shows torch on the 9.19 wheel while ldconfig lists another libcudnn.
 """
+
 from __future__ import annotations
 
 import re
@@ -27,21 +28,39 @@ def cuda_libraries(ctx):
     target, _ = build_cuda(ctx.options.get("vllm_version"), ctx.options.get("image_cuda"))
     cudnn_wheels = {k: v for k, v in wheels.items() if k.startswith("nvidia-cudnn-")}
     runtime_wheels = {k: v for k, v in wheels.items() if k.startswith("nvidia-cuda-runtime")}
-    ev = {"cudnn": (f"{next(iter(cudnn_wheels))} {next(iter(cudnn_wheels.values()))} (wheel)" if cudnn_wheels
-                    else (ld.get("cudnn") or [None])[0]),
-          "cuda_runtime": (f"{next(iter(runtime_wheels))} {next(iter(runtime_wheels.values()))} (wheel)" if runtime_wheels
-                           else (ld.get("cudart") or [None])[0]),
-          "wheels": wheels, "wheels_of_python_env": libs.get("python_env"), "system_cudnn": ld.get("cudnn", [])[:2], "system_cudart": ld.get("cudart", [])[:2],
-          "build_cuda": target}
+    ev = {
+        "cudnn": (
+            f"{next(iter(cudnn_wheels))} {next(iter(cudnn_wheels.values()))} (wheel)"
+            if cudnn_wheels
+            else (ld.get("cudnn") or [None])[0]
+        ),
+        "cuda_runtime": (
+            f"{next(iter(runtime_wheels))} {next(iter(runtime_wheels.values()))} (wheel)"
+            if runtime_wheels
+            else (ld.get("cudart") or [None])[0]
+        ),
+        "wheels": wheels,
+        "wheels_of_python_env": libs.get("python_env"),
+        "system_cudnn": ld.get("cudnn", [])[:2],
+        "system_cudart": ld.get("cudart", [])[:2],
+        "build_cuda": target,
+    }
     if target:
         need = cuda_tuple(target)[0]
         wrong = sorted(k for k in wheels if (m := _wheel_cuda_major(k)) is not None and m != need)
         if wrong:
-            return warn(ev, f"this environment has CUDA {', '.join(sorted({str(_wheel_cuda_major(k)) for k in wrong}))} "
-                        f"wheels but vLLM's build uses CUDA {need}: install vLLM into a fresh venv so pip pulls matching "
-                        f"nvidia-* wheels",
-                        title=f"nvidia-* wheels for another CUDA major than the build's CUDA {target}: {', '.join(wrong)}")
+            return warn(
+                ev,
+                f"this environment has CUDA {', '.join(sorted({str(_wheel_cuda_major(k)) for k in wrong}))} "
+                f"wheels but vLLM's build uses CUDA {need}: install vLLM into a fresh venv so pip pulls matching "
+                f"nvidia-* wheels",
+                title=f"nvidia-* wheels for another CUDA major than the build's CUDA {target}: {', '.join(wrong)}",
+            )
     if not wheels and not any(ld.get(k) for k in ("cudnn", "cudart")):
-        return info(ev, "nothing to load outside a container: `pip install vllm` brings CUDA and cuDNN as wheels, "
-                    "and the vllm/vllm-openai image has its own", title="no CUDA runtime or cuDNN found on this host")
+        return info(
+            ev,
+            "nothing to load outside a container: `pip install vllm` brings CUDA and cuDNN as wheels, "
+            "and the vllm/vllm-openai image has its own",
+            title="no CUDA runtime or cuDNN found on this host",
+        )
     return passed(ev, title=f"cuDNN: {ev['cudnn'] or 'none'}; CUDA runtime: {ev['cuda_runtime'] or 'none'}")

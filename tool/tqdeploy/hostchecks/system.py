@@ -1,4 +1,5 @@
 """Host OS checks: /dev/shm (TQ114), container (TQ115), RLIMIT_MEMLOCK (TQ116), RLIMIT_NOFILE (TQ117), WSL2 (TQ118)."""
+
 from __future__ import annotations
 
 from tqdeploy.checkbase import check, error, info, passed, skipped, warn
@@ -34,14 +35,23 @@ def shm_size(ctx):
         return skipped(ctx.host.probe_errors.get("shm", "/dev/shm not probed"))
     in_container = bool(ctx.host.container.get("in_container"))
     free, total = shm.get("free_bytes"), shm.get("total_bytes")
-    ev = {"path": shm.get("path"), "total_mib": mib(total), "free_mib": mib(free), "in_container": in_container,
-          "vllm_broadcast_ring_mib": mib(VLLM_MQ_SHM_BYTES)}
+    ev = {
+        "path": shm.get("path"),
+        "total_mib": mib(total),
+        "free_mib": mib(free),
+        "in_container": in_container,
+        "vllm_broadcast_ring_mib": mib(VLLM_MQ_SHM_BYTES),
+    }
     if free is not None and free < VLLM_MQ_SHM_BYTES:
         note = " (Docker's default)" if total is not None and total <= DOCKER_DEFAULT_SHM else ""
         title = f"/dev/shm has {mib(free)} MiB free{note}: vLLM's worker broadcast ring alone needs 160 MiB"
         if len(ctx.host.gpus) == 1:
-            return warn(ev, _shm_fix(in_container) + "; one GPU serves without worker processes, but "
-                        "--tensor-parallel-size > 1 needs it", title=title + " with tensor parallelism")
+            return warn(
+                ev,
+                _shm_fix(in_container) + "; one GPU serves without worker processes, but "
+                "--tensor-parallel-size > 1 needs it",
+                title=title + " with tensor parallelism",
+            )
         return error(ev, _shm_fix(in_container), title=title)
     return passed(ev, title=f"/dev/shm {mib(total)} MiB ({mib(free)} MiB free)")
 
@@ -52,10 +62,12 @@ def container(ctx):
     if not c:
         return skipped(ctx.host.probe_errors.get("container", "not probed"))
     if c.get("in_container"):
-        return info({"markers": c.get("markers")},
-                    "run vLLM containers with `--gpus all --ipc=host` (or `--shm-size`); GPU and PCIe readings "
-                    "inside a container may be partial",
-                    title="running inside a container")
+        return info(
+            {"markers": c.get("markers")},
+            "run vLLM containers with `--gpus all --ipc=host` (or `--shm-size`); GPU and PCIe readings "
+            "inside a container may be partial",
+            title="running inside a container",
+        )
     return passed({"markers": []}, title="not in a container")
 
 
@@ -69,14 +81,20 @@ def memlock(ctx):
     if not lim:
         return skipped(ctx.host.probe_errors.get("limits", "not probed"))
     ib = lim.get("infiniband") or []
-    ev = {"memlock_soft": _fmt_limit(lim.get("memlock_soft")), "memlock_hard": _fmt_limit(lim.get("memlock_hard")),
-          "infiniband_devices": ib}
+    ev = {
+        "memlock_soft": _fmt_limit(lim.get("memlock_soft")),
+        "memlock_hard": _fmt_limit(lim.get("memlock_hard")),
+        "infiniband_devices": ib,
+    }
     if not ib:
         return passed(ev, title="no RDMA devices: the locked-memory limit does not matter here")
     if lim.get("memlock_soft") != -1:
-        return warn(ev, "RDMA (NCCL over InfiniBand/RoCE) registers pinned memory: set `ulimit -l unlimited` "
-                    "(systemd: LimitMEMLOCK=infinity; docker: `--ulimit memlock=-1`)",
-                    title=f"RLIMIT_MEMLOCK {lim.get('memlock_soft')} bytes with RDMA devices present")
+        return warn(
+            ev,
+            "RDMA (NCCL over InfiniBand/RoCE) registers pinned memory: set `ulimit -l unlimited` "
+            "(systemd: LimitMEMLOCK=infinity; docker: `--ulimit memlock=-1`)",
+            title=f"RLIMIT_MEMLOCK {lim.get('memlock_soft')} bytes with RDMA devices present",
+        )
     return passed(ev, title="RLIMIT_MEMLOCK unlimited with RDMA devices present")
 
 
@@ -86,14 +104,20 @@ def nofile(ctx):
     if not lim:
         return skipped(ctx.host.probe_errors.get("limits", "not probed"))
     hard = lim.get("nofile_hard")
-    ev = {"nofile_soft": _fmt_limit(lim.get("nofile_soft")), "nofile_hard": _fmt_limit(hard),
-          "vllm_target_soft": VLLM_NOFILE_TARGET}
+    ev = {
+        "nofile_soft": _fmt_limit(lim.get("nofile_soft")),
+        "nofile_hard": _fmt_limit(hard),
+        "vllm_target_soft": VLLM_NOFILE_TARGET,
+    }
     if hard is None:
         return skipped("open-files limit not recorded", ev)
     if hard != -1 and hard < VLLM_NOFILE_TARGET:
-        return warn(ev, f"raise the hard limit to >= {VLLM_NOFILE_TARGET} (`ulimit -Hn`, systemd LimitNOFILE=, "
-                    "docker `--ulimit nofile=65535:65535`); under load vLLM can hit 'Too many open files'",
-                    title=f"RLIMIT_NOFILE hard limit {hard} < {VLLM_NOFILE_TARGET}: vLLM cannot raise its soft limit")
+        return warn(
+            ev,
+            f"raise the hard limit to >= {VLLM_NOFILE_TARGET} (`ulimit -Hn`, systemd LimitNOFILE=, "
+            "docker `--ulimit nofile=65535:65535`); under load vLLM can hit 'Too many open files'",
+            title=f"RLIMIT_NOFILE hard limit {hard} < {VLLM_NOFILE_TARGET}: vLLM cannot raise its soft limit",
+        )
     return passed(ev, title=f"RLIMIT_NOFILE hard limit {_fmt_limit(hard)}")
 
 
@@ -114,9 +138,15 @@ def wsl(ctx):
         return passed(ev, title="not WSL")
     version = _kernel_version(k.get("release", ""))
     if not version or version < WSL_PINNED_MIN_KERNEL:
-        return warn(ev, "update WSL (`wsl --update`) to a kernel >= 4.19.121: below it vLLM disables pinned memory "
-                    "and host-to-GPU copies run at pageable speed",
-                    title="WSL2 kernel without pinned-memory support for CUDA")
-    return info(ev, "vLLM leaves pinned memory off under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1 (host-to-GPU "
-                "copies run at pageable speed without it); serve production loads on native Linux",
-                title="running under WSL2")
+        return warn(
+            ev,
+            "update WSL (`wsl --update`) to a kernel >= 4.19.121: below it vLLM disables pinned memory "
+            "and host-to-GPU copies run at pageable speed",
+            title="WSL2 kernel without pinned-memory support for CUDA",
+        )
+    return info(
+        ev,
+        "vLLM leaves pinned memory off under WSL2 unless VLLM_WSL2_ENABLE_PIN_MEMORY=1 (host-to-GPU "
+        "copies run at pageable speed without it); serve production loads on native Linux",
+        title="running under WSL2",
+    )

@@ -8,6 +8,7 @@ Layers: command/script (find the invocation) -> validate (schema of the vLLM rel
 from vLLM's parser) -> catalogue (false advice) -> rules (TurboQuant, exposure, secrets, docker)
 -> semantic (model + host, via tqdeploy.model.compat) -> live (vLLM's own parser, when importable).
 """
+
 from __future__ import annotations
 
 from tqdeploy.findings import Severity
@@ -30,16 +31,31 @@ def _target_version(vllm_version: str | None, inv) -> tuple[str, list[LintFindin
         return DEFAULT_VLLM_VERSION, []
     if image_version in available_versions():
         return image_version, []
-    return DEFAULT_VLLM_VERSION, [LintFinding(
-        "TQ311", Severity.WARN, "image",
-        f"no argument schema for vLLM {image_version} (image {inv.image}); checked against "
-        f"{DEFAULT_VLLM_VERSION} instead",
-        f"use an image of a version tqdeploy knows ({', '.join(available_versions())}) or pass --vllm-version",
-        None, inv.image_index)]
+    return DEFAULT_VLLM_VERSION, [
+        LintFinding(
+            "TQ311",
+            Severity.WARN,
+            "image",
+            f"no argument schema for vLLM {image_version} (image {inv.image}); checked against "
+            f"{DEFAULT_VLLM_VERSION} instead",
+            f"use an image of a version tqdeploy knows ({', '.join(available_versions())}) or pass --vllm-version",
+            None,
+            inv.image_index,
+        )
+    ]
 
 
-def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version, model, host,
-          live: bool | None, variables: dict[str, str] | None = None) -> LintReport:
+def _lint(
+    argv: list[str],
+    text: str,
+    extra_env: dict[str, str],
+    *,
+    vllm_version,
+    model,
+    host,
+    live: bool | None,
+    variables: dict[str, str] | None = None,
+) -> LintReport:
     from tqdeploy.errors import TQError
     from tqdeploy.lint import catalogue, rules
     from tqdeploy.lint.command import find_invocation
@@ -51,9 +67,11 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
         inv.env.setdefault(name, value)
     text_findings = catalogue.match_text(text)
     if inv.kind == "unknown" and not text_findings:
-        raise TQError("no vLLM command found (expected `vllm serve ...`, `python -m "
-                      "vllm.entrypoints.openai.api_server ...` or `docker run ... IMAGE ...`)",
-                      "pass the command after `--`: tqdeploy lint -- vllm serve MODEL --flag ...")
+        raise TQError(
+            "no vLLM command found (expected `vllm serve ...`, `python -m "
+            "vllm.entrypoints.openai.api_server ...` or `docker run ... IMAGE ...`)",
+            "pass the command after `--`: tqdeploy lint -- vllm serve MODEL --flag ...",
+        )
     version, findings = _target_version(vllm_version, inv)
     schema = load_schema(version)
     parsed = ParsedArgs()
@@ -81,15 +99,27 @@ def _lint(argv: list[str], text: str, extra_env: dict[str, str], *, vllm_version
                 findings += live_findings(args)
     if inv.kind == "docker-other":
         findings += rules.docker_rules(inv, None)
-        findings.append(LintFinding(
-            "TQ313", Severity.INFO, "image", f"image {inv.image} is not a vLLM image: only the docker options "
-            "were checked", "lint the command its entrypoint runs (e.g. the image's serve.sh) with --file", None,
-            inv.image_index))
+        findings.append(
+            LintFinding(
+                "TQ313",
+                Severity.INFO,
+                "image",
+                f"image {inv.image} is not a vLLM image: only the docker options were checked",
+                "lint the command its entrypoint runs (e.g. the image's serve.sh) with --file",
+                None,
+                inv.image_index,
+            )
+        )
     findings += text_findings
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
-    return LintReport(vllm_version=schema.version, command=list(inv.argv), fixed_argv=fixed, findings=findings,
-                      secret_values=rules.secret_values(inv, parsed),
-                      flag_values=_flag_values(parsed, variables or {}))
+    return LintReport(
+        vllm_version=schema.version,
+        command=list(inv.argv),
+        fixed_argv=fixed,
+        findings=findings,
+        secret_values=rules.secret_values(inv, parsed),
+        flag_values=_flag_values(parsed, variables or {}),
+    )
 
 
 def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
@@ -114,8 +144,10 @@ def _want_live(live: bool | None, version: str) -> bool:
         if live:
             from tqdeploy.errors import TQError
 
-            raise TQError(f"live validation needs vLLM {version} importable here (found: {running or 'none'})",
-                          "run tqdeploy with the interpreter of a venv that has that vLLM, or drop --live")
+            raise TQError(
+                f"live validation needs vLLM {version} importable here (found: {running or 'none'})",
+                "run tqdeploy with the interpreter of a venv that has that vLLM, or drop --live",
+            )
         return False
     return True
 
@@ -133,8 +165,9 @@ def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
     return None
 
 
-def lint_command(argv: list[str], *, vllm_version: str | None = None, model=None, host=None,
-                 live: bool | None = None) -> LintReport:
+def lint_command(
+    argv: list[str], *, vllm_version: str | None = None, model=None, host=None, live: bool | None = None
+) -> LintReport:
     """Lint one command line (already split into argv); live=None validates with vLLM when importable."""
     wrapped = _shell_wrapper(list(argv))
     if wrapped is None:
@@ -159,19 +192,30 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
     if file is not None and argv:
         raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
     if file is None and not argv:
-        raise TQError("nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh")
+        raise TQError(
+            "nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh"
+        )
     if file is None:
         return lint_command(argv, **options)
     try:
         text = Path(file).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise TQError(f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
-                      "pass a readable text file")
+        raise TQError(
+            f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
+            "pass a readable text file",
+        )
     return lint_script(text, name=str(file), **options)
 
 
-def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=None,
-                live: bool | None = None, name: str = "the script") -> LintReport:
+def lint_script(
+    text: str,
+    *,
+    vllm_version: str | None = None,
+    model=None,
+    host=None,
+    live: bool | None = None,
+    name: str = "the script",
+) -> LintReport:
     """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too.
     name (e.g. the file's path) is what an error about the script calls it."""
     from tqdeploy.lint.catalogue import match_text
@@ -181,11 +225,21 @@ def lint_script(text: str, *, vllm_version: str | None = None, model=None, host=
     if cmd is None and not match_text(text):
         from tqdeploy.errors import TQError
 
-        raise TQError(f"no vLLM command found in {name} (no line starts `vllm serve`, `python -m "
-                      "vllm.entrypoints.openai.api_server` or `docker run`)",
-                      "lint the script that launches vLLM, or pass the command: tqdeploy lint -- vllm serve MODEL ...")
+        raise TQError(
+            f"no vLLM command found in {name} (no line starts `vllm serve`, `python -m "
+            "vllm.entrypoints.openai.api_server` or `docker run`)",
+            "lint the script that launches vLLM, or pass the command: tqdeploy lint -- vllm serve MODEL ...",
+        )
     argv = cmd.argv if cmd else []
-    report = _lint(argv, text, cmd.env if cmd else {}, vllm_version=vllm_version, model=model, host=host,
-                   live=live, variables=cmd.variables if cmd else None)
+    report = _lint(
+        argv,
+        text,
+        cmd.env if cmd else {},
+        vllm_version=vllm_version,
+        model=model,
+        host=host,
+        live=live,
+        variables=cmd.variables if cmd else None,
+    )
     report.source = f"script line {cmd.line}" if cmd else "script"
     return report

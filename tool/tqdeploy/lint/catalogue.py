@@ -6,6 +6,7 @@ Pattern kinds:
   text        a regex over the whole command or script text (comments included), e.g. vllm-bench
   rule        caught by a lint rule (the entry documents it; the rule's finding carries the fix)
 """
+
 from __future__ import annotations
 
 import json
@@ -51,15 +52,32 @@ def load_catalogue() -> tuple[Entry, ...]:
     entries = []
     for e in data["entries"]:
         tokens = e.get("tokens")
-        entries.append(Entry(e["id"], Severity(e.get("severity", "error")), e["pattern"], e["why"],
-                             e["replacement"], e["citation"], tuple(tokens) if tokens is not None else None,
-                             e.get("bad", ""), e.get("good", "")))
+        entries.append(
+            Entry(
+                e["id"],
+                Severity(e.get("severity", "error")),
+                e["pattern"],
+                e["why"],
+                e["replacement"],
+                e["citation"],
+                tuple(tokens) if tokens is not None else None,
+                e.get("bad", ""),
+                e.get("good", ""),
+            )
+        )
     return tuple(entries)
 
 
 def _finding(entry: Entry, flag: str, token: int, edit: Edit | None) -> LintFinding:
-    return LintFinding(FINDING_ID, entry.severity, flag, f"{entry.id}: {entry.why}",
-                       f"{entry.replacement} [{entry.citation}]", edit, token)
+    return LintFinding(
+        FINDING_ID,
+        entry.severity,
+        flag,
+        f"{entry.id}: {entry.why}",
+        f"{entry.replacement} [{entry.citation}]",
+        edit,
+        token,
+    )
 
 
 def _option_spans(argv: list[str], start: int, end: int):

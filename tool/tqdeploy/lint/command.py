@@ -6,6 +6,7 @@ Both `vllm serve` and `python -m vllm.entrypoints.openai.api_server` parse their
 same make_arg_parser (vllm/entrypoints/cli/serve.py, vllm/entrypoints/launchers/api_server/entry.py),
 and so does the official image's entrypoint, so one schema validates all three.
 """
+
 from __future__ import annotations
 
 import re
@@ -18,19 +19,92 @@ _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 # `docker run` options that take a separate value token (docker run --help, Docker CLI reference).
 DOCKER_VALUE_OPTIONS = {
-    "-a", "--attach", "--add-host", "--annotation", "--blkio-weight", "--cap-add", "--cap-drop",
-    "--cgroup-parent", "--cgroupns", "--cidfile", "--cpu-period", "--cpu-quota", "--cpu-shares", "-c",
-    "--cpus", "--cpuset-cpus", "--cpuset-mems", "--detach-keys", "--device", "--device-cgroup-rule",
-    "--dns", "--dns-option", "--dns-search", "--domainname", "--entrypoint", "-e", "--env",
-    "--env-file", "--expose", "--gpus", "--group-add", "--health-cmd", "--health-interval",
-    "--health-retries", "--health-start-period", "--health-timeout", "-h", "--hostname", "--ip",
-    "--ip6", "--ipc", "--isolation", "--kernel-memory", "-l", "--label", "--label-file", "--link",
-    "--log-driver", "--log-opt", "--mac-address", "-m", "--memory", "--memory-reservation",
-    "--memory-swap", "--memory-swappiness", "--mount", "--name", "--network", "--net",
-    "--network-alias", "--pid", "--pids-limit", "--platform", "-p", "--publish", "--pull",
-    "--restart", "--runtime", "--security-opt", "--shm-size", "--stop-signal", "--stop-timeout",
-    "--storage-opt", "--sysctl", "--tmpfs", "-u", "--user", "--userns", "--uts", "-v", "--volume",
-    "--volume-driver", "--volumes-from", "-w", "--workdir", "--ulimit",
+    "-a",
+    "--attach",
+    "--add-host",
+    "--annotation",
+    "--blkio-weight",
+    "--cap-add",
+    "--cap-drop",
+    "--cgroup-parent",
+    "--cgroupns",
+    "--cidfile",
+    "--cpu-period",
+    "--cpu-quota",
+    "--cpu-shares",
+    "-c",
+    "--cpus",
+    "--cpuset-cpus",
+    "--cpuset-mems",
+    "--detach-keys",
+    "--device",
+    "--device-cgroup-rule",
+    "--dns",
+    "--dns-option",
+    "--dns-search",
+    "--domainname",
+    "--entrypoint",
+    "-e",
+    "--env",
+    "--env-file",
+    "--expose",
+    "--gpus",
+    "--group-add",
+    "--health-cmd",
+    "--health-interval",
+    "--health-retries",
+    "--health-start-period",
+    "--health-timeout",
+    "-h",
+    "--hostname",
+    "--ip",
+    "--ip6",
+    "--ipc",
+    "--isolation",
+    "--kernel-memory",
+    "-l",
+    "--label",
+    "--label-file",
+    "--link",
+    "--log-driver",
+    "--log-opt",
+    "--mac-address",
+    "-m",
+    "--memory",
+    "--memory-reservation",
+    "--memory-swap",
+    "--memory-swappiness",
+    "--mount",
+    "--name",
+    "--network",
+    "--net",
+    "--network-alias",
+    "--pid",
+    "--pids-limit",
+    "--platform",
+    "-p",
+    "--publish",
+    "--pull",
+    "--restart",
+    "--runtime",
+    "--security-opt",
+    "--shm-size",
+    "--stop-signal",
+    "--stop-timeout",
+    "--storage-opt",
+    "--sysctl",
+    "--tmpfs",
+    "-u",
+    "--user",
+    "--userns",
+    "--uts",
+    "-v",
+    "--volume",
+    "--volume-driver",
+    "--volumes-from",
+    "-w",
+    "--workdir",
+    "--ulimit",
 }
 
 
@@ -48,11 +122,11 @@ class Invocation:
 
     @property
     def vllm_args(self) -> list[str]:
-        return self.argv[self.vllm_start:self.vllm_end]
+        return self.argv[self.vllm_start : self.vllm_end]
 
     @property
     def docker_args(self) -> list[str]:
-        return self.argv[self.docker_start:self.image_index] if self.kind.startswith("docker") else []
+        return self.argv[self.docker_start : self.image_index] if self.kind.startswith("docker") else []
 
     @property
     def image_tag(self) -> str:
@@ -118,7 +192,7 @@ def _docker(argv: list[str], i: int, inv: Invocation) -> None:
     inv.image = argv[i] if i < len(argv) else ""
     inv.vllm_start = min(i + 1, len(argv))
     # An explicit `vllm serve` / `python -m ...` after the image (entrypoint overridden) is skipped too.
-    rest = argv[inv.vllm_start:]
+    rest = argv[inv.vllm_start :]
     if rest[:2] == ["vllm", "serve"]:
         inv.vllm_start += 2
     elif len(rest) >= 3 and _is_python(rest[0]) and rest[1] == "-m" and rest[2] == API_SERVER_MODULE:

@@ -3,6 +3,7 @@
 The parser is built as `vllm serve` builds it (make_arg_parser(FlexibleArgumentParser)); its error
 message becomes a finding. Nothing is started. In tqdeploy's own venv vLLM is absent and this is skipped.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -63,5 +64,14 @@ def live_findings(vllm_args: list[str]) -> list[LintFinding]:
     message = parse_with_vllm(vllm_args)
     if message is None:
         return []
-    return [LintFinding("TQ312", Severity.ERROR, "", f"vLLM's own parser rejects the arguments: {message}",
-                        "fix the argument named in vLLM's message", None, -1)]
+    return [
+        LintFinding(
+            "TQ312",
+            Severity.ERROR,
+            "",
+            f"vLLM's own parser rejects the arguments: {message}",
+            "fix the argument named in vLLM's message",
+            None,
+            -1,
+        )
+    ]

@@ -1,4 +1,5 @@
 """LintFinding and LintReport: the one output of `tqdeploy lint`, with secrets redacted everywhere."""
+
 from __future__ import annotations
 
 import re
@@ -32,8 +33,13 @@ class LintFinding:
     token: int = -1  # argv index the finding is about; lets a specific finding replace a generic one
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "severity": self.severity.value, "flag": self.flag,
-                "message": self.message, "fix": self.fix}
+        return {
+            "id": self.id,
+            "severity": self.severity.value,
+            "flag": self.flag,
+            "message": self.message,
+            "fix": self.fix,
+        }
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
@@ -45,7 +51,7 @@ def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
             e.start == e.end and t_start < e.start < t_end for t_start, t_end in taken
         ):
             continue
-        out[e.start:e.end] = list(e.tokens)
+        out[e.start : e.end] = list(e.tokens)
         taken.append((e.start, max(e.end, e.start)))
     return out
 

@@ -5,6 +5,7 @@ typed in by hand. Lookups follow vLLM's FlexibleArgumentParser: underscores and 
 same inside an option name, `--no-X` belongs to BooleanOptionalAction options, and argparse's
 allow_abbrev accepts a unique prefix of a long option.
 """
+
 from __future__ import annotations
 
 import json
@@ -87,11 +88,15 @@ class VllmSchema:
 
         opt = self.options.get(dest)
         if opt is None:
-            raise TQError(f"vLLM {self.version} has no option with dest {dest!r}",
-                          "use a dest from checks/vllm-schema/<version>.json")
+            raise TQError(
+                f"vLLM {self.version} has no option with dest {dest!r}",
+                "use a dest from checks/vllm-schema/<version>.json",
+            )
         if not opt.has_default:
-            raise TQError(f"vLLM {self.version} --{dest.replace('_', '-')} has no fixed parser default "
-                          f"({opt.default_omitted})", "set the value explicitly")
+            raise TQError(
+                f"vLLM {self.version} --{dest.replace('_', '-')} has no fixed parser default ({opt.default_omitted})",
+                "set the value explicitly",
+            )
         return opt.default
 
 
@@ -136,13 +141,16 @@ def load_schema(version: str) -> VllmSchema:
     path = data_dir("checks") / "vllm-schema" / f"{version}.json"
     if not path.is_file():
         known = ", ".join(available_versions()) or "(none)"
-        raise TQError(f"no vLLM argument schema for version {version!r}",
-                      f"use one of: {known} (or add one with `make vllm-schema` in a venv with that vLLM)")
+        raise TQError(
+            f"no vLLM argument schema for version {version!r}",
+            f"use one of: {known} (or add one with `make vllm-schema` in a venv with that vLLM)",
+        )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise TQError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})",
-                      "regenerate it with `make vllm-schema`")
+        raise TQError(
+            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})", "regenerate it with `make vllm-schema`"
+        )
     if data.get("schema") != SCHEMA_ID:
         raise TQError(f"{path} is not a {SCHEMA_ID} document", "regenerate it with `make vllm-schema`")
     options = {dest: _option(o) for dest, o in data["options"].items()}

@@ -5,6 +5,7 @@ Continuation lines are joined, comments dropped, each line split with shlex (POS
 `python -m vllm.entrypoints...` or `docker run` (after `exec`, `nohup` or VAR=value) is the command.
 Shell operators (`&&`, `|`, `;`, `&`, redirections) end it.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,8 +60,10 @@ def _split(line: str, where: int) -> list[str]:
             words.append(word)
         return shlex.split(" ".join(words), comments=False, posix=True)
     except ValueError as exc:
-        raise TQError(f"line {where}: cannot split the shell command ({exc})",
-                      "close the open quote or put the command on one line")
+        raise TQError(
+            f"line {where}: cannot split the shell command ({exc})",
+            "close the open quote or put the command on one line",
+        )
 
 
 def _cut_at_operator(tokens: list[str]) -> list[str]:

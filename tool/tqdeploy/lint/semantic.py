@@ -1,10 +1,11 @@
 """Rules that need the checkpoint (and the host): delegated to tqdeploy.model.compat, never duplicated.
 
-  TQ340  tensor parallel size vs attention / KV / linear-attention heads
-  TQ341  --max-model-len vs what config.json supports
-  TQ342  TurboQuant vs model, vLLM version and GPU compute capability
-  TQ343  weights per GPU vs GPU memory x --gpu-memory-utilization (needs a host: --snapshot or --gpu)
+TQ340  tensor parallel size vs attention / KV / linear-attention heads
+TQ341  --max-model-len vs what config.json supports
+TQ342  TurboQuant vs model, vLLM version and GPU compute capability
+TQ343  weights per GPU vs GPU memory x --gpu-memory-utilization (needs a host: --snapshot or --gpu)
 """
+
 from __future__ import annotations
 
 from tqdeploy.findings import Severity
@@ -54,10 +55,14 @@ def model_rules(parsed: ParsedArgs, schema: VllmSchema, model, host) -> list[Lin
         out += _convert(compat.max_model_len_problems(model, mml), "TQ341", mml_occ.start)
     dtype_occ = parsed.last("kv_cache_dtype")
     if dtype_occ and dtype_occ.value:
-        problems = compat.turboquant_problems(model, dtype_occ.value, schema.version,
-                                              compute_capability=_compute_capability(host),
-                                              attention_backend=None,  # TQ320 covers the backend
-                                              serving_dtype=parsed.value("dtype"))
+        problems = compat.turboquant_problems(
+            model,
+            dtype_occ.value,
+            schema.version,
+            compute_capability=_compute_capability(host),
+            attention_backend=None,  # TQ320 covers the backend
+            serving_dtype=parsed.value("dtype"),
+        )
         out += _convert(problems, "TQ342", dtype_occ.start)
     memory = _gpu_memory(host)
     if memory is not None:  # compat estimates the weights from config.json when no safetensors are at hand

@@ -4,6 +4,7 @@ Reproduces what FlexibleArgumentParser does before argparse (vllm/utils/argparse
 `_` == `-` in names, `--x.y value` dotted JSON keys, `-O3`, and argparse's own rules (unique
 prefixes under allow_abbrev, BooleanOptionalAction takes no value, nargs, type, choices).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 
 from tqdeploy.findings import Severity
 from tqdeploy.lint.report import Edit, LintFinding
-from tqdeploy.lint.schema import Option, VllmSchema, load_schema, available_versions, normalize
+from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _TRUE = {"true", "1", "yes", "on"}
@@ -110,21 +111,45 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
             hint = f"; closest in {schema.version}: {close[0]}" if close else ""
             newer = Version(other) > Version(schema.version)
             why = f"added after {schema.version}" if newer else "removed or renamed"
-            fix = f"drop {name}" + (f" or use {close[0]}" if close else "") + (
-                f", or run vLLM {other} or later" if newer else
-                f" (check `vllm serve --help={base[2:]}` of {schema.version})")
-            return LintFinding("TQ304", Severity.ERROR, name,
-                               f"{name} exists in vLLM {other} but not in vLLM {schema.version} ({why}){hint}",
-                               fix, Edit(index, end, ()), index)
+            fix = (
+                f"drop {name}"
+                + (f" or use {close[0]}" if close else "")
+                + (
+                    f", or run vLLM {other} or later"
+                    if newer
+                    else f" (check `vllm serve --help={base[2:]}` of {schema.version})"
+                )
+            )
+            return LintFinding(
+                "TQ304",
+                Severity.ERROR,
+                name,
+                f"{name} exists in vLLM {other} but not in vLLM {schema.version} ({why}){hint}",
+                fix,
+                Edit(index, end, ()),
+                index,
+            )
     close = difflib.get_close_matches(base, schema.names, n=3, cutoff=0.75)
     if close:
         edit = Edit(index, index + 1, (close[0],)) if "=" not in name else None
-        return LintFinding("TQ301", Severity.ERROR, name,
-                           f"vLLM {schema.version} has no option {name}; did you mean {' or '.join(close)}?",
-                           f"use {close[0]}", edit, index)
-    return LintFinding("TQ301", Severity.ERROR, name, f"vLLM {schema.version} has no option {name}",
-                       f"remove it; list real options with `vllm serve --help=all` ({schema.version})",
-                       None, index)
+        return LintFinding(
+            "TQ301",
+            Severity.ERROR,
+            name,
+            f"vLLM {schema.version} has no option {name}; did you mean {' or '.join(close)}?",
+            f"use {close[0]}",
+            edit,
+            index,
+        )
+    return LintFinding(
+        "TQ301",
+        Severity.ERROR,
+        name,
+        f"vLLM {schema.version} has no option {name}",
+        f"remove it; list real options with `vllm serve --help=all` ({schema.version})",
+        None,
+        index,
+    )
 
 
 _SHELL_VAR = re.compile(r"\$(?:\{(\w+)(?::?-([^}]*))?\}|(\w+))")
@@ -156,8 +181,9 @@ def is_unresolved(value: str) -> bool:
     return "$" in value or "`" in value
 
 
-def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
-                    variables: dict[str, str] | None = None) -> ParsedArgs:
+def parse_vllm_args(
+    argv: list[str], start: int, end: int, schema: VllmSchema, variables: dict[str, str] | None = None
+) -> ParsedArgs:
     """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about.
     variables: shell variables a script sets before the command (their values are checked, not $NAME)."""
     variables = variables or {}
@@ -172,9 +198,17 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
         if not _is_option_like(tok):
             out.positionals.append((i, tok))
             if len(out.positionals) > 1:
-                out.findings.append(LintFinding("TQ303", Severity.ERROR, tok,
-                                                f"unexpected argument {tok!r}: vLLM takes one positional (the model)",
-                                                "quote it or give it the flag it belongs to", None, i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ303",
+                        Severity.ERROR,
+                        tok,
+                        f"unexpected argument {tok!r}: vLLM takes one positional (the model)",
+                        "quote it or give it the flag it belongs to",
+                        None,
+                        i,
+                    )
+                )
             i += 1
             continue
         name, has_eq, inline = tok.partition("=")
@@ -197,15 +231,30 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
             matches = schema.prefix_matches(base_name)
             if len(matches) == 1 or len({schema.lookup(m).dest for m in matches}) == 1 and matches:
                 opt = schema.lookup(matches[0])
-                out.findings.append(LintFinding(
-                    "TQ307", Severity.WARN, name,
-                    f"{base_name} is an abbreviation of {matches[0]}; argparse accepts it, but it breaks "
-                    "as soon as vLLM adds another option with the same prefix",
-                    f"write {matches[0]}", Edit(i, i + 1, (matches[0] + tok[len(base_name):],)), i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ307",
+                        Severity.WARN,
+                        name,
+                        f"{base_name} is an abbreviation of {matches[0]}; argparse accepts it, but it breaks "
+                        "as soon as vLLM adds another option with the same prefix",
+                        f"write {matches[0]}",
+                        Edit(i, i + 1, (matches[0] + tok[len(base_name) :],)),
+                        i,
+                    )
+                )
             elif len(matches) > 1:
-                out.findings.append(LintFinding("TQ307", Severity.ERROR, name,
-                                                f"ambiguous option {base_name}: could match {', '.join(matches[:5])}",
-                                                "write the full option name", None, i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ307",
+                        Severity.ERROR,
+                        name,
+                        f"ambiguous option {base_name}: could match {', '.join(matches[:5])}",
+                        "write the full option name",
+                        None,
+                        i,
+                    )
+                )
                 i += 1
                 continue
         if opt is None:
@@ -218,8 +267,9 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
             continue
         if dotted:  # --compilation-config.mode 3: a JSON key of a dict option
             width = 1 if has_eq else 2
-            out.occurrences.append(Occurrence(opt, name, i, i + width, [inline if has_eq else
-                                                                        (argv[i + 1] if i + 1 < end else "")]))
+            out.occurrences.append(
+                Occurrence(opt, name, i, i + width, [inline if has_eq else (argv[i + 1] if i + 1 < end else "")])
+            )
             i += width
             continue
         if opt.is_bool:
@@ -233,9 +283,18 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
                     fix, edit = f"write {fixed}", Edit(i, i + 1, (fixed,))
                 else:
                     fix, edit = f"write {opt.long_name} or --no-{opt.long_name[2:]}", None
-                out.findings.append(LintFinding("TQ305", Severity.ERROR, name,
-                                                f"{name} is an on/off switch and takes no value: vLLM's parser "
-                                                f"rejects {tok!r} ('ignored explicit argument')", fix, edit, i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ305",
+                        Severity.ERROR,
+                        name,
+                        f"{name} is an on/off switch and takes no value: vLLM's parser "
+                        f"rejects {tok!r} ('ignored explicit argument')",
+                        fix,
+                        edit,
+                        i,
+                    )
+                )
             out.occurrences.append(occ)
             out.findings.extend(_deprecated(opt, name, i, schema))
             i += 1
@@ -259,8 +318,9 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
         out.occurrences.append(occ)
         needs = opt.nargs not in ("?", "*")
         if needs and not values:
-            out.findings.append(LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value",
-                                            f"give {name} a value", None, i))
+            out.findings.append(
+                LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value", f"give {name} a value", None, i)
+            )
         for v in values:
             if is_unresolved(v):
                 continue  # set by the shell at run time
@@ -268,14 +328,29 @@ def parse_vllm_args(argv: list[str], start: int, end: int, schema: VllmSchema,
             if problem and problem.startswith("invalid choice"):
                 close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
                 shown = ", ".join(str(c) for c in opt.choices or ())
-                out.findings.append(LintFinding("TQ302", Severity.ERROR, name,
-                                                f"{problem} for {name} (vLLM {schema.version} accepts: {shown})",
-                                                f"use {close[0]}" if close else f"use one of: {shown}",
-                                                Edit(j - len(values), j, (close[0],)) if close and len(values) == 1
-                                                and not has_eq else None, i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ302",
+                        Severity.ERROR,
+                        name,
+                        f"{problem} for {name} (vLLM {schema.version} accepts: {shown})",
+                        f"use {close[0]}" if close else f"use one of: {shown}",
+                        Edit(j - len(values), j, (close[0],)) if close and len(values) == 1 and not has_eq else None,
+                        i,
+                    )
+                )
             elif problem:
-                out.findings.append(LintFinding("TQ303", Severity.ERROR, name, f"{name} {problem}, got {v!r}",
-                                                f"give {name} a valid value", None, i))
+                out.findings.append(
+                    LintFinding(
+                        "TQ303",
+                        Severity.ERROR,
+                        name,
+                        f"{name} {problem}, got {v!r}",
+                        f"give {name} a valid value",
+                        None,
+                        i,
+                    )
+                )
             elif opt.engine_values:
                 out.findings.extend(_engine_value(opt, name, v, i, schema))
         out.findings.extend(_deprecated(opt, name, i, schema))
@@ -295,16 +370,26 @@ def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, 
         opt = schema.lookup(finding.edit.tokens[0])
         if opt is None or opt.dest not in given:
             continue
-        finding.fix = (f"drop {finding.flag}: the command already sets {given[opt.dest].name}"
-                       + (f" {given[opt.dest].value}" if given[opt.dest].value is not None else ""))
+        finding.fix = f"drop {finding.flag}: the command already sets {given[opt.dest].name}" + (
+            f" {given[opt.dest].value}" if given[opt.dest].value is not None else ""
+        )
         finding.edit = Edit(finding.token, span_end, ())
 
 
 def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[LintFinding]:
     if not opt.deprecated:
         return []
-    return [LintFinding("TQ306", Severity.WARN, name, f"{name} is deprecated in vLLM {schema.version}: {opt.help}",
-                        "follow the replacement named in vLLM's message, or drop the flag", None, index)]
+    return [
+        LintFinding(
+            "TQ306",
+            Severity.WARN,
+            name,
+            f"{name} is deprecated in vLLM {schema.version}: {opt.help}",
+            "follow the replacement named in vLLM's message, or drop the flag",
+            None,
+            index,
+        )
+    ]
 
 
 def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[LintFinding]:
@@ -314,10 +399,18 @@ def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSc
     if probe in allowed:
         return []
     close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)
-    return [LintFinding("TQ308", Severity.ERROR, name,
-                        f"{name} {value!r} is not known to vLLM {schema.version}: the engine refuses it at "
-                        f"start-up ({ev.get('source', '')})",
-                        f"use {close[0]}" if close else f"use one of: {', '.join(allowed)}", None, index)]
+    return [
+        LintFinding(
+            "TQ308",
+            Severity.ERROR,
+            name,
+            f"{name} {value!r} is not known to vLLM {schema.version}: the engine refuses it at "
+            f"start-up ({ev.get('source', '')})",
+            f"use {close[0]}" if close else f"use one of: {', '.join(allowed)}",
+            None,
+            index,
+        )
+    ]
 
 
 def _duplicates(out: ParsedArgs) -> None:
@@ -327,7 +420,15 @@ def _duplicates(out: ParsedArgs) -> None:
             continue
         prev = seen.get(occ.option.dest)
         if prev is not None:
-            out.findings.append(LintFinding("TQ309", Severity.WARN, occ.name,
-                                            f"{occ.option.long_name} is given twice; the last one wins",
-                                            "keep one", Edit(prev.start, prev.end, ()), prev.start))
+            out.findings.append(
+                LintFinding(
+                    "TQ309",
+                    Severity.WARN,
+                    occ.name,
+                    f"{occ.option.long_name} is given twice; the last one wins",
+                    "keep one",
+                    Edit(prev.start, prev.end, ()),
+                    prev.start,
+                )
+            )
         seen[occ.option.dest] = occ

@@ -4,6 +4,7 @@ the turbo_quant_config hint, from a local folder or a Hub repo at a pinned revis
     facts = load_model_facts("/models/qwen3.6-27b")          # folder with config.json
     facts = load_model_facts("Qwen/Qwen3.6-27B@<sha>")        # config + headers over HTTP, no weights
 """
+
 from __future__ import annotations
 
 import json
@@ -45,16 +46,19 @@ def load_model_facts(source: str) -> ModelFacts:
     path = Path(source).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise TQError(f"model path {path} is a file, not a checkpoint folder",
-                          "pass the folder that holds config.json")
+            raise TQError(
+                f"model path {path} is a file, not a checkpoint folder", "pass the folder that holds config.json"
+            )
         from tqdeploy.model.safetensors_meta import local_weight_bytes
 
         facts = facts_from_config(_read_local_config(path), source, str(path / "config.json"))
         facts.weight_bytes, facts.weight_bytes_by_dtype, facts.weight_source = local_weight_bytes(path)
         return facts
     if "@" not in source:
-        raise TQError(f"model {source!r} is neither an existing folder nor REPO@REV",
-                      "pass a checkpoint folder, or a Hub repo pinned to a revision: REPO@REV")
+        raise TQError(
+            f"model {source!r} is neither an existing folder nor REPO@REV",
+            "pass a checkpoint folder, or a Hub repo pinned to a revision: REPO@REV",
+        )
     from tqdeploy.model.hub import fetch_config, fetch_weight_bytes, parse_repo_ref
 
     repo, rev = parse_repo_ref(source)

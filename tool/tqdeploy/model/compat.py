@@ -3,6 +3,7 @@
 Each function returns a list of Problem; an empty list means nothing to report. Sources are cited
 at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -51,24 +52,50 @@ def _tp_errors(facts: ModelFacts, tp: int) -> list[str]:
 def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Problem]:
     flag = "--tensor-parallel-size"
     if tp < 1:
-        return [Problem(Severity.ERROR, "TP_INVALID", f"tensor parallel size {tp} is not a positive integer",
-                        "use 1 or a divisor of the attention heads", flag)]
+        return [
+            Problem(
+                Severity.ERROR,
+                "TP_INVALID",
+                f"tensor parallel size {tp} is not a positive integer",
+                "use 1 or a divisor of the attention heads",
+                flag,
+            )
+        ]
     errors = _tp_errors(facts, tp)
     if errors:
         valid = ", ".join(str(t) for t in valid_tp_sizes(facts))
-        return [Problem(Severity.ERROR, "TP_HEADS", f"--tensor-parallel-size {tp}: " + "; ".join(errors),
-                        f"use a tensor parallel size in {{{valid}}}", flag)]
+        return [
+            Problem(
+                Severity.ERROR,
+                "TP_HEADS",
+                f"--tensor-parallel-size {tp}: " + "; ".join(errors),
+                f"use a tensor parallel size in {{{valid}}}",
+                flag,
+            )
+        ]
     out: list[Problem] = []
     kv = facts.num_key_value_heads
     if not facts.mla and tp > kv:
-        out.append(Problem(Severity.INFO, "TP_KV_REPLICATED",
-                           f"{kv} KV heads over {tp} GPUs: each KV head is replicated on {tp // kv} GPUs, so "
-                           "KV memory per token per GPU stops shrinking beyond TP=" + str(kv),
-                           "expected with tensor parallelism wider than the KV heads; no action needed", flag))
+        out.append(
+            Problem(
+                Severity.INFO,
+                "TP_KV_REPLICATED",
+                f"{kv} KV heads over {tp} GPUs: each KV head is replicated on {tp // kv} GPUs, so "
+                "KV memory per token per GPU stops shrinking beyond TP=" + str(kv),
+                "expected with tensor parallelism wider than the KV heads; no action needed",
+                flag,
+            )
+        )
     if facts.mla and tp > 1:
-        out.append(Problem(Severity.INFO, "TP_MLA_REPLICATED",
-                           "MLA caches one latent per token that every TP rank holds in full",
-                           "KV capacity per GPU does not grow with TP for MLA models", flag))
+        out.append(
+            Problem(
+                Severity.INFO,
+                "TP_MLA_REPLICATED",
+                "MLA caches one latent per token that every TP rank holds in full",
+                "KV capacity per GPU does not grow with TP for MLA models",
+                flag,
+            )
+        )
     return out
 
 
@@ -84,8 +111,11 @@ def config_max_model_len(facts: ModelFacts) -> int | None:
     rope = facts.rope_scaling or {}
     # rope parameters may be nested per layer type (vllm/transformers_utils/config.py iter_rope_parameters);
     # the last factor of a rope type that needs it wins, as in vLLM's loop
-    params = [p for p in rope.values() if isinstance(p, dict) and p] if rope and all(
-        isinstance(p, dict) for p in rope.values()) else [rope]
+    params = (
+        [p for p in rope.values() if isinstance(p, dict) and p]
+        if rope and all(isinstance(p, dict) for p in rope.values())
+        else [rope]
+    )
     factor = 1.0
     for p in params:
         rope_type = p.get("rope_type") or p.get("type") or "default"
@@ -99,18 +129,38 @@ def config_max_model_len(facts: ModelFacts) -> int | None:
 def max_model_len_problems(facts: ModelFacts, max_model_len: int) -> list[Problem]:
     flag = "--max-model-len"
     if max_model_len < 1:
-        return [Problem(Severity.ERROR, "MML_INVALID", f"--max-model-len {max_model_len} is not positive",
-                        "pass a positive token count", flag)]
+        return [
+            Problem(
+                Severity.ERROR,
+                "MML_INVALID",
+                f"--max-model-len {max_model_len} is not positive",
+                "pass a positive token count",
+                flag,
+            )
+        ]
     limit = config_max_model_len(facts)
     if limit is None:
-        return [Problem(Severity.WARN, "MML_UNKNOWN", "config.json names no max_position_embeddings; vLLM "
-                        "falls back to its default and cannot check --max-model-len",
-                        "check the model card for the supported context length", flag)]
+        return [
+            Problem(
+                Severity.WARN,
+                "MML_UNKNOWN",
+                "config.json names no max_position_embeddings; vLLM "
+                "falls back to its default and cannot check --max-model-len",
+                "check the model card for the supported context length",
+                flag,
+            )
+        ]
     if max_model_len > limit:
-        return [Problem(Severity.ERROR, "MML_TOO_LONG",
-                        f"--max-model-len {max_model_len} exceeds what the config supports ({limit}); vLLM refuses "
-                        "to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and positions past it produce garbage",
-                        f"use --max-model-len {limit} or less", flag)]
+        return [
+            Problem(
+                Severity.ERROR,
+                "MML_TOO_LONG",
+                f"--max-model-len {max_model_len} exceeds what the config supports ({limit}); vLLM refuses "
+                "to start unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1, and positions past it produce garbage",
+                f"use --max-model-len {limit} or less",
+                flag,
+            )
+        ]
     return []
 
 
@@ -121,9 +171,14 @@ def _version(v: str | None) -> Version | None:
         return None
 
 
-def turboquant_problems(facts: ModelFacts, kv_cache_dtype: str, vllm_version: str | None,
-                        compute_capability: tuple[int, int] | None = None,
-                        attention_backend: str | None = None, serving_dtype: str | None = None) -> list[Problem]:
+def turboquant_problems(
+    facts: ModelFacts,
+    kv_cache_dtype: str,
+    vllm_version: str | None,
+    compute_capability: tuple[int, int] | None = None,
+    attention_backend: str | None = None,
+    serving_dtype: str | None = None,
+) -> list[Problem]:
     """TurboQuant rules (checks/turboquant.json, FACTS TurboQuant section); [] for other dtypes.
     serving_dtype is vLLM's --dtype (None = auto)."""
     from tqdeploy.model.tqdata import turboquant_table
@@ -134,71 +189,148 @@ def turboquant_problems(facts: ModelFacts, kv_cache_dtype: str, vllm_version: st
     flag = "--kv-cache-dtype"
     out: list[Problem] = []
     if kv_cache_dtype not in t["presets"]:
-        return [Problem(Severity.ERROR, "TQ_PRESET", f"{kv_cache_dtype} is not a TurboQuant preset",
-                        f"use one of {', '.join(t['presets'])}", flag)]
+        return [
+            Problem(
+                Severity.ERROR,
+                "TQ_PRESET",
+                f"{kv_cache_dtype} is not a TurboQuant preset",
+                f"use one of {', '.join(t['presets'])}",
+                flag,
+            )
+        ]
     v = _version(vllm_version)
     if v is not None and v < Version(t["min_vllm_version"]):
-        out.append(Problem(Severity.ERROR, "TQ_VERSION", f"vLLM {vllm_version} has no TurboQuant (first in "
-                           f"{t['min_vllm_version']}, PR #38479)", f"use vLLM >= {t['min_vllm_version']}", flag))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_VERSION",
+                f"vLLM {vllm_version} has no TurboQuant (first in {t['min_vllm_version']}, PR #38479)",
+                f"use vLLM >= {t['min_vllm_version']}",
+                flag,
+            )
+        )
     if facts.is_hybrid and v is not None and v >= Version(t["min_vllm_version"]):
         seen = Version(t["hybrid"]["seen_in"])
         for bad in t["known_bad"]:
             if bad["applies_to"] == "hybrid" and v >= Version(bad["from_version"]):
                 maybe = bad.get("possibly_fixed_in")
                 if maybe and v >= Version(maybe):
-                    out.append(Problem(Severity.WARN, "TQ_HYBRID_BUG", f"hybrid + TurboQuant crashed on vLLM "
-                                       f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
-                                       "run a short smoke test (start + one request) before production", flag))
+                    out.append(
+                        Problem(
+                            Severity.WARN,
+                            "TQ_HYBRID_BUG",
+                            f"hybrid + TurboQuant crashed on vLLM "
+                            f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
+                            "run a short smoke test (start + one request) before production",
+                            flag,
+                        )
+                    )
                 else:
-                    out.append(Problem(Severity.ERROR, "TQ_HYBRID_BUG", f"vLLM {vllm_version} crashes with "
-                                       f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
-                                       f"{bad['symptom']})", f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
-                                       flag))
+                    out.append(
+                        Problem(
+                            Severity.ERROR,
+                            "TQ_HYBRID_BUG",
+                            f"vLLM {vllm_version} crashes with "
+                            f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
+                            f"{bad['symptom']})",
+                            f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
+                            flag,
+                        )
+                    )
         if v < seen:
-            out.append(Problem(Severity.WARN, "TQ_HYBRID_SUPPORT", f"hybrid TurboQuant support came with "
-                               f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
-                               f"use vLLM >= {t['hybrid']['seen_in']}", flag))
+            out.append(
+                Problem(
+                    Severity.WARN,
+                    "TQ_HYBRID_SUPPORT",
+                    f"hybrid TurboQuant support came with "
+                    f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
+                    f"use vLLM >= {t['hybrid']['seen_in']}",
+                    flag,
+                )
+            )
     if compute_capability is not None and tuple(compute_capability) < tuple(t["min_compute_capability"]):
         cc = ".".join(str(x) for x in compute_capability)
-        out.append(Problem(Severity.ERROR, "TQ_COMPUTE_CAPABILITY", f"TurboQuant needs compute capability >= 8.0; "
-                           f"this GPU has {cc} (T4/Volta fail, issue #43576)",
-                           "use --kv-cache-dtype fp8 on this GPU, or an Ampere or newer GPU", flag))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_COMPUTE_CAPABILITY",
+                f"TurboQuant needs compute capability >= 8.0; this GPU has {cc} (T4/Volta fail, issue #43576)",
+                "use --kv-cache-dtype fp8 on this GPU, or an Ampere or newer GPU",
+                flag,
+            )
+        )
     hs = facts.kv_head_size
     if facts.mla:
-        out.append(Problem(Severity.ERROR, "TQ_MLA", "TurboQuant has no MLA backend (decoder GQA/MHA attention only)",
-                           "use --kv-cache-dtype fp8 for MLA models", flag))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_MLA",
+                "TurboQuant has no MLA backend (decoder GQA/MHA attention only)",
+                "use --kv-cache-dtype fp8 for MLA models",
+                flag,
+            )
+        )
     elif hs & (hs - 1):
-        out.append(Problem(Severity.ERROR, "TQ_HEAD_DIM", f"head_dim {hs} is not a power of two; the Hadamard "
-                           "rotation needs one (64/128/256 work)", "use --kv-cache-dtype fp8 for this model", flag))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_HEAD_DIM",
+                f"head_dim {hs} is not a power of two; the Hadamard rotation needs one (64/128/256 work)",
+                "use --kv-cache-dtype fp8 for this model",
+                flag,
+            )
+        )
     if facts.attn_logit_softcapping and not facts.mla:
         # vLLM 0.32.0 v1/attention/backends/turboquant_attn.py: TurboQuantAttentionImpl takes logits_soft_cap
         # and never uses it; its prefill calls flash_attn_varlen_func without softcap, and the unified
         # Triton kernel defers softcap ("Sinks / softcap / ... are deferred to follow-ups").
-        out.append(Problem(Severity.WARN, "TQ_SOFTCAP", f"this model soft-caps attention logits "
-                           f"(attn_logit_softcapping {facts.attn_logit_softcapping:g}); vLLM's TurboQuant attention "
-                           "accepts the cap but does not apply it (turboquant_attn.py, vLLM 0.32.0), so its "
-                           "TurboQuant layers attend without it", "use --kv-cache-dtype fp8 for this model, or "
-                           "compare outputs with --kv-cache-dtype auto before relying on TurboQuant", flag))
+        out.append(
+            Problem(
+                Severity.WARN,
+                "TQ_SOFTCAP",
+                f"this model soft-caps attention logits "
+                f"(attn_logit_softcapping {facts.attn_logit_softcapping:g}); vLLM's TurboQuant attention "
+                "accepts the cap but does not apply it (turboquant_attn.py, vLLM 0.32.0), so its "
+                "TurboQuant layers attend without it",
+                "use --kv-cache-dtype fp8 for this model, or "
+                "compare outputs with --kv-cache-dtype auto before relying on TurboQuant",
+                flag,
+            )
+        )
     # TurboQuantAttentionBackend.supported_dtypes is float16/bfloat16. Under --dtype auto (the default)
     # vLLM serves even a float32 checkpoint in bfloat16/float16 (config/model.py _resolve_auto_dtype), so
     # only an explicit --dtype float32 breaks it.
-    asked = {"half": "float16", "float": "float32"}.get((serving_dtype or "auto").lower(),
-                                                        (serving_dtype or "auto").lower())
+    asked = {"half": "float16", "float": "float32"}.get(
+        (serving_dtype or "auto").lower(), (serving_dtype or "auto").lower()
+    )
     if asked != "auto" and asked not in t["model_dtypes"]:
-        out.append(Problem(Severity.ERROR, "TQ_MODEL_DTYPE", f"--dtype {serving_dtype}: TurboQuant attention runs "
-                           "float16/bfloat16 models only", "drop --dtype (vLLM serves "
-                           f"{facts.dtype or 'the checkpoint'} as {facts.serving_dtype}) or pass --dtype bfloat16",
-                           "--dtype"))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_MODEL_DTYPE",
+                f"--dtype {serving_dtype}: TurboQuant attention runs float16/bfloat16 models only",
+                "drop --dtype (vLLM serves "
+                f"{facts.dtype or 'the checkpoint'} as {facts.serving_dtype}) or pass --dtype bfloat16",
+                "--dtype",
+            )
+        )
     if attention_backend and attention_backend.upper() in t["incompatible_attention_backends"]:
-        out.append(Problem(Severity.ERROR, "TQ_BACKEND", f"--attention-backend {attention_backend} does not support "
-                           "TurboQuant KV dtypes (\"kv_cache_dtype not supported\")",
-                           "drop --attention-backend (vLLM picks TURBOQUANT) or set it to TURBOQUANT",
-                           "--attention-backend"))
+        out.append(
+            Problem(
+                Severity.ERROR,
+                "TQ_BACKEND",
+                f"--attention-backend {attention_backend} does not support "
+                'TurboQuant KV dtypes ("kv_cache_dtype not supported")',
+                "drop --attention-backend (vLLM picks TURBOQUANT) or set it to TURBOQUANT",
+                "--attention-backend",
+            )
+        )
     return out
 
 
-def weights_fit_problems(facts: ModelFacts, tp: int, gpu_memory_bytes: int,
-                         gpu_memory_utilization: float) -> list[Problem]:
+def weights_fit_problems(
+    facts: ModelFacts, tp: int, gpu_memory_bytes: int, gpu_memory_utilization: float
+) -> list[Problem]:
     """Weights per GPU against the memory vLLM may use (total x gpu_memory_utilization)."""
     from tqdeploy.plan.budget import estimate_weight_bytes
 
@@ -209,14 +341,29 @@ def weights_fit_problems(facts: ModelFacts, tp: int, gpu_memory_bytes: int,
     gib = 1 << 30
     how = "" if exact else " (estimated from config.json)"
     if per_gpu >= usable:
-        need = next((t for t in (2, 4, 8, 16) if t > tp and -(-total // t) < usable * 0.8
-                     and not _tp_errors(facts, t)), None)
+        need = next(
+            (t for t in (2, 4, 8, 16) if t > tp and -(-total // t) < usable * 0.8 and not _tp_errors(facts, t)), None
+        )
         fix = f"use --tensor-parallel-size {need}" if need else "use a quantized checkpoint or more GPUs"
-        return [Problem(Severity.ERROR, "WEIGHTS_DONT_FIT", f"weights need {per_gpu / gib:.2f} GiB per GPU{how} but "
-                        f"only {usable / gib:.2f} GiB are usable (x{gpu_memory_utilization})", fix,
-                        "--tensor-parallel-size")]
+        return [
+            Problem(
+                Severity.ERROR,
+                "WEIGHTS_DONT_FIT",
+                f"weights need {per_gpu / gib:.2f} GiB per GPU{how} but "
+                f"only {usable / gib:.2f} GiB are usable (x{gpu_memory_utilization})",
+                fix,
+                "--tensor-parallel-size",
+            )
+        ]
     if per_gpu >= usable * 0.9:
-        return [Problem(Severity.WARN, "WEIGHTS_TIGHT", f"weights take {per_gpu / gib:.2f} GiB of {usable / gib:.2f} "
-                        f"GiB usable per GPU{how}: little room is left for the KV cache",
-                        "add GPUs (tensor parallel) or use an FP8/AWQ checkpoint", "--tensor-parallel-size")]
+        return [
+            Problem(
+                Severity.WARN,
+                "WEIGHTS_TIGHT",
+                f"weights take {per_gpu / gib:.2f} GiB of {usable / gib:.2f} "
+                f"GiB usable per GPU{how}: little room is left for the KV cache",
+                "add GPUs (tensor parallel) or use an FP8/AWQ checkpoint",
+                "--tensor-parallel-size",
+            )
+        ]
     return []

@@ -13,6 +13,7 @@ Where vLLM derives a value, the derivation here follows its source (vLLM 0.32.0)
   gated_delta_net_state_shape); temporal dtype from ``mamba_ssm_dtype`` when the config sets it
   (vllm/model_executor/models/config.py, Qwen3_5ForConditionalGenerationConfig), else the model dtype.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -92,9 +93,23 @@ class ModelFacts:
 
 
 _DTYPE_SIZES = {
-    "float32": 4, "float": 4, "fp32": 4, "f32": 4,
-    "bfloat16": 2, "bf16": 2, "float16": 2, "half": 2, "fp16": 2, "f16": 2,
-    "float8_e4m3fn": 1, "float8_e5m2": 1, "f8_e4m3": 1, "f8_e5m2": 1, "fp8": 1, "uint8": 1, "int8": 1,
+    "float32": 4,
+    "float": 4,
+    "fp32": 4,
+    "f32": 4,
+    "bfloat16": 2,
+    "bf16": 2,
+    "float16": 2,
+    "half": 2,
+    "fp16": 2,
+    "f16": 2,
+    "float8_e4m3fn": 1,
+    "float8_e5m2": 1,
+    "f8_e4m3": 1,
+    "f8_e5m2": 1,
+    "fp8": 1,
+    "uint8": 1,
+    "int8": 1,
 }
 
 
@@ -139,8 +154,15 @@ def layer_kinds(cfg: dict[str, Any], num_layers: int) -> tuple[list[str] | None,
         kinds = []
         for t in layer_types:
             t = str(t)
-            kinds.append("full" if t in _FULL_TYPES else "sliding" if t in _SLIDING_TYPES
-                         else "linear" if t in _LINEAR_TYPES else "other:" + t)
+            kinds.append(
+                "full"
+                if t in _FULL_TYPES
+                else "sliding"
+                if t in _SLIDING_TYPES
+                else "linear"
+                if t in _LINEAR_TYPES
+                else "other:" + t
+            )
         return kinds, "layer_types"
     block_types = cfg.get("layers_block_type")
     if isinstance(block_types, list) and block_types:
@@ -183,8 +205,15 @@ def _quantization(cfg: dict[str, Any]) -> dict[str, Any] | None:
         schemes = []
         for name, g in groups.items():
             w = (g or {}).get("weights") or {}
-            schemes.append({"group": name, "bits": w.get("num_bits"), "type": w.get("type"),
-                            "strategy": w.get("strategy"), "group_size": w.get("group_size")})
+            schemes.append(
+                {
+                    "group": name,
+                    "bits": w.get("num_bits"),
+                    "type": w.get("type"),
+                    "strategy": w.get("strategy"),
+                    "group_size": w.get("group_size"),
+                }
+            )
         out["schemes"] = schemes
         bits = {s["bits"] for s in schemes if s.get("bits")}
         if len(bits) == 1:

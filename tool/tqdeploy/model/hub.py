@@ -4,6 +4,7 @@ huggingface_hub reads HF_ENDPOINT once at import; the endpoint is passed explici
 mirror set after import (or per call) is honoured. Safetensors headers come from
 ``HfApi.get_safetensors_metadata`` (HTTP range requests: the header only, never the tensors).
 """
+
 from __future__ import annotations
 
 import json
@@ -19,8 +20,10 @@ _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 def parse_repo_ref(source: str) -> tuple[str, str]:
     repo, _, rev = source.partition("@")
     if not _REPO_RE.match(repo) or not rev or "@" in rev:
-        raise TQError(f"model {source!r} is neither a folder nor REPO@REV",
-                      "pass a checkpoint folder or e.g. Qwen/Qwen3.6-27B@<commit sha or tag>")
+        raise TQError(
+            f"model {source!r} is neither a folder nor REPO@REV",
+            "pass a checkpoint folder or e.g. Qwen/Qwen3.6-27B@<commit sha or tag>",
+        )
     return repo, rev
 
 
@@ -32,16 +35,22 @@ def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
     name = type(exc).__name__
     offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
     if "RepositoryNotFound" in name or "GatedRepo" in name:
-        return TQError(f"{repo} is not accessible on {_endpoint()} ({name})",
-                       "check the repo id; for gated repos set HF_TOKEN (it is never printed)")
+        return TQError(
+            f"{repo} is not accessible on {_endpoint()} ({name})",
+            "check the repo id; for gated repos set HF_TOKEN (it is never printed)",
+        )
     if "RevisionNotFound" in name:
-        return TQError(f"revision {rev!r} of {repo} does not exist on {_endpoint()}",
-                       "pass a commit sha, branch or tag that exists")
+        return TQError(
+            f"revision {rev!r} of {repo} does not exist on {_endpoint()}",
+            "pass a commit sha, branch or tag that exists",
+        )
     if "EntryNotFound" in name and "Local" not in name:
         return TQError(f"{repo}@{rev} has no config.json", "point --model at a model repository")
     why = "HF_HUB_OFFLINE is set" if offline else f"{_endpoint()} is unreachable ({name})"
-    return TQError(f"cannot fetch {repo}@{rev}: {why}",
-                   "download the checkpoint and pass its folder, or set HF_ENDPOINT to a reachable mirror")
+    return TQError(
+        f"cannot fetch {repo}@{rev}: {why}",
+        "download the checkpoint and pass its folder, or set HF_ENDPOINT to a reachable mirror",
+    )
 
 
 def fetch_config(repo: str, rev: str) -> dict[str, Any]:

@@ -1,4 +1,5 @@
 """Turn a parsed config.json into ModelFacts (pure: no files, no network)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -18,12 +19,15 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
     heads = _int(cfg, "num_attention_heads", "n_head")
     hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
-    missing = [k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads),
-                              ("hidden_size", hidden)) if not v]
+    missing = [
+        k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden)) if not v
+    ]
     if missing:
-        raise TQError(f"{config_path} lacks {', '.join(missing)}: not a decoder language-model config",
-                      "point --model at the checkpoint's own config.json (for multimodal models the "
-                      "language model is read from text_config)")
+        raise TQError(
+            f"{config_path} lacks {', '.join(missing)}: not a decoder language-model config",
+            "point --model at the checkpoint's own config.json (for multimodal models the "
+            "language model is read from text_config)",
+        )
     facts = ModelFacts(source=source, config_path=config_path)
     facts.architecture = str(archs[0]) if archs else None
     facts.model_type = str(cfg.get("model_type") or config.get("model_type") or "") or None
@@ -31,8 +35,15 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.num_attention_heads = heads
     facts.hidden_size = hidden
     # model_arch_config_convertor.get_total_num_kv_heads (vLLM 0.32.0): first of these, else the attention heads
-    facts.num_key_value_heads = _int(cfg, "n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num",
-                                     "num_attention_groups", default=heads)
+    facts.num_key_value_heads = _int(
+        cfg,
+        "n_head_kv",
+        "num_kv_heads",
+        "num_key_value_heads",
+        "multi_query_group_num",
+        "num_attention_groups",
+        default=heads,
+    )
     facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head", default=hidden // heads)
     facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
     facts.vocab_size = _int(cfg, "vocab_size")
@@ -65,11 +76,15 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     if kinds is None:
         kinds = ["full"] * layers
     if len(kinds) != layers:
-        raise TQError(f"{config_path}: {kinds_key} has {len(kinds)} entries but num_hidden_layers is {layers}",
-                      "fix the config (the two must agree) or use the checkpoint's original config.json")
+        raise TQError(
+            f"{config_path}: {kinds_key} has {len(kinds)} entries but num_hidden_layers is {layers}",
+            "fix the config (the two must agree) or use the checkpoint's original config.json",
+        )
     unknown = sorted({k for k in kinds if k.startswith("other:")})
     if unknown:
-        facts.notes.append(f"layer types {', '.join(u[6:] for u in unknown)} are not modelled; treated as full attention")
+        facts.notes.append(
+            f"layer types {', '.join(u[6:] for u in unknown)} are not modelled; treated as full attention"
+        )
         kinds = ["full" if k.startswith("other:") else k for k in kinds]
     facts.full_attention_layers = [i for i, k in enumerate(kinds) if k == "full"]
     sliding = [i for i, k in enumerate(kinds) if k == "sliding"]
@@ -85,8 +100,17 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
 
 # vllm/transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (vLLM 0.32.0): the
 # smallest of these keys, except that model_max_length (Command-R / Cohere) overrides the rest.
-_MAX_LEN_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length", "model_max_length",
-                 "max_target_positions", "max_sequence_length", "max_seq_length", "seq_len")
+_MAX_LEN_KEYS = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+    "model_max_length",
+    "max_target_positions",
+    "max_sequence_length",
+    "max_seq_length",
+    "seq_len",
+)
 
 
 def _derived_max_len(cfg: dict[str, Any]) -> tuple[int | None, str | None]:

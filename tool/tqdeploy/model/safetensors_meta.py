@@ -5,6 +5,7 @@ each tensor to its dtype, shape and ``data_offsets`` [start, end) in the data se
 (https://github.com/huggingface/safetensors, "Format"). Summing ``end - start`` gives the exact
 bytes per dtype. Sharded checkpoints list their shards in model.safetensors.index.json.
 """
+
 from __future__ import annotations
 
 import json
@@ -45,8 +46,10 @@ def read_header(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise TQError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from None
     if len(text) < size:
-        raise TQError(f"{path} is truncated (header cut short)", "re-download the file; a *.incomplete "
-                      "download was probably renamed")
+        raise TQError(
+            f"{path} is truncated (header cut short)",
+            "re-download the file; a *.incomplete download was probably renamed",
+        )
     try:
         header = json.loads(text)
     except (json.JSONDecodeError, UnicodeDecodeError):

@@ -1,4 +1,5 @@
 """The TurboQuant data table (checks/turboquant.json): presets and version support, cited there."""
+
 from __future__ import annotations
 
 import json

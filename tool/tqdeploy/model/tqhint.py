@@ -8,6 +8,7 @@ Documented meaning (docs/plan.md, checks/docs/TQ202.md):
 Validated here; a valid hint becomes plan's and build's default KV dtype. Unknown keys are kept out
 and reported: vLLM ignores the whole field, so nothing there changes what vLLM does.
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -31,43 +32,71 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[d
     problems: list[dict[str, str]] = []
     unknown = sorted(k for k in raw if k not in KNOWN_KEYS)
     if unknown:
-        problems.append(problem(
-            "warn", f"turbo_quant_config has keys tqdeploy does not define ({', '.join(unknown)}); "
-            "vLLM ignores the whole field, so they change nothing",
-            "remove them; enable TurboQuant with --kv-cache-dtype turboquant_4bit_nc"))
+        problems.append(
+            problem(
+                "warn",
+                f"turbo_quant_config has keys tqdeploy does not define ({', '.join(unknown)}); "
+                "vLLM ignores the whole field, so they change nothing",
+                "remove them; enable TurboQuant with --kv-cache-dtype turboquant_4bit_nc",
+            )
+        )
     preset = raw.get("preset")
     bits_given = "key_bits" in raw or "value_bits" in raw
     by_bits = None
     if bits_given:
         kb, vb = raw.get("key_bits"), raw.get("value_bits")
         if not (isinstance(kb, int) and isinstance(vb, int)) or isinstance(kb, bool) or isinstance(vb, bool):
-            problems.append(problem("error", "turbo_quant_config needs both key_bits and value_bits as integers",
-                                    fix_shape))
+            problems.append(
+                problem("error", "turbo_quant_config needs both key_bits and value_bits as integers", fix_shape)
+            )
         else:
             by_bits = preset_for_bits(kb, vb)
             if by_bits is None:
                 valid = ", ".join(f"{p['key_bits']}/{p['value_bits']}" for p in presets().values())
-                problems.append(problem("error", f"no vLLM TurboQuant preset has key_bits={kb} value_bits={vb}",
-                                        f"use one of key/value bits {valid}"))
+                problems.append(
+                    problem(
+                        "error",
+                        f"no vLLM TurboQuant preset has key_bits={kb} value_bits={vb}",
+                        f"use one of key/value bits {valid}",
+                    )
+                )
     if preset is not None and preset not in presets():
-        problems.append(problem("error", f"turbo_quant_config preset {preset!r} is not a vLLM TurboQuant preset",
-                                f"use one of {', '.join(presets())}"))
+        problems.append(
+            problem(
+                "error",
+                f"turbo_quant_config preset {preset!r} is not a vLLM TurboQuant preset",
+                f"use one of {', '.join(presets())}",
+            )
+        )
         preset = None
     if preset and by_bits and preset != by_bits:
-        problems.append(problem("error", f"turbo_quant_config preset {preset} contradicts its bits ({by_bits})",
-                                "keep either preset or key_bits/value_bits"))
+        problems.append(
+            problem(
+                "error",
+                f"turbo_quant_config preset {preset} contradicts its bits ({by_bits})",
+                "keep either preset or key_bits/value_bits",
+            )
+        )
     chosen = preset or by_bits
     if chosen is None and not any(p["severity"] == "error" for p in problems):
         problems.append(problem("error", "turbo_quant_config names no preset and no bits", fix_shape))
     skip = raw.get("skip_layers", [])
     if not isinstance(skip, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in skip):
-        problems.append(problem("error", "turbo_quant_config skip_layers must be a list of layer indices",
-                                "e.g. \"skip_layers\": [0, 1]"))
+        problems.append(
+            problem(
+                "error", "turbo_quant_config skip_layers must be a list of layer indices", 'e.g. "skip_layers": [0, 1]'
+            )
+        )
         skip = []
     bad = [i for i in skip if not 0 <= i < num_layers]
     if bad:
-        problems.append(problem("error", f"turbo_quant_config skip_layers {bad} are outside 0..{num_layers - 1}",
-                                "use layer indices of this model"))
+        problems.append(
+            problem(
+                "error",
+                f"turbo_quant_config skip_layers {bad} are outside 0..{num_layers - 1}",
+                "use layer indices of this model",
+            )
+        )
     if any(p["severity"] == "error" for p in problems):
         return None, problems
     return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems

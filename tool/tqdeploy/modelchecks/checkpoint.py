@@ -4,6 +4,7 @@ Options they honour when a caller sets them: vllm_version, tensor_parallel_size,
 kv_cache_dtype, gpu_memory_utilization, attention_backend, dtype (vLLM's --dtype). The rules live in tqdeploy.model.compat
 (shared with the linter); these checks only turn Problems into verdicts.
 """
+
 from __future__ import annotations
 
 from tqdeploy.checkbase import Verdict, check, error, info, passed, warn
@@ -37,43 +38,68 @@ def _cc(ctx) -> tuple[int, int] | None:
 @check("TQ201", "model", "checkpoint architecture", needs=("model",))
 def architecture(ctx):
     f = ctx.model
-    ev = {"architecture": f.architecture, "layers": f.num_hidden_layers, "kv_layers": len(f.kv_layers),
-          "attention_heads": f.num_attention_heads, "kv_heads": f.num_key_value_heads, "head_dim": f.head_dim,
-          "dtype": f.dtype, "hybrid": f.is_hybrid, "mla": bool(f.mla), "moe": bool(f.moe),
-          "sliding_window_layers": len(f.sliding_window["layers"]) if f.sliding_window else 0,
-          "weights_gib": round(f.weight_bytes / GiB, 2) if f.weight_bytes else None,
-          "weights_from": f.weight_source}
+    ev = {
+        "architecture": f.architecture,
+        "layers": f.num_hidden_layers,
+        "kv_layers": len(f.kv_layers),
+        "attention_heads": f.num_attention_heads,
+        "kv_heads": f.num_key_value_heads,
+        "head_dim": f.head_dim,
+        "dtype": f.dtype,
+        "hybrid": f.is_hybrid,
+        "mla": bool(f.mla),
+        "moe": bool(f.moe),
+        "sliding_window_layers": len(f.sliding_window["layers"]) if f.sliding_window else 0,
+        "weights_gib": round(f.weight_bytes / GiB, 2) if f.weight_bytes else None,
+        "weights_from": f.weight_source,
+    }
     if f.quantization:
         ev["quantization"] = ", ".join(f"{k}={v}" for k, v in f.quantization.items() if k != "schemes")
     if f.notes:
-        return warn(ev, "check that vLLM supports this architecture; tqdeploy sizes unknown layer types as full "
-                    "attention", title=f"{f.architecture}: {'; '.join(f.notes)}")
+        return warn(
+            ev,
+            "check that vLLM supports this architecture; tqdeploy sizes unknown layer types as full attention",
+            title=f"{f.architecture}: {'; '.join(f.notes)}",
+        )
     if f.weight_bytes is None:
-        return info(ev, "download the *.safetensors files (or use REPO@REV) for exact weight bytes",
-                    title=f"{f.architecture}: no safetensors headers read, weight size unknown")
+        return info(
+            ev,
+            "download the *.safetensors files (or use REPO@REV) for exact weight bytes",
+            title=f"{f.architecture}: no safetensors headers read, weight size unknown",
+        )
     kind = "hybrid" if f.is_hybrid else "MLA" if f.mla else "MoE" if f.moe else "dense"
-    return passed(ev, title=f"{f.architecture}: {kind}, {f.num_hidden_layers} layers, "
-                  f"{len(f.kv_layers)} hold KV, {f.weight_bytes / GiB:.2f} GiB of weights")
+    return passed(
+        ev,
+        title=f"{f.architecture}: {kind}, {f.num_hidden_layers} layers, "
+        f"{len(f.kv_layers)} hold KV, {f.weight_bytes / GiB:.2f} GiB of weights",
+    )
 
 
 @check("TQ202", "model", "turbo_quant_config in config.json", needs=("model",))
 def turbo_quant_config(ctx):
     f = ctx.model
     if f.turbo_quant_config_raw is None:
-        return info({"turbo_quant_config": "absent"},
-                    "nothing to do: enable TurboQuant at launch with --kv-cache-dtype turboquant_4bit_nc",
-                    title="no turbo_quant_config: none is needed, vLLM reads no such field; TurboQuant is a "
-                          "launch flag, not a checkpoint change")
+        return info(
+            {"turbo_quant_config": "absent"},
+            "nothing to do: enable TurboQuant at launch with --kv-cache-dtype turboquant_4bit_nc",
+            title="no turbo_quant_config: none is needed, vLLM reads no such field; TurboQuant is a "
+            "launch flag, not a checkpoint change",
+        )
     ev = {"turbo_quant_config": f.turbo_quant_config_raw}
     out = []
     for p in f.turbo_quant_config_problems:
         out.append((error if p["severity"] == "error" else warn)(ev, p["fix"], title=p["message"]))
     if f.turbo_quant_config:
         hint = f.turbo_quant_config
-        out.append(info(dict(ev, parsed=hint), "tqdeploy plan/build use it as the default KV dtype; vLLM itself "
-                        f"ignores the field, so pass --kv-cache-dtype {hint['kv_cache_dtype']} when launching by hand",
-                        title=f"turbo_quant_config is a tqdeploy hint: --kv-cache-dtype {hint['kv_cache_dtype']}"
-                              + (f", skip layers {hint['skip_layers']}" if hint["skip_layers"] else "")))
+        out.append(
+            info(
+                dict(ev, parsed=hint),
+                "tqdeploy plan/build use it as the default KV dtype; vLLM itself "
+                f"ignores the field, so pass --kv-cache-dtype {hint['kv_cache_dtype']} when launching by hand",
+                title=f"turbo_quant_config is a tqdeploy hint: --kv-cache-dtype {hint['kv_cache_dtype']}"
+                + (f", skip layers {hint['skip_layers']}" if hint["skip_layers"] else ""),
+            )
+        )
     return out
 
 
@@ -109,13 +135,19 @@ def max_model_len(ctx):
 
     f = ctx.model
     limit = config_max_model_len(f)
-    ev = {"max_position_embeddings": f.max_position_embeddings, "rope_scaling": f.rope_scaling,
-          "supported_max_model_len": limit}
+    ev = {
+        "max_position_embeddings": f.max_position_embeddings,
+        "rope_scaling": f.rope_scaling,
+        "supported_max_model_len": limit,
+    }
     mml = ctx.options.get("max_model_len")
     if not mml:
         if limit is None:
-            return warn(ev, "check the model card for the context length and pass --max-model-len",
-                        title="config.json names no context length")
+            return warn(
+                ev,
+                "check the model card for the context length and pass --max-model-len",
+                title="config.json names no context length",
+            )
         return info(ev, "", title=f"the config supports --max-model-len up to {limit:,}")
     ev["max_model_len"] = int(mml)
     return _verdicts(max_model_len_problems(f, int(mml)), f"--max-model-len {int(mml):,} <= {limit:,}", ev)
@@ -127,16 +159,24 @@ def turboquant(ctx):
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
     f = ctx.model
-    dtype = ctx.options.get("kv_cache_dtype") or (f.turbo_quant_config or {}).get("kv_cache_dtype") \
-        or "turboquant_4bit_nc"
+    dtype = (
+        ctx.options.get("kv_cache_dtype") or (f.turbo_quant_config or {}).get("kv_cache_dtype") or "turboquant_4bit_nc"
+    )
     version = ctx.options.get("vllm_version") or DEFAULT_VLLM_VERSION
     cc = _cc(ctx)
-    ev = {"kv_cache_dtype": dtype, "vllm_version": version, "compute_capability": ".".join(map(str, cc)) if cc else None,
-          "head_dim": f.kv_head_size, "dtype": f.dtype, "hybrid": f.is_hybrid}
+    ev = {
+        "kv_cache_dtype": dtype,
+        "vllm_version": version,
+        "compute_capability": ".".join(map(str, cc)) if cc else None,
+        "head_dim": f.kv_head_size,
+        "dtype": f.dtype,
+        "hybrid": f.is_hybrid,
+    }
     if not dtype.startswith("turboquant_"):
         return passed(ev, title=f"--kv-cache-dtype {dtype}: TurboQuant rules do not apply")
-    problems = turboquant_problems(f, dtype, version, cc, ctx.options.get("attention_backend"),
-                                   ctx.options.get("dtype"))
+    problems = turboquant_problems(
+        f, dtype, version, cc, ctx.options.get("attention_backend"), ctx.options.get("dtype")
+    )
     return _verdicts(problems, f"{dtype} works with this checkpoint on vLLM {version}", ev)
 
 
@@ -155,7 +195,14 @@ def weights_fit(ctx):
     memory = min(g.memory_total for g in gpus)
     util = float(ctx.options.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION)
     total = f.weight_bytes or 0
-    ev = {"tp": tp, "tp_from": why, "gpu_memory_gib": round(memory / GiB, 2), "gpu_memory_utilization": util,
-          "weights_gib": round(total / GiB, 2) if total else None, "weights_from": f.weight_source or "estimate"}
-    return _verdicts(weights_fit_problems(f, tp, memory, util), f"weights fit: TP={tp} on "
-                     f"{memory / GiB:.1f} GiB GPUs", ev)
+    ev = {
+        "tp": tp,
+        "tp_from": why,
+        "gpu_memory_gib": round(memory / GiB, 2),
+        "gpu_memory_utilization": util,
+        "weights_gib": round(total / GiB, 2) if total else None,
+        "weights_from": f.weight_source or "estimate",
+    }
+    return _verdicts(
+        weights_fit_problems(f, tp, memory, util), f"weights fit: TP={tp} on {memory / GiB:.1f} GiB GPUs", ev
+    )

@@ -5,6 +5,7 @@ budget (vLLM's block and page rounding), concurrency at max-model-len and a reco
     plan = make_plan(facts, gpu_memory_bytes=..., num_gpus=2, max_model_len=262144)
     plan.to_dict()["rows"], plan.recommended
 """
+
 from __future__ import annotations
 
 from tqdeploy.plan.gpus import gpu_by_name
@@ -12,5 +13,13 @@ from tqdeploy.plan.kvformula import CACHE_DTYPES, TURBOQUANT_DTYPES
 from tqdeploy.plan.planner import DEFAULT_GPU_MEMORY_UTILIZATION, kv_bytes_per_token, make_plan
 from tqdeploy.plan.result import Plan, PlanRow
 
-__all__ = ["CACHE_DTYPES", "TURBOQUANT_DTYPES", "DEFAULT_GPU_MEMORY_UTILIZATION", "Plan", "PlanRow",
-           "gpu_by_name", "kv_bytes_per_token", "make_plan"]
+__all__ = [
+    "CACHE_DTYPES",
+    "TURBOQUANT_DTYPES",
+    "DEFAULT_GPU_MEMORY_UTILIZATION",
+    "Plan",
+    "PlanRow",
+    "gpu_by_name",
+    "kv_bytes_per_token",
+    "make_plan",
+]

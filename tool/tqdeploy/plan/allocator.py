@@ -10,6 +10,7 @@ mamba page to match (vllm/platforms/interface.py _align_hybrid_block_size); quan
 higher-precision skip layers raise it again (_align_heterogeneous_kv_block_size). Layers are grouped per
 type in groups of equal size (kv_cache_utils._get_kv_cache_groups_uniform_page_size).
 """
+
 from __future__ import annotations
 
 import math
@@ -75,10 +76,19 @@ def _group_layout(bucket_sizes: list[int]) -> list[list[int]]:
     return out
 
 
-def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, max_model_len: int, *,
-                tp: int = 1, skip_layers: tuple[int, ...] = (), platform: str = "cuda",
-                block_size: int | None = None, prefix_caching: bool = True,
-                max_in_flight_tokens: int = 8192) -> KvCapacity:
+def kv_capacity(
+    facts: ModelFacts,
+    kv_cache_dtype: str,
+    kv_memory_bytes: int,
+    max_model_len: int,
+    *,
+    tp: int = 1,
+    skip_layers: tuple[int, ...] = (),
+    platform: str = "cuda",
+    block_size: int | None = None,
+    prefix_caching: bool = True,
+    max_in_flight_tokens: int = 8192,
+) -> KvCapacity:
     """Blocks, concurrency and tokens vLLM reports for this KV memory on one rank."""
     per_layer = per_layer_token_bytes(facts, kv_cache_dtype, tp, skip_layers)
     if not per_layer:
@@ -123,10 +133,14 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
     else:
         if has_skip and not n_linear:
             exact = False
-            notes.append("sliding-window model with skip layers: mixed page sizes are packed by vLLM in ways "
-                          "not modelled exactly")
-        groups = [[layers[i::n] for i in range(n)] for (_, layers), n in
-                  zip(buckets, (len(g) for g in _group_layout([len(b) for _, b in buckets])))]
+            notes.append(
+                "sliding-window model with skip layers: mixed page sizes are packed by vLLM in ways "
+                "not modelled exactly"
+            )
+        groups = [
+            [layers[i::n] for i in range(n)]
+            for (_, layers), n in zip(buckets, (len(g) for g in _group_layout([len(b) for _, b in buckets])))
+        ]
 
     def page(layer: int, kind: str) -> int:
         return mamba_padded if kind == "linear" else bs * per_layer[layer]
@@ -134,8 +148,10 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
     # One block spans the pages of a group's layers; the pool's block is the largest group's.
     bytes_per_block = max(sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups) for g in gs)
     if sliding:
-        notes.append(f"sliding-window groups sized for {max_in_flight_tokens} in-flight tokens "
-                     "(vLLM's max_num_batched_tokens default for this GPU class; hybrid KV manager on)")
+        notes.append(
+            f"sliding-window groups sized for {max_in_flight_tokens} in-flight tokens "
+            "(vLLM's max_num_batched_tokens default for this GPU class; hybrid KV manager on)"
+        )
 
     num_blocks = max(kv_memory_bytes, 0) // bytes_per_block
     per_request = 0
@@ -153,9 +169,17 @@ def kv_capacity(facts: ModelFacts, kv_cache_dtype: str, kv_memory_bytes: int, ma
                 per_request += cdiv(max_model_len, bs)
     concurrency = num_blocks / per_request
     return KvCapacity(
-        block_size=bs, bytes_per_block=bytes_per_block, num_blocks=num_blocks, blocks_per_request=per_request,
-        max_concurrency=concurrency, tokens=int(concurrency * max_model_len),
+        block_size=bs,
+        bytes_per_block=bytes_per_block,
+        num_blocks=num_blocks,
+        blocks_per_request=per_request,
+        max_concurrency=concurrency,
+        tokens=int(concurrency * max_model_len),
         group_sizes=[len(g) for gs in groups for g in gs],
-        mamba_page_bytes=mamba_page, mamba_page_padded=mamba_padded, mamba_cache_mode=mode,
-        fixed_state_bytes_per_seq=mamba_blocks * bytes_per_block, exact=exact, notes=notes,
+        mamba_page_bytes=mamba_page,
+        mamba_page_padded=mamba_padded,
+        mamba_cache_mode=mode,
+        fixed_state_bytes_per_seq=mamba_blocks * bytes_per_block,
+        exact=exact,
+        notes=notes,
     )

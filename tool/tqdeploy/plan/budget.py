@@ -8,6 +8,7 @@ server exists, so the reserve here is an estimate (docs/plan.md shows it against
 tokens for a given KV memory are exact. Pass kv_cache_memory_bytes (vLLM's --kv-cache-memory-bytes)
 to plan against a known KV size.
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
@@ -18,7 +19,9 @@ GiB = 1 << 30
 CONTEXT_RESERVE = GiB // 2  # CUDA context + allocator slack outside torch's pool (assumption)
 CUDA_GRAPH_RESERVE = GiB // 2  # measured 0.20-0.26 GiB for a small model on an H200 (0.25.0 logs)
 NCCL_RESERVE = GiB  # per rank when tp > 1: NCCL and custom all-reduce buffers (assumption)
-SAMPLER_COPIES = 7  # fp32 logits copies in the sampler warm-up: the smallest count that covers the Qwen3.6-shaped H200 log
+SAMPLER_COPIES = (
+    7  # fp32 logits copies in the sampler warm-up: the smallest count that covers the Qwen3.6-shaped H200 log
+)
 
 
 def scheduler_defaults(gpu_memory_bytes: int, gpu_name: str = "", platform: str = "cuda") -> tuple[int, int]:
@@ -94,15 +97,24 @@ def estimate_weight_bytes(facts: ModelFacts) -> int:
 
 
 def estimate_activation_bytes(facts: ModelFacts, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> int:
-    per_token = (2 * (facts.intermediate_size or 4 * facts.hidden_size) // tp + 4 * facts.hidden_size)
+    per_token = 2 * (facts.intermediate_size or 4 * facts.hidden_size) // tp + 4 * facts.hidden_size
     forward = max_num_batched_tokens * per_token * facts.dtype_bytes * 2
     sampler = max_num_seqs * (facts.vocab_size or 0) * 4 * SAMPLER_COPIES // tp
     return forward + sampler
 
 
-def make_budget(facts: ModelFacts, *, gpu_memory_bytes: int, tp: int, gpu_memory_utilization: float,
-                gpu_name: str = "", enforce_eager: bool = False, platform: str = "cuda",
-                kv_cache_memory_bytes: int | None = None, reserve_bytes: int | None = None) -> Budget:
+def make_budget(
+    facts: ModelFacts,
+    *,
+    gpu_memory_bytes: int,
+    tp: int,
+    gpu_memory_utilization: float,
+    gpu_name: str = "",
+    enforce_eager: bool = False,
+    platform: str = "cuda",
+    kv_cache_memory_bytes: int | None = None,
+    reserve_bytes: int | None = None,
+) -> Budget:
     batched, seqs = scheduler_defaults(gpu_memory_bytes, gpu_name, platform)
     requested = int(gpu_memory_bytes * gpu_memory_utilization)
     if facts.weight_bytes:
@@ -119,5 +131,18 @@ def make_budget(facts: ModelFacts, *, gpu_memory_bytes: int, tp: int, gpu_memory
     kv_source = "budget"
     if kv_cache_memory_bytes is not None:
         kv, kv_source = kv_cache_memory_bytes, "operator"
-    return Budget(gpu_memory_bytes, gpu_memory_utilization, requested, weights, source, activation, graphs,
-                  nccl, context, kv, kv_source, batched, seqs)
+    return Budget(
+        gpu_memory_bytes,
+        gpu_memory_utilization,
+        requested,
+        weights,
+        source,
+        activation,
+        graphs,
+        nccl,
+        context,
+        kv,
+        kv_source,
+        batched,
+        seqs,
+    )

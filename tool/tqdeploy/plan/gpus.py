@@ -1,4 +1,5 @@
 """GPU names -> memory and compute capability (checks/gpus.json: only figures read from a real device)."""
+
 from __future__ import annotations
 
 import json
@@ -21,5 +22,7 @@ def gpu_by_name(name: str) -> dict[str, Any]:
     for key, entry in gpu_catalog().items():
         if wanted in (key.lower(), entry["name"].lower().removeprefix("nvidia ").strip()):
             return dict(entry, key=key)
-    raise TQError(f"no GPU named {name!r} in tqdeploy's catalog (checks/gpus.json)",
-                  f"use one of {', '.join(gpu_catalog())}, or pass --snapshot FILE recorded on the host")
+    raise TQError(
+        f"no GPU named {name!r} in tqdeploy's catalog (checks/gpus.json)",
+        f"use one of {', '.join(gpu_catalog())}, or pass --snapshot FILE recorded on the host",
+    )

@@ -1,4 +1,5 @@
 """Which GPUs to plan for: a GPU named from the catalog, a recorded snapshot, or this host (live probe)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,8 +20,10 @@ class PlanHost:
 def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
     known = [g for g in snap.gpus if g.memory_total]
     if not known:
-        raise TQError(f"{source} lists no GPU with a memory total",
-                      "record the snapshot on the GPU host, or plan by name: --gpu H200 --gpus N")
+        raise TQError(
+            f"{source} lists no GPU with a memory total",
+            "record the snapshot on the GPU host, or plan by name: --gpu H200 --gpus N",
+        )
     count = len(known)
     if gpus is not None:
         if gpus > count:
@@ -28,8 +31,13 @@ def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
         count = gpus
     used = sorted(known, key=lambda g: g.memory_total)[:count] if gpus else known
     ccs = [tuple(g.compute_capability) for g in used if g.compute_capability]
-    return PlanHost(name=used[0].name, memory_bytes=min(g.memory_total for g in used), count=count,
-                    compute_capability=min(ccs) if ccs else None, source=source)
+    return PlanHost(
+        name=used[0].name,
+        memory_bytes=min(g.memory_total for g in used),
+        count=count,
+        compute_capability=min(ccs) if ccs else None,
+        source=source,
+    )
 
 
 def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: int | None = None) -> PlanHost:
@@ -39,8 +47,13 @@ def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: 
         from tqdeploy.plan.gpus import gpu_by_name
 
         entry = gpu_by_name(gpu)
-        return PlanHost(entry["name"], int(entry["memory_bytes"]), gpus or 1,
-                        tuple(entry["compute_capability"]), f"catalog ({entry['key']})")
+        return PlanHost(
+            entry["name"],
+            int(entry["memory_bytes"]),
+            gpus or 1,
+            tuple(entry["compute_capability"]),
+            f"catalog ({entry['key']})",
+        )
     from tqdeploy.snapshot import HostSnapshot
 
     if snapshot:
@@ -52,6 +65,8 @@ def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: 
     snap = collect(offline=True)
     if not [g for g in snap.gpus if g.memory_total]:
         why = snap.probe_errors.get("nvml", "no GPU found")
-        raise TQError(f"no GPU on this host to plan for ({why})",
-                      "plan by name (--gpu H200 --gpus 2) or replay a snapshot (--snapshot FILE)")
+        raise TQError(
+            f"no GPU on this host to plan for ({why})",
+            "plan by name (--gpu H200 --gpus 2) or replay a snapshot (--snapshot FILE)",
+        )
     return from_snapshot(snap, "this host", gpus)

@@ -16,6 +16,7 @@ Sources (vLLM 0.32.0, installed CPU build, same Python source as the GPU wheels)
   fp8_ds_mla 656 B and nvfp4_ds_mla 352 B per token.
 - TP: vllm/config/model.py ``get_num_kv_heads``: max(1, kv_heads // tp) (replicated when tp > kv_heads).
 """
+
 from __future__ import annotations
 
 import math
@@ -24,9 +25,25 @@ from tqdeploy.model.facts import ModelFacts
 
 # vllm/config/cache.py CacheDType (vLLM 0.32.0), in its order.
 CACHE_DTYPES = (
-    "auto", "float16", "bfloat16", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc", "fp8_ds_mla", "nvfp4_ds_mla",
-    "turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc", "ultraquant_4bit",
-    "int4_per_token_head", "int8_per_token_head", "fp8_per_token_head", "nvfp4", "nvfp4_4over6",
+    "auto",
+    "float16",
+    "bfloat16",
+    "fp8",
+    "fp8_e4m3",
+    "fp8_e5m2",
+    "fp8_inc",
+    "fp8_ds_mla",
+    "nvfp4_ds_mla",
+    "turboquant_k8v4",
+    "turboquant_4bit_nc",
+    "turboquant_k3v4_nc",
+    "turboquant_3bit_nc",
+    "ultraquant_4bit",
+    "int4_per_token_head",
+    "int8_per_token_head",
+    "fp8_per_token_head",
+    "nvfp4",
+    "nvfp4_4over6",
 )
 TURBOQUANT_DTYPES = ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc")
 _FP8 = ("fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
@@ -115,8 +132,9 @@ def effective_skip_layers(facts: ModelFacts, kv_cache_dtype: str, skip_layers: t
     return sorted(skips)
 
 
-def per_layer_token_bytes(facts: ModelFacts, kv_cache_dtype: str, tp: int = 1,
-                          skip_layers: tuple[int, ...] = ()) -> dict[int, int]:
+def per_layer_token_bytes(
+    facts: ModelFacts, kv_cache_dtype: str, tp: int = 1, skip_layers: tuple[int, ...] = ()
+) -> dict[int, int]:
     """{attention layer index: bytes per token on one rank}; skipped layers at model dtype.
 
     Skips only matter for quantized dtypes: vLLM sets a skipped layer to "auto"

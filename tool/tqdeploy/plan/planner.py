@@ -1,4 +1,5 @@
 """make_plan: budget -> one row per KV dtype -> recommendation."""
+
 from __future__ import annotations
 
 from dataclasses import asdict
@@ -48,13 +49,27 @@ def _hybrid_prefix_caching(vllm_version: str) -> bool:
         return True
 
 
-def make_plan(facts: ModelFacts, *, gpu_memory_bytes: int, max_model_len: int, num_gpus: int | None = None,
-              tp: int | None = None, gpu_memory_utilization: float | None = None,
-              kv_cache_dtypes: list[str] | tuple[str, ...] | None = None, skip_layers: tuple[int, ...] = (),
-              vllm_version: str | None = None, compute_capability: tuple[int, int] | None = None,
-              gpu_name: str = "", platform: str = "cuda", kv_cache_memory_bytes: int | None = None,
-              reserve_bytes: int | None = None, enforce_eager: bool = False, prefix_caching: bool | None = None,
-              min_concurrency: float = 1.0, attention_backend: str | None = None) -> Plan:
+def make_plan(
+    facts: ModelFacts,
+    *,
+    gpu_memory_bytes: int,
+    max_model_len: int,
+    num_gpus: int | None = None,
+    tp: int | None = None,
+    gpu_memory_utilization: float | None = None,
+    kv_cache_dtypes: list[str] | tuple[str, ...] | None = None,
+    skip_layers: tuple[int, ...] = (),
+    vllm_version: str | None = None,
+    compute_capability: tuple[int, int] | None = None,
+    gpu_name: str = "",
+    platform: str = "cuda",
+    kv_cache_memory_bytes: int | None = None,
+    reserve_bytes: int | None = None,
+    enforce_eager: bool = False,
+    prefix_caching: bool | None = None,
+    min_concurrency: float = 1.0,
+    attention_backend: str | None = None,
+) -> Plan:
     from tqdeploy.model import compat
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
@@ -75,38 +90,83 @@ def make_plan(facts: ModelFacts, *, gpu_memory_bytes: int, max_model_len: int, n
     skips = tuple(skip_layers) or tuple((hint or {}).get("skip_layers", ()))
     bad = [i for i in skips if not 0 <= i < facts.num_hidden_layers]
     if bad:
-        raise TQError(f"--skip-layers {bad} are outside this model's layers 0..{facts.num_hidden_layers - 1}",
-                      "pass layer indices of this model")
+        raise TQError(
+            f"--skip-layers {bad} are outside this model's layers 0..{facts.num_hidden_layers - 1}",
+            "pass layer indices of this model",
+        )
     dtypes = list(kv_cache_dtypes or CACHE_DTYPES)
     unknown = [d for d in dtypes if d not in CACHE_DTYPES]
     if unknown:
-        raise TQError(f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
-                      f"use one of {', '.join(CACHE_DTYPES)}")
+        raise TQError(
+            f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
+            f"use one of {', '.join(CACHE_DTYPES)}",
+        )
     if prefix_caching is None:
         prefix_caching = _hybrid_prefix_caching(version) if facts.is_hybrid else True
 
-    problems = [p.to_dict() for p in compat.tensor_parallel_problems(facts, tp)
-                + compat.max_model_len_problems(facts, max_model_len)
-                + compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)]
-    budget = make_budget(facts, gpu_memory_bytes=gpu_memory_bytes, tp=tp, gpu_memory_utilization=util,
-                         gpu_name=gpu_name, enforce_eager=enforce_eager, platform=platform,
-                         kv_cache_memory_bytes=kv_cache_memory_bytes, reserve_bytes=reserve_bytes)
-    rows = [_row(facts, d, budget, max_model_len, tp, skips, platform, prefix_caching, version,
-                 compute_capability, attention_backend) for d in dtypes]
-    plan = Plan(model=_model_summary(facts), host={"gpu_name": gpu_name, "gpu_memory_bytes": gpu_memory_bytes,
-                "num_gpus": num_gpus or tp, "compute_capability": list(compute_capability) if compute_capability else None,
-                "platform": platform, "description": f"{num_gpus or tp} x {gpu_name or 'GPU'}"},
-                budget=budget.to_dict(), rows=rows, max_model_len=max_model_len, tp=tp, vllm_version=version,
-                problems=problems)
+    problems = [
+        p.to_dict()
+        for p in compat.tensor_parallel_problems(facts, tp)
+        + compat.max_model_len_problems(facts, max_model_len)
+        + compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)
+    ]
+    budget = make_budget(
+        facts,
+        gpu_memory_bytes=gpu_memory_bytes,
+        tp=tp,
+        gpu_memory_utilization=util,
+        gpu_name=gpu_name,
+        enforce_eager=enforce_eager,
+        platform=platform,
+        kv_cache_memory_bytes=kv_cache_memory_bytes,
+        reserve_bytes=reserve_bytes,
+    )
+    rows = [
+        _row(
+            facts,
+            d,
+            budget,
+            max_model_len,
+            tp,
+            skips,
+            platform,
+            prefix_caching,
+            version,
+            compute_capability,
+            attention_backend,
+        )
+        for d in dtypes
+    ]
+    plan = Plan(
+        model=_model_summary(facts),
+        host={
+            "gpu_name": gpu_name,
+            "gpu_memory_bytes": gpu_memory_bytes,
+            "num_gpus": num_gpus or tp,
+            "compute_capability": list(compute_capability) if compute_capability else None,
+            "platform": platform,
+            "description": f"{num_gpus or tp} x {gpu_name or 'GPU'}",
+        },
+        budget=budget.to_dict(),
+        rows=rows,
+        max_model_len=max_model_len,
+        tp=tp,
+        vllm_version=version,
+        problems=problems,
+    )
     if facts.is_hybrid:
-        plan.notes.append(f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
-                          f"each sequence also holds fixed linear-attention state (mamba cache mode "
-                          f"{'align' if prefix_caching else 'none'})")
+        plan.notes.append(
+            f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
+            f"each sequence also holds fixed linear-attention state (mamba cache mode "
+            f"{'align' if prefix_caching else 'none'})"
+        )
     for p in facts.turbo_quant_config_problems:
         plan.notes.append(f"turbo_quant_config ({p['severity']}): {p['message']}; {p['fix']}")
     if not facts.weight_bytes:
-        plan.notes.append("weights estimated from config.json (no safetensors headers read): point --model at the "
-                          "checkpoint folder or REPO@REV for exact bytes")
+        plan.notes.append(
+            "weights estimated from config.json (no safetensors headers read): point --model at the "
+            "checkpoint folder or REPO@REV for exact bytes"
+        )
     _recommend(plan, hint, min_concurrency)
     return plan
 
@@ -120,11 +180,21 @@ def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_cachin
         row.kv_bytes_per_token = kv_bytes_per_token(facts, dtype, tp, skips)
         row.skip_layers = effective_skip_layers(facts, dtype, skips) if dtype != "auto" else []
         batched, _ = scheduler_defaults(budget.gpu_memory_bytes, "", platform)
-        cap = kv_capacity(facts, dtype, budget.kv_bytes, max_model_len, tp=tp, skip_layers=skips,
-                          platform=platform, prefix_caching=prefix_caching, max_in_flight_tokens=batched)
+        cap = kv_capacity(
+            facts,
+            dtype,
+            budget.kv_bytes,
+            max_model_len,
+            tp=tp,
+            skip_layers=skips,
+            platform=platform,
+            prefix_caching=prefix_caching,
+            max_in_flight_tokens=batched,
+        )
     except NotApplicable as exc:
-        return PlanRow(kv_cache_dtype=dtype, status="not_applicable", reason=str(exc),
-                       availability=AVAILABILITY.get(dtype, ""))
+        return PlanRow(
+            kv_cache_dtype=dtype, status="not_applicable", reason=str(exc), availability=AVAILABILITY.get(dtype, "")
+        )
     except ValueError as exc:
         return PlanRow(kv_cache_dtype=dtype, status="not_applicable", reason=f"not modelled: {exc}")
     row.kv_tokens, row.max_concurrency, row.block_size = cap.tokens, round(cap.max_concurrency, 4), cap.block_size
@@ -134,16 +204,35 @@ def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_cachin
     row.problems = [p.to_dict() for p in compat.turboquant_problems(facts, dtype, version, cc, backend)]
     if cap.max_concurrency < 1:
         row.status = "does_not_fit"
-        row.reason = (f"KV holds {cap.tokens:,} tokens: less than one sequence of {max_model_len:,}"
-                      if budget.kv_bytes > 0 else "no memory left for the KV cache")
+        row.reason = (
+            f"KV holds {cap.tokens:,} tokens: less than one sequence of {max_model_len:,}"
+            if budget.kv_bytes > 0
+            else "no memory left for the KV cache"
+        )
     return row
 
 
 def _model_summary(facts: ModelFacts) -> dict:
-    keys = ("source", "architecture", "model_type", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
-            "head_dim", "dtype", "is_hybrid", "full_attention_layers", "weight_bytes", "weight_source",
-            "max_position_embeddings", "mla", "sliding_window", "linear_attention", "quantization",
-            "turbo_quant_config")
+    keys = (
+        "source",
+        "architecture",
+        "model_type",
+        "num_hidden_layers",
+        "num_attention_heads",
+        "num_key_value_heads",
+        "head_dim",
+        "dtype",
+        "is_hybrid",
+        "full_attention_layers",
+        "weight_bytes",
+        "weight_source",
+        "max_position_embeddings",
+        "mla",
+        "sliding_window",
+        "linear_attention",
+        "quantization",
+        "turbo_quant_config",
+    )
     data = {k: v for k, v in asdict(facts).items() if k in keys}
     data["kv_layers"] = facts.kv_layers
     return data
@@ -158,8 +247,10 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
     if hint and hint.get("kv_cache_dtype") in rows and _usable(rows[hint["kv_cache_dtype"]]):
         r = rows[hint["kv_cache_dtype"]]
         plan.recommended = r.kv_cache_dtype
-        plan.recommendation_reason = (f"the checkpoint's turbo_quant_config hint; {r.max_concurrency:.2f} sequences "
-                                      f"of {plan.max_model_len:,} tokens fit")
+        plan.recommendation_reason = (
+            f"the checkpoint's turbo_quant_config hint; {r.max_concurrency:.2f} sequences "
+            f"of {plan.max_model_len:,} tokens fit"
+        )
         return
     usable = [rows[d] for d in PREFERENCE if d in rows and _usable(rows[d])]
     for r in usable:
@@ -167,14 +258,20 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
             plan.recommended = r.kv_cache_dtype
             why = {"auto": "full-precision KV is the fastest and", "fp8": "fp8 halves KV memory at little cost and"}
             lead = why.get(r.kv_cache_dtype, "TurboQuant trades throughput for capacity and")
-            plan.recommendation_reason = (f"{lead} holds {r.max_concurrency:.2f} sequences of "
-                                          f"{plan.max_model_len:,} tokens (target >= {min_concurrency:g})")
+            plan.recommendation_reason = (
+                f"{lead} holds {r.max_concurrency:.2f} sequences of "
+                f"{plan.max_model_len:,} tokens (target >= {min_concurrency:g})"
+            )
             return
     if usable:
         best = max(usable, key=lambda r: r.max_concurrency)
         plan.recommended = best.kv_cache_dtype
-        plan.recommendation_reason = (f"no dtype reaches {min_concurrency:g} sequences; {best.kv_cache_dtype} holds "
-                                      f"the most ({best.max_concurrency:.2f})")
+        plan.recommendation_reason = (
+            f"no dtype reaches {min_concurrency:g} sequences; {best.kv_cache_dtype} holds "
+            f"the most ({best.max_concurrency:.2f})"
+        )
         return
-    plan.recommendation_reason = (f"no KV dtype holds one sequence of {plan.max_model_len:,} tokens: lower "
-                                  "--max-model-len, raise --gpu-memory-utilization or add GPUs (--tp)")
+    plan.recommendation_reason = (
+        f"no KV dtype holds one sequence of {plan.max_model_len:,} tokens: lower "
+        "--max-model-len, raise --gpu-memory-utilization or add GPUs (--tp)"
+    )

@@ -1,4 +1,5 @@
 """The plan result: one row per KV dtype, the budget behind it and the recommendation (tqdeploy.plan/1)."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
@@ -65,18 +66,27 @@ class Plan:
         from rich.text import Text
 
         m, b = self.model, self.budget
-        console.print(f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
-                      f"{len(m['kv_layers'])} KV layers of {m['num_hidden_layers']}"
-                      f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
-                      f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}")
+        console.print(
+            f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
+            f"{len(m['kv_layers'])} KV layers of {m['num_hidden_layers']}"
+            f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
+            f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}"
+        )
         console.print(
             f"per GPU: {b['gpu_memory_bytes'] / GiB:.2f} GiB x {b['gpu_memory_utilization']} = "
             f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB ({b['weights_source']}); "
             f"reserve {(b['activation_bytes'] + b['cuda_graph_bytes'] + b['nccl_bytes'] + b['context_bytes']) / GiB:.2f}"
-            f" GiB (estimate); KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})")
+            f" GiB (estimate); KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
+        )
         table = Table(show_lines=False)
-        for col in ("kv-cache-dtype", "bytes/token", "KV tokens", f"seqs @ {self.max_model_len:,}",
-                    "fixed/seq", "note"):
+        for col in (
+            "kv-cache-dtype",
+            "bytes/token",
+            "KV tokens",
+            f"seqs @ {self.max_model_len:,}",
+            "fixed/seq",
+            "note",
+        ):
             table.add_column(col, justify="right" if col not in ("kv-cache-dtype", "note") else "left")
         for r in self.rows:
             name = Text(r.kv_cache_dtype, style="bold green" if r.kv_cache_dtype == self.recommended else "")
@@ -85,9 +95,14 @@ class Plan:
                 continue
             flagged = [f"{p['severity']} {p['code']}" for p in r.problems if p["severity"] in ("error", "warn")]
             note = ", ".join(flagged) or r.reason or r.availability
-            table.add_row(name, f"{r.kv_bytes_per_token:,}", f"{r.kv_tokens:,}", f"{r.max_concurrency:.2f}",
-                          f"{r.fixed_state_bytes_per_seq / (1 << 20):.1f} MiB" if r.fixed_state_bytes_per_seq else "-",
-                          Text(note + ("" if r.exact else " (approximate)"), style="dim"))
+            table.add_row(
+                name,
+                f"{r.kv_bytes_per_token:,}",
+                f"{r.kv_tokens:,}",
+                f"{r.max_concurrency:.2f}",
+                f"{r.fixed_state_bytes_per_seq / (1 << 20):.1f} MiB" if r.fixed_state_bytes_per_seq else "-",
+                Text(note + ("" if r.exact else " (approximate)"), style="dim"),
+            )
         console.print(table)
         seen: dict[str, list[str]] = {}
         for r in self.rows:
@@ -97,14 +112,20 @@ class Plan:
         row_problems = {p["code"]: p for r in self.rows for p in r.problems}
         for code, dtypes in seen.items():
             p = row_problems[code]
-            console.print(f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']} {code}[/] "
-                          f"({', '.join(dtypes)}): {p['message']}\n  fix: {p['fix']}")
+            console.print(
+                f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']} {code}[/] "
+                f"({', '.join(dtypes)}): {p['message']}\n  fix: {p['fix']}"
+            )
         for p in self.problems:
-            console.print(f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']}[/]: {p['message']}"
-                          f"\n  fix: {p['fix']}")
+            console.print(
+                f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']}[/]: {p['message']}"
+                f"\n  fix: {p['fix']}"
+            )
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
         if self.recommended:
-            console.print(f"recommended: [bold green]--kv-cache-dtype {self.recommended}[/] - {self.recommendation_reason}")
+            console.print(
+                f"recommended: [bold green]--kv-cache-dtype {self.recommended}[/] - {self.recommendation_reason}"
+            )
         else:
             console.print(f"[bold red]no KV dtype fits[/]: {self.recommendation_reason}")

@@ -8,6 +8,7 @@ Log lines (FACTS.md, "vLLM: cold start, logs, metrics"; vLLM 0.25.0 and 0.32.0 l
   "Setting attention block size to N tokens" (platforms/interface.py), "non-default args: {...}".
 The memory figure is printed with two decimals, so a plan from it is exact only to +-0.005 GiB.
 """
+
 from __future__ import annotations
 
 import ast
@@ -48,7 +49,9 @@ def parse_kv_log(text: str) -> LoggedKv:
     mem = _AVAILABLE.search(text) or _CPU_SET.search(text)
     size = _SIZE.search(text)
     conc = _CONCURRENCY.search(text)
-    missing = [n for n, m in (("KV cache memory", mem), ("KV cache size", size), ("maximum concurrency", conc)) if not m]
+    missing = [
+        n for n, m in (("KV cache memory", mem), ("KV cache size", size), ("maximum concurrency", conc)) if not m
+    ]
     if missing:
         raise ValueError(f"log has no {', '.join(missing)} line (did the engine reach KV cache allocation?)")
     args: dict = {}
@@ -58,10 +61,16 @@ def parse_kv_log(text: str) -> LoggedKv:
         except (ValueError, SyntaxError):
             args = {}
     blocks = _BLOCK.findall(text)
-    return LoggedKv(device=size.group(1), kv_memory_gib=float(mem.group(1)),
-                    kv_tokens=int(size.group(2).replace(",", "")), max_model_len=int(conc.group(1).replace(",", "")),
-                    max_concurrency=float(conc.group(2)), block_size=int(blocks[-1]) if blocks else None,
-                    kv_cache_dtype=str(args.get("kv_cache_dtype", "auto")), args=args)
+    return LoggedKv(
+        device=size.group(1),
+        kv_memory_gib=float(mem.group(1)),
+        kv_tokens=int(size.group(2).replace(",", "")),
+        max_model_len=int(conc.group(1).replace(",", "")),
+        max_concurrency=float(conc.group(2)),
+        block_size=int(blocks[-1]) if blocks else None,
+        kv_cache_dtype=str(args.get("kv_cache_dtype", "auto")),
+        args=args,
+    )
 
 
 @dataclass
@@ -81,13 +90,19 @@ class Calibration:
         return self.planned_low <= self.logged.kv_tokens <= self.planned_high
 
     def to_dict(self) -> dict:
-        return {"logged": self.logged.to_dict(), "planned_tokens": self.planned_tokens, "error": self.error,
-                "planned_range": [self.planned_low, self.planned_high], "within_rounding": self.within_rounding,
-                "block_size": self.block_size}
+        return {
+            "logged": self.logged.to_dict(),
+            "planned_tokens": self.planned_tokens,
+            "error": self.error,
+            "planned_range": [self.planned_low, self.planned_high],
+            "within_rounding": self.within_rounding,
+            "block_size": self.block_size,
+        }
 
 
-def calibrate(facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None,
-              prefix_caching: bool | None = None) -> Calibration:
+def calibrate(
+    facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None, prefix_caching: bool | None = None
+) -> Calibration:
     """Plan KV tokens for the KV memory a log reports and set them beside the logged token count."""
     from tqdeploy.plan.allocator import kv_capacity
 
@@ -98,9 +113,21 @@ def calibrate(facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = Non
         prefix_caching = "enable_prefix_caching=False" not in text and not logged.args.get("no_enable_prefix_caching")
 
     def plan(gib: float):
-        return kv_capacity(facts, dtype, round(gib * GiB), logged.max_model_len, tp=tp, platform=platform,
-                           prefix_caching=prefix_caching)
+        return kv_capacity(
+            facts,
+            dtype,
+            round(gib * GiB),
+            logged.max_model_len,
+            tp=tp,
+            platform=platform,
+            prefix_caching=prefix_caching,
+        )
 
     mid = plan(logged.kv_memory_gib)
-    return Calibration(logged, mid.tokens, plan(logged.kv_memory_gib - 0.005).tokens,
-                       plan(logged.kv_memory_gib + 0.005).tokens, mid.block_size)
+    return Calibration(
+        logged,
+        mid.tokens,
+        plan(logged.kv_memory_gib - 0.005).tokens,
+        plan(logged.kv_memory_gib + 0.005).tokens,
+        mid.block_size,
+    )

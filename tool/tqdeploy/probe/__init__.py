@@ -4,14 +4,16 @@ Each probe runs on its own; a probe that fails records a one-line reason in
 ``snapshot.probe_errors[name]`` and leaves its section empty, so the checks can say what is unknown
 instead of crashing. Roots are parameters (``ProbeRoots``) so tests run against fake trees.
 """
+
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from tqdeploy.snapshot import HostSnapshot
 
@@ -30,13 +32,17 @@ def _one_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")[:300]
 
 
-def collect(roots: ProbeRoots | None = None, nvml=None, offline: bool = False,
-            docker_client_factory: Callable[[], Any] | None = None) -> HostSnapshot:
+def collect(
+    roots: ProbeRoots | None = None,
+    nvml=None,
+    offline: bool = False,
+    docker_client_factory: Callable[[], Any] | None = None,
+) -> HostSnapshot:
     """Probe this host. ``nvml``: an NVML adapter (pynvml or a stand-in); None loads pynvml."""
     from tqdeploy import __version__
 
     roots = roots or ProbeRoots()
-    snap = HostSnapshot(recorded_at=datetime.now(timezone.utc).isoformat(timespec="seconds"), tool_version=__version__)
+    snap = HostSnapshot(recorded_at=datetime.now(UTC).isoformat(timespec="seconds"), tool_version=__version__)
 
     def run(name: str, fn: Callable[[], Any]) -> Any:
         t0 = time.perf_counter()

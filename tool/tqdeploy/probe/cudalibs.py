@@ -5,17 +5,23 @@ their RPATHs) and the system linker cache (`ldconfig -p`). They differ in practi
 H200 host had cuDNN 9.19 from the nvidia-cudnn-cu13 wheel in use by torch and a different system
 libcudnn (../shared/fixtures/hosts/h200-1gpu/torch.txt).
 """
+
 from __future__ import annotations
 
 import os
 import re
 import subprocess
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 WHEEL_PREFIXES = ("nvidia-cudnn-", "nvidia-cuda-runtime", "nvidia-nccl-", "nvidia-cublas-")
-LDCONFIG_LIBS = {"cudnn": "libcudnn",  # cuDNN 9 ships split libraries (libcudnn_ops.so.9...)
-                  "cudart": "libcudart.so", "cuda": "libcuda.so", "nccl": "libnccl.so"}
+LDCONFIG_LIBS = {
+    "cudnn": "libcudnn",  # cuDNN 9 ships split libraries (libcudnn_ops.so.9...)
+    "cudart": "libcudart.so",
+    "cuda": "libcuda.so",
+    "nccl": "libnccl.so",
+}
 
 
 def probe_wheels(distributions: Callable[[], Any] | None = None) -> dict[str, str]:
@@ -44,7 +50,7 @@ def parse_ldconfig(text: str) -> dict[str, list[str]]:
 
 
 def with_real_name(entry: str, realpath: Callable[[str], str] = os.path.realpath) -> str:
-    """"libcudnn_ops.so.9 => /lib/.../libcudnn_ops.so.9" + " (libcudnn_ops.so.9.8.0)": the soname carries only
+    """ "libcudnn_ops.so.9 => /lib/.../libcudnn_ops.so.9" + " (libcudnn_ops.so.9.8.0)": the soname carries only
     the major version, the file the symlink chain ends at carries the full one."""
     path = entry.rpartition(" => ")[2]
     real = os.path.basename(realpath(path))

@@ -3,6 +3,7 @@
 The Docker SDK is optional on a GPU host: when it is missing the engine part records why and the
 rest (CDI spec dirs, nvidia-ctk on PATH) is still read.
 """
+
 from __future__ import annotations
 
 import shutil
@@ -15,9 +16,17 @@ ENGINE_TIMEOUT_S = 2
 
 
 def probe_docker(root: Path = Path("/"), client_factory=None, which=shutil.which) -> dict[str, Any]:
-    out: dict[str, Any] = {"sdk": None, "reachable": False, "error": "", "server_version": None,
-                           "runtimes": [], "default_runtime": None, "cdi_specs": {}, "nvidia_ctk": which("nvidia-ctk"),
-                           "docker_cli": which("docker")}
+    out: dict[str, Any] = {
+        "sdk": None,
+        "reachable": False,
+        "error": "",
+        "server_version": None,
+        "runtimes": [],
+        "default_runtime": None,
+        "cdi_specs": {},
+        "nvidia_ctk": which("nvidia-ctk"),
+        "docker_cli": which("docker"),
+    }
     for rel in CDI_DIRS:
         d = Path(root) / rel
         if d.is_dir():

@@ -1,11 +1,13 @@
 """Model cache disk space, Hugging Face environment (secrets as present/absent only), mirror reach."""
+
 from __future__ import annotations
 
 import os
 import shutil
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 MIRROR_TIMEOUT_S = 2.0
 
@@ -69,7 +71,9 @@ def proxy_for(url: str, env: Mapping[str, str]) -> str | None:
     return proxy
 
 
-def probe_mirror(endpoint: str, env: Mapping[str, str] | None = None, timeout: float = MIRROR_TIMEOUT_S) -> dict[str, Any]:
+def probe_mirror(
+    endpoint: str, env: Mapping[str, str] | None = None, timeout: float = MIRROR_TIMEOUT_S
+) -> dict[str, Any]:
     """One HEAD request to the endpoint's root, through the proxy the environment names.
 
     Any HTTP answer counts as reachable; the status is kept (a proxy that cannot reach the mirror answers
@@ -81,8 +85,13 @@ def probe_mirror(endpoint: str, env: Mapping[str, str] | None = None, timeout: f
 
     parts = urlsplit(endpoint)
     proxy = proxy_for(endpoint, env or {})
-    out: dict[str, Any] = {"endpoint": redact_url(endpoint), "proxy": redact_url(proxy) if proxy else None,
-                           "reachable": False, "status": None, "error": ""}
+    out: dict[str, Any] = {
+        "endpoint": redact_url(endpoint),
+        "proxy": redact_url(proxy) if proxy else None,
+        "reachable": False,
+        "status": None,
+        "error": "",
+    }
     if parts.scheme not in ("http", "https") or not parts.hostname:
         out["error"] = "not an http(s) URL"
         return out

@@ -5,9 +5,11 @@ All NVML calls go through one adapter object that has pynvml's function names (`
 stand-in with the same names. Every per-field failure is recorded, never raised: a driver that
 answers NotSupported for one query must not hide the others.
 """
+
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tqdeploy.snapshot import GPU
 
@@ -53,8 +55,11 @@ def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
     handle, so the checks name it instead of the whole probe failing.
     """
     driver: dict[str, Any] = {"present": True}
-    for key, fn in (("version", "nvmlSystemGetDriverVersion"), ("cuda_driver", "nvmlSystemGetCudaDriverVersion_v2"),
-                    ("nvml_version", "nvmlSystemGetNVMLVersion")):
+    for key, fn in (
+        ("version", "nvmlSystemGetDriverVersion"),
+        ("cuda_driver", "nvmlSystemGetCudaDriverVersion_v2"),
+        ("nvml_version", "nvmlSystemGetNVMLVersion"),
+    ):
         try:
             driver[key] = _decode(getattr(nv, fn)())
         except Exception as exc:

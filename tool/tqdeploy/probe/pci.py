@@ -5,6 +5,7 @@ Roots are parameters so tests run against fake trees. Files read per device
 max_link_width, aer_dev_correctable / aer_dev_nonfatal / aer_dev_fatal (present when the kernel
 has AER for the device), link/l1_aspm (present on kernels >= 5.5 with ASPM control per device).
 """
+
 from __future__ import annotations
 
 import re
@@ -23,7 +24,7 @@ def sysfs_bdf(nvml_bus_id: str) -> str:
 
 
 def speed_to_gen(speed: str | None) -> int | None:
-    """"32.0 GT/s PCIe" -> 5; None when unreadable."""
+    """ "32.0 GT/s PCIe" -> 5; None when unreadable."""
     if not speed:
         return None
     m = re.match(r"\s*([\d.]+)\s*GT/s", speed)

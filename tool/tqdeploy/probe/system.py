@@ -2,6 +2,7 @@
 
 Every root is a parameter so tests run against temp trees.
 """
+
 from __future__ import annotations
 
 import os
@@ -29,7 +30,7 @@ def probe_container(root: Path, proc_root: Path) -> dict[str, Any]:
         cgroup = ""
     hits = sorted({m for m in CGROUP_MARKERS if m in cgroup})
     markers.extend(f"cgroup:{m}" for m in hits)
-    env_marker = (Path(proc_root) / "1" / "environ")
+    env_marker = Path(proc_root) / "1" / "environ"
     try:
         if b"container=" in env_marker.read_bytes():
             markers.append("environ:container")

@@ -4,14 +4,22 @@ NVML answers with constants (nvml.h): NVML_TOPOLOGY_INTERNAL 0 (two GPUs on one 
 HOSTBRIDGE 30 (PHB), NODE 40, SYSTEM 50 (SYS). NVLink-connected pairs are reported as NV#, the
 number of active links between the two, as ``nvidia-smi topo -m`` does.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 LEVEL_NAMES = {0: "INTERNAL", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # nvmlGpuP2PStatus_t (nvml.h)
-P2P_STATUS = {0: "OK", 1: "CHIPSET_NOT_SUPPORTED", 2: "GPU_NOT_SUPPORTED", 3: "IOH_TOPOLOGY_NOT_SUPPORTED",
-              4: "DISABLED_BY_REGKEY", 5: "NOT_SUPPORTED", 6: "UNKNOWN"}
+P2P_STATUS = {
+    0: "OK",
+    1: "CHIPSET_NOT_SUPPORTED",
+    2: "GPU_NOT_SUPPORTED",
+    3: "IOH_TOPOLOGY_NOT_SUPPORTED",
+    4: "DISABLED_BY_REGKEY",
+    5: "NOT_SUPPORTED",
+    6: "UNKNOWN",
+}
 P2P_CAPS_INDEX_READ = 0  # NVML_P2P_CAPS_INDEX_READ
 P2P_CAPS_INDEX_NVLINK = 2  # NVML_P2P_CAPS_INDEX_NVLINK
 
@@ -27,8 +35,16 @@ def probe_topology(nv, handles: list[Any], gpus) -> list[dict[str, Any]]:
         for b in range(a + 1, len(handles)):
             pair: dict[str, Any] = {"a": a, "b": b}
             if handles[a] is None or handles[b] is None:  # a GPU NVML could not open (see its field_errors)
-                pairs.append(pair | {"level": None, "nvlinks": 0, "p2p_read": None, "p2p_nvlink": None,
-                                     "error": "GPU not accessible through NVML"})
+                pairs.append(
+                    pair
+                    | {
+                        "level": None,
+                        "nvlinks": 0,
+                        "p2p_read": None,
+                        "p2p_nvlink": None,
+                        "error": "GPU not accessible through NVML",
+                    }
+                )
                 continue
             try:
                 level = int(nv.nvmlDeviceGetTopologyCommonAncestor(handles[a], handles[b]))
@@ -37,8 +53,11 @@ def probe_topology(nv, handles: list[Any], gpus) -> list[dict[str, Any]]:
                 pair["level"] = None
                 pair["error"] = f"{type(exc).__name__}: {exc}"
             nvlinks = sum(
-                1 for link in gpus[a].nvlinks
-                if link.get("active") and link.get("remote") and _norm_bus(link["remote"]) == _norm_bus(gpus[b].pci_bus_id)
+                1
+                for link in gpus[a].nvlinks
+                if link.get("active")
+                and link.get("remote")
+                and _norm_bus(link["remote"]) == _norm_bus(gpus[b].pci_bus_id)
             )
             if nvlinks:
                 pair["level"] = f"NV{nvlinks}"

@@ -7,9 +7,18 @@ Public API:
   verify(build_dir) -> {"modified": [...], "missing": [...]}   (against tqdeploy.lock.json)
   skipped_outputs(spec) -> {output: reason}
 """
+
 from tqdeploy.render.files import RenderedFile, render_files, skipped_outputs
 from tqdeploy.render.lock import LOCK_NAME, read_lock, verify
 from tqdeploy.render.write import diff_build, write_build
 
-__all__ = ["LOCK_NAME", "RenderedFile", "diff_build", "read_lock", "render_files", "skipped_outputs",
-           "verify", "write_build"]
+__all__ = [
+    "LOCK_NAME",
+    "RenderedFile",
+    "diff_build",
+    "read_lock",
+    "render_files",
+    "skipped_outputs",
+    "verify",
+    "write_build",
+]

@@ -1,4 +1,5 @@
 """What `tqdeploy build` does, as a library: load, validate, render, then write / diff / check / image."""
+
 from __future__ import annotations
 
 import sys
@@ -26,10 +27,21 @@ class BuildResult:
     exit_code: int = EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "tqdeploy.build/1", "name": self.name, "spec_source": self.spec_source,
-                "spec_sha256": self.spec_sha256, "out_dir": self.out_dir, "mode": self.mode,
-                "files": self.files, "changes": self.changes, "diff": self.diff, "skipped": self.skipped,
-                "notes": self.notes, "pins": self.pins, "image": self.image}
+        return {
+            "schema": "tqdeploy.build/1",
+            "name": self.name,
+            "spec_source": self.spec_source,
+            "spec_sha256": self.spec_sha256,
+            "out_dir": self.out_dir,
+            "mode": self.mode,
+            "files": self.files,
+            "changes": self.changes,
+            "diff": self.diff,
+            "skipped": self.skipped,
+            "notes": self.notes,
+            "pins": self.pins,
+            "image": self.image,
+        }
 
     def render(self, console) -> None:
         if self.mode == "dry-run":
@@ -39,8 +51,10 @@ class BuildResult:
             else:
                 console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
             return
-        console.print(f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) "
-                      f"into {self.out_dir}", soft_wrap=True)
+        console.print(
+            f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}",
+            soft_wrap=True,
+        )
         for key in ("written", "unchanged", "removed"):
             if self.changes.get(key):
                 console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
@@ -55,7 +69,9 @@ class BuildResult:
             if self.image.get("id"):
                 console.print(f"  image: {self.image['tag']} ({self.image['id']})", soft_wrap=True)
             else:
-                console.print(f"  image not built: {self.image.get('reason', '')}\n  run: {self.image['command']}", soft_wrap=True)
+                console.print(
+                    f"  image not built: {self.image.get('reason', '')}\n  run: {self.image['command']}", soft_wrap=True
+                )
 
 
 @dataclass
@@ -69,8 +85,13 @@ class CheckResult:
         return EXIT_FINDINGS if any(self.drift.values()) else EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "tqdeploy.build-check/1", "build_dir": self.build_dir, "files_checked": self.checked,
-                "ok": self.exit_code == EXIT_OK, **self.drift}
+        return {
+            "schema": "tqdeploy.build-check/1",
+            "build_dir": self.build_dir,
+            "files_checked": self.checked,
+            "ok": self.exit_code == EXIT_OK,
+            **self.drift,
+        }
 
     def render(self, console) -> None:
         if self.exit_code == EXIT_OK:
@@ -79,26 +100,39 @@ class CheckResult:
         for kind, paths in self.drift.items():
             for p in paths:
                 console.print(f"{self.build_dir}: {kind}: {p}", soft_wrap=True)
-        console.print("fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True)
+        console.print(
+            "fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True
+        )
         if self.drift.get("stale"):
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
 
-def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool,
-                  model: bool) -> None:
+def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool) -> None:
     """Refuse option combinations that would be silently ignored."""
     from tqdeploy.errors import TQError
 
     if check:
-        given = [name for name, on in (("--out", out), ("--dry-run", dry_run), ("--image", image),
-                                       ("--resolve-digests", resolve_digests), ("--model", model)) if on]
+        given = [
+            name
+            for name, on in (
+                ("--out", out),
+                ("--dry-run", dry_run),
+                ("--image", image),
+                ("--resolve-digests", resolve_digests),
+                ("--model", model),
+            )
+            if on
+        ]
         if given:
-            raise TQError(f"--check verifies an existing build directory and writes nothing; it does not "
-                          f"take {', '.join(given)}", "run `tqdeploy build --check DIR` on its own, "
-                          "optionally with the spec file")
+            raise TQError(
+                f"--check verifies an existing build directory and writes nothing; it does not take {', '.join(given)}",
+                "run `tqdeploy build --check DIR` on its own, optionally with the spec file",
+            )
     if dry_run and image:
-        raise TQError("--dry-run writes nothing, so there is no build directory to build an image from",
-                      "drop --image, or drop --dry-run")
+        raise TQError(
+            "--dry-run writes nothing, so there is no build directory to build an image from",
+            "drop --image, or drop --dry-run",
+        )
 
 
 def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | None = None) -> CheckResult:
@@ -115,8 +149,11 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
 
         spec = load_spec(spec_file, embedded=embedded)
         pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
-        if (not spec["image"]["digest"] and str(pinned.get("source", "")).startswith("registry")
-                and pinned.get("base") == spec["image"]["base"]):
+        if (
+            not spec["image"]["digest"]
+            and str(pinned.get("source", "")).startswith("registry")
+            and pinned.get("base") == spec["image"]["base"]
+        ):
             # The build pinned what the registry answered then (--resolve-digests): the same input here,
             # or every file naming the base would read as stale.
             spec.data["image"]["digest"] = pinned["digest"]
@@ -145,9 +182,17 @@ def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, mo
     return None, None
 
 
-def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path = Path("build"),
-              dry_run: bool = False, image: bool = False, resolve_digests: bool = False,
-              progress: bool = True, model: str | None = None) -> BuildResult:
+def run_build(
+    spec_file: Path | None,
+    *,
+    embedded: str | None = None,
+    out: Path = Path("build"),
+    dry_run: bool = False,
+    image: bool = False,
+    resolve_digests: bool = False,
+    progress: bool = True,
+    model: str | None = None,
+) -> BuildResult:
     from tqdeploy.render.files import render_files, skipped_outputs
     from tqdeploy.render.lock import pins
     from tqdeploy.render.write import diff_build, write_build
@@ -158,13 +203,15 @@ def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path 
     notes: list[str] = []
     if spec_file is None and embedded is None and Path("tqdeploy.toml").is_file():
         # `tqdeploy init` writes ./tqdeploy.toml; a build without an argument still means the embedded default.
-        notes.append(f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
-                     "pass the file (`tqdeploy build tqdeploy.toml`) to build from it")
+        notes.append(
+            f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
+            "pass the file (`tqdeploy build tqdeploy.toml`) to build from it"
+        )
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
     if spec.flag_check is not None and spec.flag_check.note:
         notes.append(spec.flag_check.note)
-    for f in (spec.flag_check.findings if spec.flag_check is not None else []):
+    for f in spec.flag_check.findings if spec.flag_check is not None else []:
         sev = getattr(f.severity, "value", f.severity)
         if sev in ("warn", "info"):  # errors refused the spec already
             notes.append(f"lint {f.id} ({sev}) {f.flag}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
@@ -176,18 +223,31 @@ def run_build(spec_file: Path | None, *, embedded: str | None = None, out: Path 
         if pinned and pinned != digest:
             from tqdeploy.errors import TQError
 
-            where = "the spec's image.digest" if spec.digest_source == "spec" else f"the digest from {spec.digest_source}"
-            raise TQError(f"{spec['image']['base']} now resolves to {digest}, not {where} {pinned}",
-                          "the tag moved: review the new image, then update that digest (or build without "
-                          "--resolve-digests to keep the pinned one)")
+            where = (
+                "the spec's image.digest" if spec.digest_source == "spec" else f"the digest from {spec.digest_source}"
+            )
+            raise TQError(
+                f"{spec['image']['base']} now resolves to {digest}, not {where} {pinned}",
+                "the tag moved: review the new image, then update that digest (or build without "
+                "--resolve-digests to keep the pinned one)",
+            )
         spec.data["image"]["digest"] = digest
         spec.digest_source = "registry (--resolve-digests)"
-        notes.append(f"base digest {digest} read from the registry; add `digest = \"{digest}\"` to [image] "
-                     "in the spec to keep it")
+        notes.append(
+            f'base digest {digest} read from the registry; add `digest = "{digest}"` to [image] in the spec to keep it'
+        )
     files = render_files(spec)
-    result = BuildResult(name=spec.name, spec_source=spec.source, spec_sha256=spec.spec_hash, out_dir=str(out),
-                         mode="dry-run" if dry_run else "write", files=list(files),
-                         skipped=skipped_outputs(spec), notes=notes, pins=pins(spec))
+    result = BuildResult(
+        name=spec.name,
+        spec_source=spec.source,
+        spec_sha256=spec.spec_hash,
+        out_dir=str(out),
+        mode="dry-run" if dry_run else "write",
+        files=list(files),
+        skipped=skipped_outputs(spec),
+        notes=notes,
+        pins=pins(spec),
+    )
     if dry_run:
         result.diff = diff_build(out, files)
         return result
@@ -204,7 +264,11 @@ def _image(spec, out: Path, progress: bool) -> dict[str, Any]:
     tag = image_tag(spec)
     client = docker_client()
     if client is None:
-        return {"tag": tag, "id": None, "reason": "no Docker engine answers here",
-                "command": docker_build_command(out, tag)}
+        return {
+            "tag": tag,
+            "id": None,
+            "reason": "no Docker engine answers here",
+            "command": docker_build_command(out, tag),
+        }
     show = (lambda line: print(line, file=sys.stderr)) if progress else (lambda line: None)
     return {"tag": tag, "id": build_image(out, tag, client, show), "command": docker_build_command(out, tag)}

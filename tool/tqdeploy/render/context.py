@@ -1,4 +1,5 @@
 """The values templates see: the validated spec plus what is derived from it, computed once here."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -114,6 +115,5 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "start_period": "20m" if spec.variant == "gpu" else "10m",
         "startup_failure_threshold": 120 if spec.variant == "gpu" else 60,
         "access_mode": "ReadWriteMany" if replicas_total > 1 else "ReadWriteOnce",
-        "access_reason": ("several pods mount the volumes" if replicas_total > 1
-                          else "one pod mounts the volumes"),
+        "access_reason": ("several pods mount the volumes" if replicas_total > 1 else "one pod mounts the volumes"),
     }

@@ -3,6 +3,7 @@
 Sandboxed because templates are data an operator may edit; StrictUndefined because a missing value
 must fail the build, not render an empty string into a launch script.
 """
+
 from __future__ import annotations
 
 import json

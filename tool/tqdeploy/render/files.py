@@ -1,4 +1,5 @@
 """Render a validated spec into the build files, in memory: {relative path: RenderedFile}."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -47,15 +48,20 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
     """Outputs left out for this spec, with the reason (shown by `build`)."""
     out = {}
     if not spec["server"]["api_key_file"]:
-        out["k8s/"] = ("a cluster Service exposes the server beyond loopback, which needs an API key: "
-                       "set server.api_key_file to render Kubernetes manifests")
+        out["k8s/"] = (
+            "a cluster Service exposes the server beyond loopback, which needs an API key: "
+            "set server.api_key_file to render Kubernetes manifests"
+        )
     if not spec["model"]["repo"]:
         out["download.sh"] = "model.path is a local directory: nothing to download"
     if spec.multi_node:
         # One compose service on one host would start a Ray leader waiting for workers that never join.
-        out["compose.yaml"] = (f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host; "
-                               "k8s/leaderworkerset.yaml serves across nodes" if spec["server"]["api_key_file"]
-                               else f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host")
+        out["compose.yaml"] = (
+            f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host; "
+            "k8s/leaderworkerset.yaml serves across nodes"
+            if spec["server"]["api_key_file"]
+            else f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host"
+        )
     return out
 
 

@@ -3,11 +3,12 @@
 Digests are only ever written when read from a registry here (images.get_registry_data(ref).id); on a
 machine without registry access this fails with a clear message and nothing is written.
 """
+
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from tqdeploy.errors import TQError
 
@@ -29,15 +30,19 @@ def docker_client():
 def resolve_digest(ref: str, client=None) -> str:
     client = client or docker_client()
     if client is None:
-        raise TQError(f"cannot resolve the digest of {ref}: no Docker engine answers",
-                      "start dockerd (scripts/start-dockerd.sh) on a machine that reaches the registry")
+        raise TQError(
+            f"cannot resolve the digest of {ref}: no Docker engine answers",
+            "start dockerd (scripts/start-dockerd.sh) on a machine that reaches the registry",
+        )
     try:
         digest = client.images.get_registry_data(ref).id
     except Exception as err:  # registry unreachable, unknown tag, auth
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise TQError(f"cannot resolve the digest of {ref} from its registry: {first}",
-                      "run `tqdeploy build --resolve-digests` where the registry is reachable, "
-                      "or leave the digest unresolved (the lock says so)") from None
+        raise TQError(
+            f"cannot resolve the digest of {ref} from its registry: {first}",
+            "run `tqdeploy build --resolve-digests` where the registry is reachable, "
+            "or leave the digest unresolved (the lock says so)",
+        ) from None
     if not (isinstance(digest, str) and digest.startswith("sha256:") and len(digest) == 71):
         raise TQError(f"the registry returned no usable digest for {ref} ({digest!r})", "try again later")
     return digest
@@ -47,19 +52,27 @@ def docker_build_command(build_dir: Path, tag: str) -> str:
     return f"docker build --build-arg SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH} -t {tag} {build_dir}"
 
 
-def build_image(build_dir: Path, tag: str, client, progress: Callable[[str], None] | None = None,
-                buildargs: dict[str, str] | None = None) -> str:
+def build_image(
+    build_dir: Path,
+    tag: str,
+    client,
+    progress: Callable[[str], None] | None = None,
+    buildargs: dict[str, str] | None = None,
+) -> str:
     """Build with the low-level API (decode=True streams progress lines); returns the image id."""
     progress = progress or (lambda line: print(line, file=sys.stderr))
     args = {"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, **(buildargs or {})}
     image_id = ""
     try:
-        for chunk in client.api.build(path=str(build_dir), tag=tag, buildargs=args, decode=True,
-                                      rm=True, forcerm=True, pull=False):
+        for chunk in client.api.build(
+            path=str(build_dir), tag=tag, buildargs=args, decode=True, rm=True, forcerm=True, pull=False
+        ):
             if "error" in chunk:
                 detail = chunk.get("errorDetail", {}).get("message") or chunk["error"]
-                raise TQError(f"docker build of {tag} failed: {detail.strip()}",
-                              f"fix the cause above, or build by hand: {docker_build_command(build_dir, tag)}")
+                raise TQError(
+                    f"docker build of {tag} failed: {detail.strip()}",
+                    f"fix the cause above, or build by hand: {docker_build_command(build_dir, tag)}",
+                )
             line = (chunk.get("stream") or chunk.get("status") or "").rstrip()
             if line:
                 progress(line)

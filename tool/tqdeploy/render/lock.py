@@ -1,4 +1,5 @@
 """tqdeploy.lock.json: every pin and the sha256 of every rendered file; `build --check` verifies it."""
+
 from __future__ import annotations
 
 import hashlib
@@ -31,23 +32,32 @@ def pins(spec: Spec) -> dict[str, Any]:
         vllm["how"] = f"official image tag {img['base']}"
     else:
         vllm["how"] = f"base image {img['base']}"
-        vllm["note"] = (f"{img['base']} is not vLLM's official image: that it holds vLLM {spec.vllm_version} "
-                        "is the spec's claim, not checked by tqdeploy")
+        vllm["note"] = (
+            f"{img['base']} is not vLLM's official image: that it holds vLLM {spec.vllm_version} "
+            "is the spec's claim, not checked by tqdeploy"
+        )
     image = {"base": img["base"], "digest": img["digest"] or UNRESOLVED}
     if img["digest"]:
         image["source"] = spec.digest_source or "spec"
     else:
-        image["note"] = ("no digest was read from a registry; run `tqdeploy build --resolve-digests` "
-                         "where the registry is reachable to pin it")
+        image["note"] = (
+            "no digest was read from a registry; run `tqdeploy build --resolve-digests` "
+            "where the registry is reachable to pin it"
+        )
     if m["repo"]:
         pinned = revision_is_commit(m["revision"])
         model = {"repo": m["repo"], "revision": m["revision"], "pinned": pinned}
         if not pinned:
-            model["note"] = (f"{m['revision']!r} is a branch or tag, not a commit: set model.revision "
-                             "to the 40-hex commit you tested")
+            model["note"] = (
+                f"{m['revision']!r} is a branch or tag, not a commit: set model.revision "
+                "to the 40-hex commit you tested"
+            )
     else:
-        model = {"path": m["path"], "pinned": False,
-                 "note": "local directory: its contents are not hashed by the build"}
+        model = {
+            "path": m["path"],
+            "pinned": False,
+            "note": "local directory: its contents are not hashed by the build",
+        }
     return {
         "vllm": vllm,
         "image": image,
@@ -73,13 +83,19 @@ def read_lock(build_dir: Path) -> dict[str, Any]:
     try:
         lock = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
-        raise TQError(f"{path} not found: {build_dir} is not a tqdeploy build directory",
-                      "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)") from None
+        raise TQError(
+            f"{path} not found: {build_dir} is not a tqdeploy build directory",
+            "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)",
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise TQError(f"{path}: not valid JSON ({err})", "re-run `tqdeploy build` to rewrite it") from None
     files = lock.get("files") if isinstance(lock, dict) else None
-    if not isinstance(lock, dict) or lock.get("schema") != LOCK_SCHEMA or not isinstance(files, dict) \
-            or not all(isinstance(k, str) and isinstance(v, str) and _SHA256_RE.match(v) for k, v in files.items()):
+    if (
+        not isinstance(lock, dict)
+        or lock.get("schema") != LOCK_SCHEMA
+        or not isinstance(files, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) and _SHA256_RE.match(v) for k, v in files.items())
+    ):
         raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
     return lock
 

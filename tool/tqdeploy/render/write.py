@@ -5,6 +5,7 @@ is renamed over its target; the lock goes last, so an interrupted swap shows up 
 Only files this tool created (listed in the previous lock) are ever removed; anything else in the
 directory (models, caches, secrets) is left alone. One build writes into a directory at a time.
 """
+
 from __future__ import annotations
 
 import difflib
@@ -49,8 +50,10 @@ def check_targets(out_dir: Path, files: dict[str, RenderedFile]) -> None:
     for parent in (out_dir, *out_dir.parents):
         if parent.exists() or parent.is_symlink():
             if not parent.is_dir():
-                raise TQError(f"{parent} exists and is not a directory, so {out_dir} cannot be created",
-                              "choose another --out directory")
+                raise TQError(
+                    f"{parent} exists and is not a directory, so {out_dir} cannot be created",
+                    "choose another --out directory",
+                )
             break
     if not out_dir.is_dir():
         return
@@ -60,13 +63,17 @@ def check_targets(out_dir: Path, files: dict[str, RenderedFile]) -> None:
         for folder in reversed(Path(rel).parents[:-1]):  # k8s, monitoring: folders inside the build dir
             where = out_dir / folder
             if where.is_symlink() or (where.exists() and not where.is_dir()):
-                raise TQError(f"{where} is in the way: the build writes {rel} there and it is "
-                              f"{'a symlink' if where.is_symlink() else 'not a directory'}",
-                              f"move {where} out of {out_dir}, or choose another --out directory")
+                raise TQError(
+                    f"{where} is in the way: the build writes {rel} there and it is "
+                    f"{'a symlink' if where.is_symlink() else 'not a directory'}",
+                    f"move {where} out of {out_dir}, or choose another --out directory",
+                )
         if target.is_symlink() or (target.exists() and not target.is_file()):
-            raise TQError(f"{target} is in the way: the build writes a file there and it is "
-                          f"{'a symlink' if target.is_symlink() else 'a directory or special file'}",
-                          f"move {target} out of {out_dir}, or choose another --out directory")
+            raise TQError(
+                f"{target} is in the way: the build writes a file there and it is "
+                f"{'a symlink' if target.is_symlink() else 'a directory or special file'}",
+                f"move {target} out of {out_dir}, or choose another --out directory",
+            )
         if root not in target.resolve().parents:
             raise TQError(f"{target} resolves outside {out_dir}", "choose another --out directory")
 
@@ -83,7 +90,9 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise TQError(f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory") from None
+        raise TQError(
+            f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory"
+        ) from None
     with _exclusive(out_dir):
         return _write_locked(out_dir, files)
 
@@ -98,7 +107,9 @@ def _exclusive(out_dir: Path):
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            raise TQError(f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again") from None
+            raise TQError(
+                f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again"
+            ) from None
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
@@ -109,7 +120,9 @@ def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, li
         _remove_old_staging(out_dir)  # safe under the lock: no other build is staging here
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
     except OSError as err:
-        raise TQError(f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory") from None
+        raise TQError(
+            f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory"
+        ) from None
     stale = [p for p in previous_files(out_dir) if p not in files]
     report: dict[str, list[str]] = {"written": [], "unchanged": [], "removed": []}
     try:
@@ -117,23 +130,30 @@ def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, li
             for rel, f in files.items():
                 atomic_write_bytes(staging / rel, f.data, mode=f.mode)
         except OSError as err:
-            raise TQError(f"cannot stage the build in {out_dir}: {err.strerror or err}; nothing was changed",
-                          "free disk space or choose a writable --out directory") from None
+            raise TQError(
+                f"cannot stage the build in {out_dir}: {err.strerror or err}; nothing was changed",
+                "free disk space or choose a writable --out directory",
+            ) from None
         order = [r for r in files if r != LOCK_NAME] + [LOCK_NAME]
         for rel in order:
             target = out_dir / rel
-            if target.is_file() and target.read_bytes() == files[rel].data \
-                    and (target.stat().st_mode & 0o777) == files[rel].mode:
+            if (
+                target.is_file()
+                and target.read_bytes() == files[rel].data
+                and (target.stat().st_mode & 0o777) == files[rel].mode
+            ):
                 report["unchanged"].append(rel)
                 continue
             try:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 os.replace(staging / rel, target)
             except OSError as err:
-                raise TQError(f"cannot put {rel} in place in {out_dir}: {err.strerror or err}; "
-                              f"written so far: {', '.join(report['written']) or 'nothing'}",
-                              "fix the cause and run `tqdeploy build` again (`tqdeploy build --check` "
-                              "names the files left behind)") from None
+                raise TQError(
+                    f"cannot put {rel} in place in {out_dir}: {err.strerror or err}; "
+                    f"written so far: {', '.join(report['written']) or 'nothing'}",
+                    "fix the cause and run `tqdeploy build` again (`tqdeploy build --check` "
+                    "names the files left behind)",
+                ) from None
             report["written"].append(rel)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -176,11 +196,14 @@ def diff_build(out_dir: Path, files: dict[str, RenderedFile]) -> str:
         new = files[rel].data if rel in files else None
         if old == new:
             continue
-        chunks.extend(difflib.unified_diff(
-            _lines(old), _lines(new),
-            fromfile=f"a/{rel}" if old is not None else "/dev/null",
-            tofile=f"b/{rel}" if new is not None else "/dev/null",
-        ))
+        chunks.extend(
+            difflib.unified_diff(
+                _lines(old),
+                _lines(new),
+                fromfile=f"a/{rel}" if old is not None else "/dev/null",
+                tofile=f"b/{rel}" if new is not None else "/dev/null",
+            )
+        )
     return "".join(chunks)
 
 

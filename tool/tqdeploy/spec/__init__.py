@@ -5,6 +5,7 @@ Public API:
   embedded_spec_names() -> list[str]; DEFAULT_SPEC_NAME
   spec_problems(spec) -> list[Problem]   (value rules, no I/O)
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -24,8 +25,9 @@ from tqdeploy.spec.validate import spec_problems
 __all__ = ["DEFAULT_SPEC_NAME", "Problem", "Spec", "embedded_spec_names", "load_spec", "spec_problems"]
 
 
-def load_spec(path: str | Path | None = None, *, embedded: str | None = None,
-              check_vllm_flags: bool = True, model=None) -> Spec:
+def load_spec(
+    path: str | Path | None = None, *, embedded: str | None = None, check_vllm_flags: bool = True, model=None
+) -> Spec:
     """A valid spec, or a TQError naming file:line and the key. No file and no name: the embedded default.
 
     model: checkpoint facts (tqdeploy.model.load_model_facts) to check the flags against as well.

@@ -4,6 +4,7 @@ Precedence: the spec's own image.digest, then this table; `build --resolve-diges
 with what the registry answers. The loaded spec records where its digest came from (digest_source),
 and the lock repeats it.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,11 +42,17 @@ def known_digests(path: Path | None = None) -> dict[str, KnownDigest]:
         raise TQError(f"{path}: invalid TOML: {err}", "fix the digest table (see the comment at its top)") from None
     table: dict[str, KnownDigest] = {}
     for number, entry in enumerate(data.get("image", []), start=1):
-        ok = (isinstance(entry, dict) and set(entry) == {"ref", "digest", "read"}
-              and all(isinstance(v, str) and v for v in entry.values()) and _DIGEST_RE.match(entry["digest"]))
+        ok = (
+            isinstance(entry, dict)
+            and set(entry) == {"ref", "digest", "read"}
+            and all(isinstance(v, str) and v for v in entry.values())
+            and _DIGEST_RE.match(entry["digest"])
+        )
         if not ok:
-            raise TQError(f"{path}: [[image]] entry {number} must have ref, digest = \"sha256:<64 hex>\" and read",
-                          "fix or remove that entry")
+            raise TQError(
+                f'{path}: [[image]] entry {number} must have ref, digest = "sha256:<64 hex>" and read',
+                "fix or remove that entry",
+            )
         if entry["ref"] in table:
             raise TQError(f"{path}: {entry['ref']} is listed twice", "keep one entry per image reference")
         table[entry["ref"]] = KnownDigest(entry["ref"], entry["digest"], entry["read"])

@@ -4,6 +4,7 @@ Lint is the one place that knows vLLM's flags, choices and the false claims in c
 does not repeat that knowledge. A lint error on the command becomes a spec problem at the spec key
 that produced the flag.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -47,8 +48,13 @@ def check_flags(spec: Spec, model=None) -> FlagCheck:
             continue
         flag = getattr(f, "flag", "") or ""
         key = FLAG_TO_KEY.get(flag.split("=", 1)[0], "vllm.extra_args")
-        out.problems.append(Problem(key, f"{key}: {f.message} [{f.id}, vLLM {spec.vllm_version}]",
-                                    getattr(f, "fix", "") or "see `tqdeploy lint`"))
+        out.problems.append(
+            Problem(
+                key,
+                f"{key}: {f.message} [{f.id}, vLLM {spec.vllm_version}]",
+                getattr(f, "fix", "") or "see `tqdeploy lint`",
+            )
+        )
     return out
 
 

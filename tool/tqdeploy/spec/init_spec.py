@@ -3,6 +3,7 @@
 What is chosen and why is written next to each value ("# chosen: ..."), so the operator can see which
 numbers came from the checkpoint, which from the host and which are plain defaults.
 """
+
 from __future__ import annotations
 
 import re
@@ -57,8 +58,10 @@ def apply_mirror(data: dict[str, Any], snapshot: Any, notes: dict[str, str]) -> 
 
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
-        notes["model.mirrors"] = ("this host's HF_ENDPOINT was not copied (it carries credentials or is not an "
-                                  "http(s) URL); add your mirror by hand")
+        notes["model.mirrors"] = (
+            "this host's HF_ENDPOINT was not copied (it carries credentials or is not an "
+            "http(s) URL); add your mirror by hand"
+        )
         return
     rest = [u for u in data["model"]["mirrors"] if u.rstrip("/") != endpoint]
     data["model"]["mirrors"] = [endpoint, *rest]
@@ -89,30 +92,45 @@ def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str,
         if tp > len(gpus):
             break
         try:
-            plan = make_plan(facts, gpu_memory_bytes=mem, max_model_len=mml, num_gpus=len(gpus), tp=tp,
-                             gpu_memory_utilization=v["gpu_memory_utilization"], vllm_version=v["version"],
-                             compute_capability=cc, gpu_name=gpus[0].name)
+            plan = make_plan(
+                facts,
+                gpu_memory_bytes=mem,
+                max_model_len=mml,
+                num_gpus=len(gpus),
+                tp=tp,
+                gpu_memory_utilization=v["gpu_memory_utilization"],
+                vllm_version=v["version"],
+                compute_capability=cc,
+                gpu_name=gpus[0].name,
+            )
         except TQError as err:
             notes["vllm.tensor_parallel_size"] = f"tqdeploy plan could not size this model: {err.message}"
             return
         if plan.recommended and not any(p["severity"] == "error" for p in plan.problems):
             v["tensor_parallel_size"] = tp
-            notes["vllm.tensor_parallel_size"] = f"smallest size tqdeploy plan finds workable on {len(gpus)} x {gpus[0].name}"
+            notes["vllm.tensor_parallel_size"] = (
+                f"smallest size tqdeploy plan finds workable on {len(gpus)} x {gpus[0].name}"
+            )
             v["kv_cache_dtype"] = plan.recommended
             notes["vllm.kv_cache_dtype"] = f"tqdeploy plan: {plan.recommendation_reason}"
             return
-    notes["vllm.tensor_parallel_size"] = ("tqdeploy plan finds no workable size on this host's GPUs "
-                                          "(`tqdeploy plan` shows why); kept the embedded default")
+    notes["vllm.tensor_parallel_size"] = (
+        "tqdeploy plan finds no workable size on this host's GPUs "
+        "(`tqdeploy plan` shows why); kept the embedded default"
+    )
 
 
-def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str | None = None,
-                   embedded: str = DEFAULT_SPEC_NAME) -> tuple[str, dict[str, str]]:
+def make_init_text(
+    *, model: str | None = None, snapshot: Any = None, name: str | None = None, embedded: str = DEFAULT_SPEC_NAME
+) -> tuple[str, dict[str, str]]:
     """(commented TOML, notes) for a new spec; validated before it is returned."""
     from tqdeploy.spec.validate import NAME_RE
 
     if name is not None and not NAME_RE.match(name):
-        raise TQError(f"--name {name!r} is not a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
-                      "pass e.g. --name qwen36-27b (it names the image, compose service and k8s objects)")
+        raise TQError(
+            f"--name {name!r} is not a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
+            "pass e.g. --name qwen36-27b (it names the image, compose service and k8s objects)",
+        )
     base = embedded_spec_path(embedded)
     data = parse_spec_text(base.read_text(encoding="utf-8"), f"embedded:{embedded}")
     notes: dict[str, str] = {}
@@ -126,9 +144,11 @@ def make_init_text(*, model: str | None = None, snapshot: Any = None, name: str 
         apply_host(data, snapshot, facts, notes)
     if name is not None:
         data[""]["name"] = name
-    header = [f"tqdeploy deployment spec, written by `tqdeploy init` from the embedded {embedded} spec",
-              f"{'and model ' + model if model else 'without a model (the default model)'}. "
-              "Reference: docs/build.md.", "Then: `tqdeploy build` renders the deployment files from it."]
+    header = [
+        f"tqdeploy deployment spec, written by `tqdeploy init` from the embedded {embedded} spec",
+        f"{'and model ' + model if model else 'without a model (the default model)'}. Reference: docs/build.md.",
+        "Then: `tqdeploy build` renders the deployment files from it.",
+    ]
     text = spec_to_toml(data, header, notes)
     check = Spec(parse_spec_text(text, "tqdeploy init output"), "tqdeploy init output", text)
     raise_problems(spec_problems(check), "generated spec", text)

@@ -3,6 +3,7 @@
 Everything wrong with a file is reported as one TQError line naming the file, the line and the key,
 with the fix on the next line; no traceback, and nothing is written by the caller.
 """
+
 from __future__ import annotations
 
 import copy
@@ -93,28 +94,53 @@ def check_shape(raw: dict[str, Any]) -> list[Problem]:
     for name, value in raw.items():
         if isinstance(value, dict):
             if name not in SCHEMA or not name:
-                problems.append(Problem(name, f"unknown section [{name}]{_did_you_mean(name, sections)}",
-                                        f"known sections: {', '.join(sections)}"))
+                problems.append(
+                    Problem(
+                        name,
+                        f"unknown section [{name}]{_did_you_mean(name, sections)}",
+                        f"known sections: {', '.join(sections)}",
+                    )
+                )
                 continue
             table = SCHEMA[name]
             for key, item in value.items():
                 dotted = f"{name}.{key}"
                 if key not in table:
-                    problems.append(Problem(dotted, f"unknown key {dotted!r}{_did_you_mean(key, list(table))}",
-                                            f"keys of [{name}]: {', '.join(table)}"))
+                    problems.append(
+                        Problem(
+                            dotted,
+                            f"unknown key {dotted!r}{_did_you_mean(key, list(table))}",
+                            f"keys of [{name}]: {', '.join(table)}",
+                        )
+                    )
                 elif not accepts(table[key], item):
-                    problems.append(Problem(dotted, f"{dotted} must be {type_name(table[key].type)}, "
-                                                    f"got {type(item).__name__} {item!r}", "see docs/build.md"))
+                    problems.append(
+                        Problem(
+                            dotted,
+                            f"{dotted} must be {type_name(table[key].type)}, got {type(item).__name__} {item!r}",
+                            "see docs/build.md",
+                        )
+                    )
         elif name in sections:  # `model = 5` or [[model]]: the section's name, but not one table
             shape = "an array of tables [[...]]" if isinstance(value, list) else f"{type(value).__name__} {value!r}"
-            problems.append(Problem(name, f"{name} must be one table [{name}], got {shape}",
-                                    f"write its keys under a single [{name}] header"))
+            problems.append(
+                Problem(
+                    name,
+                    f"{name} must be one table [{name}], got {shape}",
+                    f"write its keys under a single [{name}] header",
+                )
+            )
         elif name in SCHEMA[""]:
             if not accepts(SCHEMA[""][name], value):
                 problems.append(Problem(name, f"{name} must be {type_name(SCHEMA[''][name].type)}, got {value!r}"))
         else:
-            problems.append(Problem(name, f"unknown key {name!r}{_did_you_mean(name, list(SCHEMA[''])+sections)}",
-                                    f"top-level keys: {', '.join(SCHEMA[''])}"))
+            problems.append(
+                Problem(
+                    name,
+                    f"unknown key {name!r}{_did_you_mean(name, list(SCHEMA['']) + sections)}",
+                    f"top-level keys: {', '.join(SCHEMA[''])}",
+                )
+            )
     return problems
 
 
@@ -123,8 +149,9 @@ def with_defaults(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     data: dict[str, dict[str, Any]] = {}
     for section, table in SCHEMA.items():
         given = raw if section == "" else raw.get(section, {})
-        data[section] = {k: copy.deepcopy(given[k]) if k in given else copy.deepcopy(d.default)
-                         for k, d in table.items()}
+        data[section] = {
+            k: copy.deepcopy(given[k]) if k in given else copy.deepcopy(d.default) for k, d in table.items()
+        }
     for key in ("gpu_memory_utilization",):  # TOML ints where floats are meant
         if isinstance(data["vllm"].get(key), int):
             data["vllm"][key] = float(data["vllm"][key])
@@ -157,7 +184,9 @@ def read_spec_file(path: str | Path) -> tuple[str, str]:
     try:
         data = p.read_bytes()
     except FileNotFoundError:
-        raise TQError(f"spec file {p} not found", "pass an existing file, or run `tqdeploy init` to write one") from None
+        raise TQError(
+            f"spec file {p} not found", "pass an existing file, or run `tqdeploy init` to write one"
+        ) from None
     except (IsADirectoryError, PermissionError) as err:
         raise TQError(f"cannot read spec file {p}: {err.strerror}", "pass a readable tqdeploy.toml") from None
     try:

@@ -1,4 +1,5 @@
 """The loaded, defaults-filled deployment spec and what is derived from it (hash, vLLM argv)."""
+
 from __future__ import annotations
 
 import hashlib
@@ -106,8 +107,10 @@ class Spec:
         ]
         if self.multi_node:
             # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).
-            pairs += [("--pipeline-parallel-size", self.data["resources"]["nodes"]),
-                      ("--distributed-executor-backend", "ray")]
+            pairs += [
+                ("--pipeline-parallel-size", self.data["resources"]["nodes"]),
+                ("--distributed-executor-backend", "ray"),
+            ]
         for flag, value in pairs:
             if value is not None:
                 flags += [flag, _fmt(value)]
@@ -124,12 +127,22 @@ class Spec:
             launcher = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", self.container_model_path]
         else:
             launcher = ["vllm", "serve", self.container_model_path]
-        return [*env, *launcher, *self.vllm_flags(),
-                "--host", self.data["server"]["host"], "--port", str(self.data["server"]["port"])]
+        return [
+            *env,
+            *launcher,
+            *self.vllm_flags(),
+            "--host",
+            self.data["server"]["host"],
+            "--port",
+            str(self.data["server"]["port"]),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "spec_sha256": self.spec_hash,
-                "spec": {("top" if k == "" else k): v for k, v in self.data.items()}}
+        return {
+            "source": self.source,
+            "spec_sha256": self.spec_hash,
+            "spec": {("top" if k == "" else k): v for k, v in self.data.items()},
+        }
 
 
 def _fmt(value: Any) -> str:

@@ -4,6 +4,7 @@ The table is data so that loading (unknown keys named), validation, `tqdeploy in
 docs/build.md all read the same definition. A key left out of the file means "use the default";
 a default of None means "do not pass the flag; vLLM's own default applies".
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

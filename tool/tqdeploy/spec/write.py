@@ -1,4 +1,5 @@
 """Write a spec back as commented TOML: every key, its meaning, and what is left to vLLM's defaults."""
+
 from __future__ import annotations
 
 import json
