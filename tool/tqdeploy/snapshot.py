@@ -86,6 +86,10 @@ class HostSnapshot:
         from tqdeploy.errors import TQError
 
         p = Path(path)
+        from tqdeploy.bundle.replay import is_bundle, load_bundle_snapshot
+
+        if is_bundle(p):  # a support bundle (`tqdeploy bundle`): replay the snapshot recorded inside it
+            return load_bundle_snapshot(cls, p)
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:

@@ -1,0 +1,93 @@
+"""The bundle archive: redacted contents in, a deterministic tar.gz with manifest.json out.
+
+Deterministic: entries sorted by path, one mtime (the bundle's time), no owner names, gzip header with the
+same mtime; the same inputs give the same bytes. Binary contents are dropped; each file is capped and the
+archive as a whole too, and every truncation or drop is written in the manifest.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MAX_FILE_BYTES = 4 * 1024 * 1024
+MAX_TOTAL_BYTES = 24 * 1024 * 1024
+TAIL_KEPT = ("logs/",)  # for these the end is what matters: truncation keeps the tail
+
+
+@dataclass
+class Entries:
+    files: dict[str, bytes] = field(default_factory=dict)
+    records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dropped: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, path: str, data: bytes) -> None:
+        record: dict[str, Any] = {}
+        if len(data) > MAX_FILE_BYTES:
+            record = {"truncated": True, "original_size": len(data)}
+            data = data[-MAX_FILE_BYTES:] if path.startswith(TAIL_KEPT) else data[:MAX_FILE_BYTES]
+        if sum(len(d) for d in self.files.values()) + len(data) > MAX_TOTAL_BYTES:
+            self.dropped.append({"path": path, "reason": f"archive size cap ({MAX_TOTAL_BYTES} bytes) reached"})
+            return
+        self.files[path] = data
+        record.update({"size": len(data), "sha256": hashlib.sha256(data).hexdigest()})
+        self.records[path] = record
+
+    def drop(self, path: str, reason: str) -> None:
+        self.dropped.append({"path": path, "reason": reason})
+
+
+def as_text(content: bytes) -> str | None:
+    """UTF-8 text, or None for binary content (a NUL byte or not UTF-8)."""
+    if b"\0" in content:
+        return None
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def dump_json(data: Any) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8")
+
+
+def write_archive(out: Path, manifest: dict[str, Any], files: dict[str, bytes], mtime: int) -> None:
+    """manifest.json first, then the files in path order; written to out.tmp and renamed into place."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for name, data in [("manifest.json", dump_json(manifest)), *sorted(files.items())]:
+            info = tarfile.TarInfo(name)
+            info.size, info.mtime, info.mode = len(data), mtime, 0o644
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            tar.addfile(info, io.BytesIO(data))
+    tmp = out.with_name(out.name + ".tmp")
+    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=mtime) as gz:
+        gz.write(buf.getvalue())
+    tmp.replace(out)
+
+
+def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """(manifest, {path: bytes}) of a bundle; raises ValueError for anything that is not one."""
+    files: dict[str, bytes] = {}
+    try:
+        with tarfile.open(path, mode="r:gz") as tar:
+            for member in tar.getmembers():
+                if member.isfile():
+                    fh = tar.extractfile(member)
+                    files[member.name] = fh.read() if fh else b""
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise ValueError(f"not a tar.gz archive ({exc})") from None
+    if "manifest.json" not in files:
+        raise ValueError("no manifest.json in it")
+    try:
+        manifest = json.loads(files.pop("manifest.json"))
+    except ValueError as exc:
+        raise ValueError(f"manifest.json is not JSON ({exc})") from None
+    return manifest, files

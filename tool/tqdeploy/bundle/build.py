@@ -1,0 +1,198 @@
+"""Build a bundle: seed the redactor, run each collector (bounded, never fatal), redact, write, map."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.bundle import collect_build as cb
+from tqdeploy.bundle import collect_host as ch
+from tqdeploy.bundle.archive import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Entries, as_text, dump_json, write_archive
+from tqdeploy.bundle.context import Absent, BundleContext, read_state
+from tqdeploy.redact import GENERIC_USERS, Redactor, is_secret_name
+
+SCHEMA = "tqdeploy.bundle/1"
+COLLECTOR_TIMEOUT_S = 60.0
+Collector = Callable[[BundleContext], dict[str, Any]]
+# Run in this order (the doctor first: the plan reads its snapshot); placeholders are numbered in it too.
+COLLECTORS: tuple[tuple[str, Collector], ...] = (
+    ("doctor", cb.collect_doctor),
+    ("spec", cb.collect_spec),
+    ("plan", cb.collect_plan),
+    ("state", cb.collect_state),
+    ("logs", cb.collect_logs),
+    ("profile", cb.collect_profile),
+    ("metrics", ch.collect_metrics),
+    ("versions", ch.collect_versions),
+    ("env", ch.collect_env),
+    ("nvidia-smi", ch.collect_nvidia_smi),
+    ("kernel", ch.collect_kernel),
+    ("docker", ch.collect_docker),
+    ("processes", ch.collect_processes),
+)
+
+
+@dataclass
+class BundleResult:
+    path: Path
+    mapping_path: Path | None
+    manifest: dict[str, Any]
+    seconds: float
+    size: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "tqdeploy.bundle-result/1",
+            "path": str(self.path),
+            "mapping_path": str(self.mapping_path) if self.mapping_path else None,
+            "size": self.size,
+            "seconds": round(self.seconds, 3),
+            "redacted": self.manifest["redacted"],
+            "redactions": self.manifest["redactions"],
+            "collectors": self.manifest["collectors"],
+        }
+
+    def render(self, console) -> None:
+        for c in self.manifest["collectors"]:
+            note = c.get("reason") or c.get("error") or ", ".join(c.get("files", []))
+            console.print(f"  {c['status']:8} {c['name']:11} {c['seconds']:6.2f} s  {note}")
+        red = ", ".join(f"{k} {v}" for k, v in sorted(self.manifest["redactions"].items())) or "nothing"
+        console.print(f"bundle {self.path} ({self.size} bytes, {self.seconds:.2f} s); redacted: {red}")
+        if self.mapping_path:
+            console.print(f"placeholder mapping (keep it, do not share it): {self.mapping_path}")
+        else:
+            console.print("NOT REDACTED (--no-redact): do not attach this bundle anywhere public")
+
+
+def seeded_redactor(state: dict[str, Any] | None, enabled: bool) -> Redactor:
+    """Secrets known before anything is read: secret-named environment values, the API key file's keys;
+    names that identify the host: its hostname, its users."""
+    import socket
+
+    flags = {"true", "false", "none", "null", "yes", "no"}
+    secrets = [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6 and v.lower() not in flags]
+    key_file = (state or {}).get("api_key_file")
+    if key_file:
+        try:
+            secrets += Path(key_file).read_text(encoding="utf-8", errors="replace")[:65536].split()
+        except OSError:
+            pass
+    hosts = {socket.gethostname()}
+    if state and state.get("host") and not str(state["host"]).replace(".", "").isdigit():
+        hosts.add(str(state["host"]))
+    return Redactor(secrets=secrets, hostnames=sorted(hosts), usernames=_user_names(), enabled=enabled)
+
+
+def _user_names() -> list[str]:
+    """This user (and the one behind sudo). Not every account of the host: service accounts such as
+    `vllm` are words of the product too, and replacing them everywhere would garble the bundle."""
+    import getpass
+
+    names = {getpass.getuser(), os.environ.get("SUDO_USER", "")}
+    return sorted(n for n in names if n and n not in GENERIC_USERS)
+
+
+def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) -> tuple[dict, dict[str, Any]]:
+    """(record for the manifest, files); a collector that raises or overruns is recorded, never fatal."""
+    t0 = time.perf_counter()
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bundle-{name}")
+    record: dict[str, Any] = {"name": name}
+    files: dict[str, Any] = {}
+    try:
+        files = pool.submit(fn, ctx).result(timeout=timeout)
+        record["status"] = "ok"
+    except Absent as exc:
+        record.update(status="absent", reason=str(exc))
+    except FutureTimeout:
+        record.update(status="timeout", error=f"did not finish within {timeout:.0f} s")
+    except Exception as exc:  # noqa: BLE001 - one collector's failure must not stop the bundle
+        record.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+    record["seconds"] = round(time.perf_counter() - t0, 3)
+    return record, files
+
+
+def encode(red: Redactor, path: str, content: Any) -> bytes | None:
+    """Redacted bytes of one collected file; None for binary content (dropped)."""
+    if isinstance(content, (bytes, bytearray)):
+        text = as_text(bytes(content))
+        if text is None:
+            return None
+        if path.endswith(".json"):
+            try:
+                return dump_json(red.data(json.loads(text)))
+            except ValueError:
+                pass
+        return red.text(text).encode("utf-8")
+    if isinstance(content, str):
+        return red.text(content).encode("utf-8")
+    return dump_json(red.data(content))
+
+
+def build_bundle(
+    build_dir: Path | None,
+    out: Path,
+    *,
+    logs_since_s: float | None = None,
+    redact: bool = True,
+    collectors: tuple[tuple[str, Collector], ...] = COLLECTORS,
+    timeout_s: float = COLLECTOR_TIMEOUT_S,
+) -> BundleResult:
+    from tqdeploy import __version__
+
+    t0 = time.perf_counter()
+    state = read_state(build_dir)
+    red = seeded_redactor(state, redact)
+    ctx = BundleContext(build_dir=build_dir, redactor=red, logs_since_s=logs_since_s, state=state)
+    entries, records = Entries(), []
+    for name, fn in collectors:
+        record, files = run_collector(name, fn, ctx, timeout_s)
+        for key in ("reason", "error"):
+            if key in record:
+                record[key] = red.text(record[key])
+        for path, content in sorted(files.items()):
+            data = encode(red, path, content)
+            entries.drop(path, "binary content") if data is None else entries.add(path, data)
+        record["files"] = sorted(p for p in files if p in entries.files)
+        records.append(record)
+    manifest = {
+        "schema": SCHEMA,
+        "tool_version": __version__,
+        "created_at": datetime.fromtimestamp(ctx.now, UTC).isoformat(timespec="seconds"),
+        "build_dir": red.text(str(build_dir)) if build_dir else None,
+        "redacted": redact,
+        "redactions": dict(sorted(red.counts.items())),
+        "collectors": records,
+        "files": dict(sorted(entries.records.items())),
+        "dropped": entries.dropped,
+        "limits": {"max_file_bytes": MAX_FILE_BYTES, "max_total_bytes": MAX_TOTAL_BYTES},
+    }
+    write_archive(out, manifest, entries.files, int(ctx.now))
+    mapping_path = write_mapping(out, red.mapping()) if redact else None
+    return BundleResult(out, mapping_path, manifest, time.perf_counter() - t0, out.stat().st_size)
+
+
+def mapping_path_for(out: Path) -> Path:
+    name = out.name.removesuffix(".gz").removesuffix(".tar").removesuffix(".tgz")
+    return out.with_name(name + ".mapping.json")
+
+
+def write_mapping(out: Path, mapping: dict[str, dict[str, str]]) -> Path:
+    """Placeholder -> original, next to the archive (never in it), readable by this user only (0600)."""
+    path = mapping_path_for(out)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"schema": "tqdeploy.bundle-mapping/1", "bundle": out.name, "mapping": mapping}, fh, indent=2)
+        fh.write("\n")
+    return path

@@ -1,0 +1,54 @@
+"""The host snapshot inside a bundle, so `tqdeploy doctor --snapshot bundle.tar.gz` replays the doctor."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SNAPSHOT_MEMBER = "host/snapshot.json"
+
+
+def is_bundle(path: str | Path) -> bool:
+    """A gzip file (magic 1f 8b): a bundle, as opposed to a snapshot JSON file."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
+    """The raw host snapshot (tqdeploy.snapshot/1) recorded in a bundle, as a dict."""
+    from tqdeploy.bundle.archive import read_archive
+    from tqdeploy.errors import TQError
+
+    p = Path(path)
+    try:
+        _, files = read_archive(p)
+    except ValueError as exc:
+        raise TQError(f"bundle {p} is unreadable: {exc}", "pass a file written by `tqdeploy bundle`") from None
+    if SNAPSHOT_MEMBER not in files:
+        raise TQError(
+            f"bundle {p} holds no {SNAPSHOT_MEMBER} (its doctor collector did not run)",
+            "run `tqdeploy bundle --inspect FILE` to see which collectors failed; record a new bundle",
+        )
+    try:
+        data = json.loads(files[SNAPSHOT_MEMBER])
+    except ValueError as exc:
+        raise TQError(f"{SNAPSHOT_MEMBER} in bundle {p} is not JSON ({exc})", "record a new bundle") from None
+    return data if isinstance(data, dict) else {}
+
+
+def load_bundle_snapshot(cls, path: str | Path):
+    """HostSnapshot.load for a bundle: the same schema check and error messages as for a snapshot file."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.snapshot import SCHEMA
+
+    data = snapshot_from_bundle(path)
+    if data.get("schema") != SCHEMA:
+        raise TQError(f"the snapshot in bundle {path} is not a {SCHEMA} document", "record a new bundle")
+    try:
+        return cls.from_dict(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise TQError(f"the snapshot in bundle {path} has a malformed section ({exc})", "record a new bundle") from None

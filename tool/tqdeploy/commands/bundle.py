@@ -1,0 +1,47 @@
+"""`tqdeploy bundle`: a redacted support bundle of a deployment and its host, safe for a public bug report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ORDER = 80
+
+
+def bundle(
+    build_dir: Path | None = typer.Argument(None, help="Build directory of the deployment (default: ./build)."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Archive to write (default: tqdeploy-bundle-TIME.tar.gz)."
+    ),
+    logs_since: str | None = typer.Option(
+        None, "--logs-since", help="Only server log lines of the last DURATION, e.g. 30m, 2h, 1d."
+    ),
+    no_redact: bool = typer.Option(False, "--no-redact", help="Keep secrets and host names (never share the result)."),
+    inspect: Path | None = typer.Option(None, "--inspect", help="List a bundle, verify it, scan it again for secrets."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> int:
+    """Collect doctor, plan, spec, state, logs, metrics, versions, GPU/kernel/Docker facts into one tar.gz."""
+    from tqdeploy.output import emit
+
+    if inspect is not None:
+        from tqdeploy.bundle import inspect_bundle
+
+        checked = inspect_bundle(inspect)
+        emit(checked, as_json)
+        return checked.exit_code
+    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.cli_args import default_out, parse_duration, resolve_build_dir, resolve_out
+
+    result = build_bundle(
+        resolve_build_dir(build_dir),
+        resolve_out(out or default_out()),
+        logs_since_s=parse_duration(logs_since) if logs_since else None,
+        redact=not no_redact,
+    )
+    emit(result, as_json)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bundle")(bundle)

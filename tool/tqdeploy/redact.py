@@ -1,0 +1,325 @@
+"""The one redaction of tqdeploy: secrets and identifying names out of text, mappings, argv and JSON data.
+
+Every output that may leave the host (the support bundle first, other commands later) goes through one
+``Redactor``. Replacements are placeholders such as ``[ip-1]``: deterministic (numbered in the order they
+are met, so the same collectors in the same order give the same bundle) and consistent (one original, one
+placeholder, in every file). ``mapping()`` says what each placeholder stands for and is meant to be kept
+apart from what is shared; for secrets it holds only a sha256 fingerprint, never the value.
+
+vLLM facts this relies on (vLLM 0.32.0 source):
+- FlexibleArgumentParser (vllm/utils/argparse_utils.py) accepts ``--api_key`` for ``--api-key`` and
+  ``--api-key=VALUE``; it sets no ``allow_abbrev``, so argparse's default (True) accepts unambiguous
+  prefixes: ``--api-k`` is the shortest for ``--api-key`` (``--ap`` also matches ``--api-server-count``),
+  ``--hf-t`` for ``--hf-token``. ``--api-key`` takes ``nargs="+"`` (several keys), ``--hf-token``
+  ``nargs="?"`` (entrypoints/launchers/cli_args.py, engine/arg_utils.py).
+- The "non-default args" log line is a Python dict repr and masks only api_key, hf_token and
+  watermark_config (entrypoints/serve/utils/api_utils.py); older releases printed the key itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+SECRET_KINDS = frozenset({"secret", "private_key"})
+# vLLM's secret options and how many values each takes ("+": until the next option, "?": at most one).
+SECRET_FLAGS = {"api-key": "+", "hf-token": "?"}
+_SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "pwd", "apikey", "credential", "credentials")
+_NOT_SECRET_LAST = frozenset({"file", "path", "dir", "present", "set", "count", "len", "length", "name", "env"})
+# URL hosts kept as they are: public services every deployment talks to; any other URL host is identifying.
+PUBLIC_HOSTS = (
+    "huggingface.co",
+    "hf.co",
+    "github.com",
+    "githubusercontent.com",
+    "pypi.org",
+    "pythonhosted.org",
+    "vllm.ai",
+    "pytorch.org",
+    "nvidia.com",
+    "docker.io",
+    "docker.com",
+    "ghcr.io",
+    "nvcr.io",
+    "quay.io",
+    "example.com",
+)
+# Account names that identify nobody (service and image accounts); never replaced as bare words.
+GENERIC_USERS = frozenset({"root", "nobody", "vllm", "ubuntu", "user", "admin", "app", "python", "docker", "nvidia"})
+# Values that say whether a secret is there, not what it is (doctor evidence "HF_TOKEN": "absent").
+NOT_SECRET_VALUES = frozenset({"", "true", "false", "none", "null", "0", "1", "absent", "present", "set", "unset"})
+_PLACEHOLDER = re.compile(r"\[[a-z0-9]+-\d+\]|\*{3,}|<redacted>|\[private-key dropped\]")
+
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)", re.S)
+_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/'\"<>]*)@")
+_URL_HOST = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://(?:[^\s/@'\"<>]*@)?)([\w.\-]+|\[[0-9a-f:.]+\])(:\d+)?")
+_TOKENS = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})\b")
+_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=\-]{8,})")
+_HEADER = re.compile(
+    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)([^\r\n'\"]+)"
+)
+_OPTION = re.compile(
+    r"(?<![\w-])--([A-Za-z][\w-]*)(=|[ \t]+)((?:'[^']*'|\"[^\"]*\"|[^\s'\"(`]+)(?:[ \t]+(?!-|\\)[^\s'\"]+)*)"
+)
+_NAMED = re.compile(
+    r"(?i)(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)(?P<sep>\s*[:=]\s*)"
+    r"(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^\s,;&'\"}\]]+)"
+)
+_QUERY = re.compile(r"([?&])([\w.\-]+)=([^&\s#'\"]+)")
+_MAC = re.compile(r"(?i)(?<![\w:-])[0-9a-f]{2}(?:([:-])[0-9a-f]{2})(?:\1[0-9a-f]{2}){4}(?![\w:-])")
+_IPV6 = re.compile(r"(?i)(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:[0-9a-f]{0,4}|\d+\.\d+\.\d+\.\d+)(?![\w:])")
+_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
+_HOME = re.compile(r"(?<![\w])(/home/|/Users/|C:\\Users\\)([^/\\\s'\":]+)")
+
+
+def is_secret_name(name: str) -> bool:
+    """HF_TOKEN, api_key, X-Api-Key, DB_PASSWORD: a name whose value is a secret (whole words only, so
+    max_tokens or kv_cache_dtype are not)."""
+    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
+    if words and words[-1] in _NOT_SECRET_LAST:  # api_key_file, hf_token_present: about a secret, not one
+        return False
+    return any(w in _SECRET_WORDS or w.endswith(("token", "secret", "password")) for w in words)
+
+
+def secret_flag(option: str) -> str | None:
+    """The vLLM secret option an argv spelling selects (``--api_key``, ``--api-k``, ``--ap``), else None.
+    Ambiguous prefixes (vLLM rejects them) still count: the value next to them is a secret all the same."""
+    name = option.lstrip("-").split("=", 1)[0].replace("_", "-").lower()
+    if len(name) < 2 or not option.startswith("--"):
+        return None
+    for flag in SECRET_FLAGS:
+        if flag.startswith(name):
+            return flag
+    return "generic" if is_secret_name(name) else None
+
+
+class Redactor:
+    """Collects placeholders and counts for one output (one bundle). ``enabled=False`` passes all through."""
+
+    def __init__(
+        self,
+        *,
+        secrets: Iterable[str] = (),
+        hostnames: Iterable[str] = (),
+        usernames: Iterable[str] = (),
+        enabled: bool = True,
+    ) -> None:
+        self.enabled = enabled
+        self.counts: Counter[str] = Counter()
+        self._placeholders: dict[tuple[str, str], str] = {}
+        self._numbers: Counter[str] = Counter()
+        self._literals: dict[str, str] = {}  # known original -> kind
+        self._literal_re: re.Pattern[str] | None = None
+        for value in secrets:
+            self.add_literal(value, "secret")
+        for value in hostnames:
+            self.add_literal(value, "host")
+        for value in usernames:
+            self.add_literal(value, "user")
+
+    # -- placeholders -------------------------------------------------------------------------------
+    def placeholder(self, kind: str, original: str) -> str:
+        key = (kind, original)
+        if key not in self._placeholders:
+            self._numbers[kind] += 1
+            self._placeholders[key] = f"[{kind}-{self._numbers[kind]}]"
+        self.counts[kind] += 1
+        return self._placeholders[key]
+
+    def add_literal(self, value: str, kind: str) -> None:
+        """A value known to be secret or identifying: replaced wherever it appears, whatever its shape."""
+        value = (value or "").strip()
+        if len(value) < 3 or (kind != "secret" and value.lower() in GENERIC_USERS | {"localhost"}):
+            return
+        self._literals.setdefault(value, kind)
+        self._literal_re = None
+
+    def mapping(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for (kind, original), ph in self._placeholders.items():
+            shown = "sha256:" + hashlib.sha256(original.encode()).hexdigest()[:16] if kind in SECRET_KINDS else original
+            out.setdefault(kind, {})[ph] = shown
+        return out
+
+    # -- text ---------------------------------------------------------------------------------------
+    def text(self, text: str) -> str:
+        if not self.enabled or not text:
+            return text
+        text = _PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
+        text = _URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
+        text = self._sub_literals(text, only="secret")
+        text = _TOKENS.sub(lambda m: self.secret(m.group(0)), text)
+        text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
+        text = _HEADER.sub(self._header, text)
+        text = _OPTION.sub(self._option, text)
+        text = _NAMED.sub(self._named, text)
+        text = _QUERY.sub(self._query, text)
+        text = _URL_HOST.sub(self._url_host, text)
+        text = self._sub_literals(text, only=None)
+        text = _HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
+        text = _MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
+        text = _IPV6.sub(self._ipv6, text)
+        return _IPV4.sub(self._ipv4, text)
+
+    def _header(self, m: re.Match[str]) -> str:
+        value = m.group(3).strip()
+        return m.group(0) if _PLACEHOLDER.search(value) else m.group(1) + m.group(2) + self.secret(value)
+
+    def _url_host(self, m: re.Match[str]) -> str:
+        host = m.group(2)
+        low = host.lower().rstrip(".")
+        if _PLACEHOLDER.fullmatch(host) or low == "localhost" or re.fullmatch(r"[\d.]+|\[[0-9a-f:.]*\]", low):
+            return m.group(0)  # IPs are handled (and loopback kept) by the IP rules
+        if any(low == h or low.endswith("." + h) for h in PUBLIC_HOSTS):
+            return m.group(0)
+        if "_" in host or ("." not in host and not m.group(3)):
+            return m.group(0)  # not a DNS name (an nginx upstream), or a bare word without a port
+        self.add_literal(host, "host")
+        return m.group(1) + self.placeholder("host", host) + (m.group(3) or "")
+
+    def _count(self, kind: str, replacement: str) -> str:
+        self.counts[kind] += 1
+        return replacement
+
+    def secret(self, value: str) -> str:
+        if not value or _PLACEHOLDER.fullmatch(value.strip("'\"")):
+            return value
+        return self.placeholder("secret", value)
+
+    def _user(self, name: str) -> str:
+        if _PLACEHOLDER.fullmatch(name) or name.lower() in GENERIC_USERS:
+            return name
+        self.add_literal(name, "user")  # so the bare name is caught later in this bundle too
+        return self.placeholder("user", name)
+
+    def _option(self, m: re.Match[str]) -> str:
+        flag = secret_flag("--" + m.group(1))
+        if flag is None:
+            return m.group(0)
+        values = m.group(3) if SECRET_FLAGS.get(flag) == "+" else None
+        if values is None:  # one value; anything after it is not this option's
+            first, _, rest = m.group(3).partition(" ")
+            tail = " " + rest if rest else ""
+            return f"--{m.group(1)}{m.group(2)}{self._quoted_secret(first)}{tail}"
+        return f"--{m.group(1)}{m.group(2)}" + " ".join(self._quoted_secret(v) for v in values.split())
+
+    def _quoted_secret(self, value: str) -> str:
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            return value[0] + self.secret(value[1:-1]) + value[0]
+        return self.secret(value)
+
+    def _named(self, m: re.Match[str]) -> str:
+        if not is_secret_name(m.group("name")):
+            return m.group(0)
+        value = m.group("value")
+        if value.startswith("[") and value.endswith("]") and not _PLACEHOLDER.fullmatch(value):
+            inner = re.sub(
+                r"'([^']*)'|\"([^\"]*)\"",
+                lambda q: q.group(0)[0] + self.secret(q.group(1) or q.group(2) or "") + q.group(0)[0],
+                value,
+            )
+            new = inner
+        elif value.strip("'\"").lower() in NOT_SECRET_VALUES:
+            new = value
+        else:
+            new = self._quoted_secret(value)
+        return m.group(0)[: m.start("value") - m.start()] + new
+
+    def _query(self, m: re.Match[str]) -> str:
+        name = m.group(2)
+        if is_secret_name(name) or name.lower() in ("sig", "signature", "auth", "x-amz-signature", "x-amz-credential"):
+            return f"{m.group(1)}{name}={self.secret(m.group(3))}"
+        return m.group(0)
+
+    def _sub_literals(self, text: str, only: str | None) -> str:
+        if not self._literals:
+            return text
+        if self._literal_re is None:
+            alts = sorted(self._literals, key=len, reverse=True)
+            self._literal_re = re.compile("|".join(rf"(?<![\w.-]){re.escape(a)}(?![\w-])" for a in alts))
+        rx = self._literal_re
+
+        def repl(m: re.Match[str]) -> str:
+            kind = self._literals.get(m.group(0), "")
+            if only is not None and kind != only:
+                return m.group(0)
+            return self.placeholder(kind, m.group(0))
+
+        return rx.sub(repl, text)
+
+    def _ipv4(self, m: re.Match[str]) -> str:
+        try:
+            ip = ipaddress.IPv4Address(m.group(0))
+        except ValueError:
+            return m.group(0)
+        if ip.is_loopback or ip.is_unspecified or ip.is_multicast or str(ip) == "255.255.255.255":
+            return m.group(0)
+        return self.placeholder("ip", str(ip))
+
+    def _ipv6(self, m: re.Match[str]) -> str:
+        try:
+            ip = ipaddress.IPv6Address(m.group(0))
+        except ValueError:
+            return m.group(0)
+        if ip.is_loopback or ip.is_unspecified:
+            return m.group(0)
+        return self.placeholder("ipv6", ip.compressed)
+
+    # -- structures ---------------------------------------------------------------------------------
+    def env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """Environment variables: a secret-named variable's value becomes a placeholder, the rest is text."""
+        if not self.enabled:
+            return dict(env)
+        return {k: (self.secret(v) if is_secret_name(k) and v else self.text(v)) for k, v in sorted(env.items())}
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        """A command line, token by token, with every spelling vLLM's parser accepts for its secret options."""
+        if not self.enabled:
+            return list(argv)
+        out: list[str] = []
+        pending: str | None = None  # nargs of the secret option whose values come next
+        for tok in argv:
+            if pending is not None and not tok.startswith("-"):
+                out.append(self.secret(tok))
+                pending = None if pending in ("?", "1") else pending
+                continue
+            pending = None
+            flag = secret_flag(tok) if tok.startswith("--") else None
+            if flag is not None and "=" in tok:
+                name, value = tok.split("=", 1)
+                out.append(f"{name}={self.secret(value)}")
+                continue
+            if flag is not None:
+                pending = SECRET_FLAGS.get(flag, "1")
+            out.append(self.text(tok))
+        return out
+
+    def data(self, obj: Any) -> Any:
+        """JSON-shaped data: strings as text, secret-named keys' string values as secrets, other types kept."""
+        if not self.enabled:
+            return obj
+        if isinstance(obj, Mapping):
+            out = {}
+            for key, value in obj.items():
+                if is_secret_name(str(key)) and isinstance(value, str) and value.lower() not in NOT_SECRET_VALUES:
+                    out[self.text(str(key))] = self.secret(value)
+                else:
+                    out[self.text(str(key))] = self.data(value)
+            return out
+        if isinstance(obj, (list, tuple)):
+            return [self.data(v) for v in obj]
+        if isinstance(obj, str):
+            return self.text(obj)
+        return obj
+
+
+def scan(text: str) -> Counter[str]:
+    """Secret-shaped strings still in text (what a fresh redaction would replace), counted per kind;
+    placeholders and masks such as vLLM's '***' do not count. Host names need the host, so are not scanned."""
+    probe = Redactor()
+    probe.text(text)
+    return probe.counts
