@@ -65,9 +65,11 @@ _HEADER = re.compile(
 _OPTION = re.compile(
     r"(?<![\w-])--([A-Za-z][\w-]*)(=|[ \t]+)((?:'[^']*'|\"[^\"]*\"|[^\s'\"(`]+)(?:[ \t]+(?!-|\\)[^\s'\"]+)*)"
 )
+# An argv written as a list (TOML/JSON/Python): '--api-key', 'VALUE'
+_LISTED_OPTION = re.compile(r"(['\"])(--[A-Za-z][\w-]*)\1(\s*,\s*)(['\"])([^'\"]*)\4")
 _NAMED = re.compile(
     r"(?i)(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)(?P<sep>\s*[:=]\s*)"
-    r"(?P<value>'[^']*'|\"[^\"]*\"|\[[^\]]*\]|[^\s,;&'\"}\]]+)"
+    r"(?P<value>'[^']*'|\"[^\"]*\"|\[(?:'[^']*'|\"[^\"]*\"|[^\]'\"])*\]|[^\s,;&'\"}\]]+)"
 )
 _QUERY = re.compile(r"([?&])([\w.\-]+)=([^&\s#'\"]+)")
 _MAC = re.compile(r"(?i)(?<![\w:-])[0-9a-f]{2}(?:([:-])[0-9a-f]{2})(?:\1[0-9a-f]{2}){4}(?![\w:-])")
@@ -156,9 +158,13 @@ class Redactor:
         text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
         text = _HEADER.sub(self._header, text)
         text = _OPTION.sub(self._option, text)
+        text = _LISTED_OPTION.sub(self._listed_option, text)
         text = _NAMED.sub(self._named, text)
         text = _QUERY.sub(self._query, text)
         text = _URL_HOST.sub(self._url_host, text)
+        for home in _HOME.finditer(text):  # a user named by a home path is replaced everywhere, not only there
+            if home.group(2).lower() not in GENERIC_USERS and not _PLACEHOLDER.fullmatch(home.group(2)):
+                self.add_literal(home.group(2), "user")
         text = self._sub_literals(text, only=None)
         text = _HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
         text = _MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
@@ -206,6 +212,12 @@ class Redactor:
             tail = " " + rest if rest else ""
             return f"--{m.group(1)}{m.group(2)}{self._quoted_secret(first)}{tail}"
         return f"--{m.group(1)}{m.group(2)}" + " ".join(self._quoted_secret(v) for v in values.split())
+
+    def _listed_option(self, m: re.Match[str]) -> str:
+        if secret_flag(m.group(2)) is None or "=" in m.group(2):
+            return m.group(0)
+        q = m.group(4)
+        return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{q}{self.secret(m.group(5))}{q}"
 
     def _quoted_secret(self, value: str) -> str:
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
