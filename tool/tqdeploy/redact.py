@@ -68,7 +68,8 @@ _OPTION = re.compile(
 # An argv written as a list (TOML/JSON/Python): '--api-key', 'VALUE'
 _LISTED_OPTION = re.compile(r"(['\"])(--[A-Za-z][\w-]*)\1(\s*,\s*)(['\"])([^'\"]*)\4")
 _NAMED = re.compile(
-    r"(?i)(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]*)(?P=q)(?P<sep>\s*[:=]\s*)"
+    r"(?i)(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]*(?:token|key|secret|passw|pwd|credential)[\w.\-]*)(?P=q)"
+    r"(?P<sep>\s*[:=]\s*)"
     r"(?P<value>'[^']*'|\"[^\"]*\"|\[(?:'[^']*'|\"[^\"]*\"|[^\]'\"])*\]|[^\s,;&'\"}\]]+)"
 )
 _QUERY = re.compile(r"([?&])([\w.\-]+)=([^&\s#'\"]+)")
@@ -151,24 +152,45 @@ class Redactor:
     def text(self, text: str) -> str:
         if not self.enabled or not text:
             return text
-        text = _PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
-        text = _URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
+        low = text.lower()  # cheap substring triggers: a pass whose trigger is absent cannot match
+        return self._names(self._secrets(text, low), low)
+
+    def _secrets(self, text: str, low: str) -> str:
+        if "private key" in low:
+            text = _PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
+        if "://" in text:
+            text = _URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
         text = self._sub_literals(text, only="secret")
-        text = _TOKENS.sub(lambda m: self.secret(m.group(0)), text)
-        text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
-        text = _HEADER.sub(self._header, text)
-        text = _OPTION.sub(self._option, text)
-        text = _LISTED_OPTION.sub(self._listed_option, text)
-        text = _NAMED.sub(self._named, text)
-        text = _QUERY.sub(self._query, text)
-        text = _URL_HOST.sub(self._url_host, text)
-        for home in _HOME.finditer(text):  # a user named by a home path is replaced everywhere, not only there
+        if "hf_" in text or "sk-" in text or "gh" in text:
+            text = _TOKENS.sub(lambda m: self.secret(m.group(0)), text)
+        if "bearer" in low or "basic" in low or "token" in low:
+            text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
+        if "authorization" in low or "api-key" in low or "auth-token" in low:
+            text = _HEADER.sub(self._header, text)
+        if "--" in text:
+            text = _OPTION.sub(self._option, text)
+            text = _LISTED_OPTION.sub(self._listed_option, text)
+        if any(w in low for w in ("token", "key", "secret", "passw", "pwd", "credential")):
+            text = _NAMED.sub(self._named, text)
+        if "=" in text and ("?" in text or "&" in text):
+            text = _QUERY.sub(self._query, text)
+        return text
+
+    def _names(self, text: str, low: str) -> str:
+        """Host names, users, MAC and IP addresses (after the secrets, so a URL's credentials are gone)."""
+        if "://" in text:
+            text = _URL_HOST.sub(self._url_host, text)
+        homes = "/home/" in text or "users" in low
+        for home in _HOME.finditer(text) if homes else ():  # a user named by a home path: replaced everywhere
             if home.group(2).lower() not in GENERIC_USERS and not _PLACEHOLDER.fullmatch(home.group(2)):
                 self.add_literal(home.group(2), "user")
         text = self._sub_literals(text, only=None)
-        text = _HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
-        text = _MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
-        text = _IPV6.sub(self._ipv6, text)
+        if homes:
+            text = _HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
+        if ":" in text or "-" in text:
+            text = _MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
+        if ":" in text:
+            text = _IPV6.sub(self._ipv6, text)
         return _IPV4.sub(self._ipv4, text)
 
     def _header(self, m: re.Match[str]) -> str:
@@ -273,6 +295,8 @@ class Redactor:
         return self.placeholder("ip", str(ip))
 
     def _ipv6(self, m: re.Match[str]) -> str:
+        if "::" not in m.group(0) and m.group(0).count(":") < 6:
+            return m.group(0)  # 09:42:25 and other clock times: cheaper to skip than to parse
         try:
             ip = ipaddress.IPv6Address(m.group(0))
         except ValueError:

@@ -12,7 +12,17 @@ from tqdeploy.bundle.context import Absent, BundleContext, run_bounded
 
 HTTP_TIMEOUT_S = 3.0
 # Variables that shape a vLLM deployment; values of secret-named ones (HF_TOKEN) are redacted all the same.
-ENV_PREFIXES = ("VLLM_", "CUDA_", "NCCL_", "NVIDIA_", "HF_", "HUGGING_FACE_", "TRANSFORMERS_", "TORCH", "PYTORCH_")
+ENV_PREFIXES: tuple[str, ...] = (
+    "VLLM_",
+    "CUDA_",
+    "NCCL_",
+    "NVIDIA_",
+    "HF_",
+    "HUGGING_FACE_",
+    "TRANSFORMERS_",
+    "TORCH",
+    "PYTORCH_",
+)
 ENV_PREFIXES += ("OMP_", "MKL_", "TQ_", "TQDEPLOY_", "DOCKER_", "GLOO_", "UCX_", "NVTE_", "TRITON_")
 ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "LANG", "TZ", "HOME")
 HOST_PACKAGES = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub", "jinja2")
@@ -61,17 +71,22 @@ def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
 
 
 def _runtime_python(ctx: BundleContext) -> str | None:
-    """The interpreter of the running server (its process's executable), where a local process runs."""
-    import psutil
+    """The interpreter the running server was started with: argv[0] as invoked (a venv's bin/python; its
+    resolved executable would be the base interpreter, which does not see the venv's packages)."""
+    import psutil  # type: ignore[import-untyped]
 
     pid = (ctx.state or {}).get("pid")
     if not isinstance(pid, int):
         return None
     try:
-        exe = psutil.Process(pid).exe()
+        proc = psutil.Process(pid)
+        argv0, cwd, exe = (proc.cmdline() or [""])[0], proc.cwd(), proc.exe()
     except (psutil.Error, OSError):
         return None
-    return exe if "python" in os.path.basename(exe) else None
+    for candidate in (os.path.join(cwd, argv0), exe):
+        if "python" in os.path.basename(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
 
 
 def collect_versions(ctx: BundleContext) -> dict[str, Any]:
@@ -132,7 +147,7 @@ def collect_kernel(ctx: BundleContext) -> dict[str, Any]:
 
 def collect_docker(ctx: BundleContext) -> dict[str, Any]:
     """`docker info`, and the deployment's container inspected with every environment value redacted."""
-    import docker
+    import docker  # type: ignore[import-untyped]
 
     try:
         client = docker.from_env(timeout=5)
@@ -161,7 +176,7 @@ def _mask_env(ctx: BundleContext, entry: str) -> str:
 
 def collect_processes(ctx: BundleContext) -> dict[str, Any]:
     """Processes titled VLLM::* (EngineCore, Worker_*) and the state's server pid, whether alive or not."""
-    import psutil
+    import psutil  # type: ignore[import-untyped]
 
     pid = (ctx.state or {}).get("pid")
     found = []
