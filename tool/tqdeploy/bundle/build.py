@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -102,24 +101,32 @@ def _user_names() -> list[str]:
 
 
 def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) -> tuple[dict, dict[str, Any]]:
-    """(record for the manifest, files); a collector that raises or overruns is recorded, never fatal."""
+    """(record for the manifest, files); a collector that raises or overruns is recorded, never fatal.
+    It runs in a daemon thread: one that hangs past its timeout cannot keep `tqdeploy bundle` from exiting."""
     t0 = time.perf_counter()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"bundle-{name}")
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["files"] = fn(ctx)
+        except BaseException as exc:  # noqa: BLE001 - reported below, whatever it is
+            outcome["error"] = exc
+
+    worker = threading.Thread(target=target, name=f"bundle-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout)
     record: dict[str, Any] = {"name": name}
-    files: dict[str, Any] = {}
-    try:
-        files = pool.submit(fn, ctx).result(timeout=timeout)
-        record["status"] = "ok"
-    except Absent as exc:
-        record.update(status="absent", reason=str(exc))
-    except FutureTimeout:
+    exc = outcome.get("error")
+    if worker.is_alive():
         record.update(status="timeout", error=f"did not finish within {timeout:.0f} s")
-    except Exception as exc:  # noqa: BLE001 - one collector's failure must not stop the bundle
+    elif isinstance(exc, Absent):
+        record.update(status="absent", reason=str(exc))
+    elif exc is not None:
         record.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+    else:
+        record["status"] = "ok"
     record["seconds"] = round(time.perf_counter() - t0, 3)
-    return record, files
+    return record, (outcome.get("files") or {}) if record["status"] == "ok" else {}
 
 
 def encode(red: Redactor, path: str, content: Any) -> bytes | None:
