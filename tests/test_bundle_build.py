@@ -185,7 +185,7 @@ def test_doctor_replays_from_the_bundle_with_the_same_verdicts(seeded, run_cli):
 
 
 def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
-    from tqdeploy.bundle import archive, build_bundle
+    from tqdeploy.bundle import archive, build_bundle, collect_build
     from tqdeploy.bundle.build import COLLECTORS
 
     build = make_build(tmp_path)
@@ -195,12 +195,18 @@ def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
     result = build_bundle(build, tmp_path / "b.tar.gz", logs_since_s=3600, collectors=wanted)
     log = members(result.path)["logs/server.log"]
     assert b"OLDMARK" not in log and b"non-default args" in log
+    (build / ".tqdeploy" / "logs" / "raw.log").write_text("INFO an unstamped vLLM line RAWMARK\n")
+    result = build_bundle(build, tmp_path / "r.tar.gz", logs_since_s=60, collectors=wanted)
+    assert b"RAWMARK" in members(result.path)["logs/raw.log"]  # no stamps: nothing to cut by, kept
     assert {"path": "profile/profile.json", "reason": "binary content"} in result.manifest["dropped"]
     monkeypatch.setattr(archive, "MAX_FILE_BYTES", 300)
     result = build_bundle(build, tmp_path / "c.tar.gz", collectors=wanted)
     record = result.manifest["files"]["logs/server.log"]
     assert record["truncated"] is True and record["original_size"] > 300 and record["size"] == 300
     assert members(result.path)["logs/server.log"].endswith(b"[private-key dropped]\n")  # the tail is kept
+    monkeypatch.setattr(collect_build, "LOG_TAIL_BYTES", 200)
+    result = build_bundle(build, tmp_path / "t.tar.gz", collectors=wanted)
+    assert members(result.path)["logs/server.log"].startswith(b"[tqdeploy bundle: the first ")
 
 
 def test_a_failing_and_an_overrunning_collector_are_recorded_not_fatal(tmp_path):
@@ -255,6 +261,12 @@ def test_no_redact_is_explicit_and_inspect_flags_it(tmp_path, run_cli, capsys):
 def test_bad_input_is_one_line_exit_2(args, message, run_cli):
     code, out, err = run_cli("bundle", *args)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_durations():
+    from tqdeploy.bundle.cli_args import parse_duration
+
+    assert [parse_duration(d) for d in ("90s", "30m", "2h", "1d", "1h30m")] == [90, 1800, 7200, 86400, 5400]
 
 
 def test_inspect_of_a_file_that_is_not_a_bundle(tmp_path, run_cli):

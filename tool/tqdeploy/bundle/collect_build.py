@@ -100,12 +100,14 @@ def collect_logs(ctx: BundleContext) -> dict[str, Any]:
         raise Absent(f"no logs in {logs_dir}")
     out: dict[str, Any] = {}
     for path in paths:
+        size = path.stat().st_size
         with path.open("rb") as fh:
-            fh.seek(max(0, path.stat().st_size - LOG_TAIL_BYTES))
+            fh.seek(max(0, size - LOG_TAIL_BYTES))
             raw = fh.read()
         text = raw.decode("utf-8", errors="replace")
-        if len(raw) == LOG_TAIL_BYTES:
-            text = text.split("\n", 1)[-1]  # a partial first line
+        if size > LOG_TAIL_BYTES:  # say so in the file itself, where a reader of the log will see it
+            omitted = size - len(raw) + len(text.split("\n", 1)[0]) + 1
+            text = f"[tqdeploy bundle: the first {omitted} bytes of {path.name} omitted]\n" + text.split("\n", 1)[-1]
         if ctx.logs_since_s is not None:
             text = _since(text, ctx.now - ctx.logs_since_s, split)
         out[f"logs/{path.name}"] = text
@@ -113,15 +115,16 @@ def collect_logs(ctx: BundleContext) -> dict[str, Any]:
 
 
 def _since(text: str, cutoff: float, split) -> str:
-    """Stamped lines at or after cutoff; an unstamped line goes with the stamped line before it."""
-    kept, keep = [], False
+    """Stamped lines at or after cutoff; an unstamped line goes with the stamped line before it. A log with
+    no stamp at all (a raw vLLM log) has no times to cut by: its tail is kept whole."""
+    kept, keep, stamped = [], False, False
     for line in text.splitlines(keepends=True):
         when, _ = split(line)
         if when is not None:
-            keep = when >= cutoff
+            keep, stamped = when >= cutoff, True
         if keep:
             kept.append(line)
-    return "".join(kept)
+    return "".join(kept) if stamped else text
 
 
 def collect_profile(ctx: BundleContext) -> dict[str, Any]:
