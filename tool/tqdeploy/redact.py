@@ -6,14 +6,7 @@ are met, so the same collectors in the same order give the same bundle) and cons
 placeholder, in every file). ``mapping()`` says what each placeholder stands for and is meant to be kept
 apart from what is shared; for secrets it holds only a sha256 fingerprint, never the value.
 
-vLLM facts this relies on (vLLM 0.32.0 source):
-- FlexibleArgumentParser (vllm/utils/argparse_utils.py) accepts ``--api_key`` for ``--api-key`` and
-  ``--api-key=VALUE``; it sets no ``allow_abbrev``, so argparse's default (True) accepts unambiguous
-  prefixes: ``--api-k`` is the shortest for ``--api-key`` (``--ap`` also matches ``--api-server-count``),
-  ``--hf-t`` for ``--hf-token``. ``--api-key`` takes ``nargs="+"`` (several keys), ``--hf-token``
-  ``nargs="?"`` (entrypoints/launchers/cli_args.py, engine/arg_utils.py).
-- The "non-default args" log line is a Python dict repr and masks only api_key, hf_token and
-  watermark_config (entrypoints/serve/utils/api_utils.py); older releases printed the key itself.
+The patterns and name rules live in tqdeploy.redact_rules (with the vLLM facts they rest on).
 """
 
 from __future__ import annotations
@@ -25,79 +18,10 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-SECRET_KINDS = frozenset({"secret", "private_key"})
-# vLLM's secret options and how many values each takes ("+": until the next option, "?": at most one).
-SECRET_FLAGS = {"api-key": "+", "hf-token": "?"}
-_SECRET_WORDS = ("token", "key", "secret", "password", "passwd", "pwd", "apikey", "credential", "credentials")
-_NOT_SECRET_LAST = frozenset({"file", "path", "dir", "present", "set", "count", "len", "length", "name", "env"})
-# URL hosts kept as they are: public services every deployment talks to; any other URL host is identifying.
-PUBLIC_HOSTS = (
-    "huggingface.co",
-    "hf.co",
-    "github.com",
-    "githubusercontent.com",
-    "pypi.org",
-    "pythonhosted.org",
-    "vllm.ai",
-    "pytorch.org",
-    "nvidia.com",
-    "docker.io",
-    "docker.com",
-    "ghcr.io",
-    "nvcr.io",
-    "quay.io",
-    "example.com",
-)
-# Account names that identify nobody (service and image accounts); never replaced as bare words.
-GENERIC_USERS = frozenset({"root", "nobody", "vllm", "ubuntu", "user", "admin", "app", "python", "docker", "nvidia"})
-# Values that say whether a secret is there, not what it is (doctor evidence "HF_TOKEN": "absent").
-NOT_SECRET_VALUES = frozenset({"", "true", "false", "none", "null", "0", "1", "absent", "present", "set", "unset"})
-_PLACEHOLDER = re.compile(r"\[[a-z0-9]+-\d+\]|\*{3,}|<redacted>|\[private-key dropped\]")
+from tqdeploy import redact_rules as R
+from tqdeploy.redact_rules import GENERIC_USERS, SECRET_FLAGS, is_secret_name, secret_flag
 
-_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)", re.S)
-_URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/'\"<>]*)@")
-_URL_HOST = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://(?:[^\s/@'\"<>]*@)?)([\w.\-]+|\[[0-9a-f:.]+\])(:\d+)?")
-_TOKENS = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})\b")
-_AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=\-]{8,})")
-_HEADER = re.compile(
-    r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)([^\r\n'\"]+)"
-)
-_OPTION = re.compile(
-    r"(?<![\w-])--([A-Za-z][\w-]*)(=|[ \t]+)((?:'[^']*'|\"[^\"]*\"|[^\s'\"(`]+)(?:[ \t]+(?!-|\\)[^\s'\"]+)*)"
-)
-# An argv written as a list (TOML/JSON/Python): '--api-key', 'VALUE'
-_LISTED_OPTION = re.compile(r"(['\"])(--[A-Za-z][\w-]*)\1(\s*,\s*)(['\"])([^'\"]*)\4")
-_NAMED = re.compile(
-    r"(?i)(?P<q>['\"]?)(?P<name>[A-Za-z_][\w.\-]*(?:token|key|secret|passw|pwd|credential)[\w.\-]*)(?P=q)"
-    r"(?P<sep>\s*[:=]\s*)"
-    r"(?P<value>'[^']*'|\"[^\"]*\"|\[(?:'[^']*'|\"[^\"]*\"|[^\]'\"])*\]|[^\s,;&'\"}\]]+)"
-)
-_QUERY = re.compile(r"([?&])([\w.\-]+)=([^&\s#'\"]+)")
-_MAC = re.compile(r"(?i)(?<![\w:-])[0-9a-f]{2}(?:([:-])[0-9a-f]{2})(?:\1[0-9a-f]{2}){4}(?![\w:-])")
-_IPV6 = re.compile(r"(?i)(?<![\w:.])(?:[0-9a-f]{0,4}:){2,7}(?:[0-9a-f]{0,4}|\d+\.\d+\.\d+\.\d+)(?![\w:])")
-_IPV4 = re.compile(r"(?<![\w.])(?:\d{1,3}\.){3}\d{1,3}(?![\w]|\.\d)")
-_HOME = re.compile(r"(?<![\w])(/home/|/Users/|C:\\Users\\)([^/\\\s'\":]+)")
-
-
-def is_secret_name(name: str) -> bool:
-    """HF_TOKEN, api_key, X-Api-Key, DB_PASSWORD: a name whose value is a secret (whole words only, so
-    max_tokens or kv_cache_dtype are not)."""
-    words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
-    if words and words[-1] in _NOT_SECRET_LAST:  # api_key_file, hf_token_present: about a secret, not one
-        return False
-    return any(w in _SECRET_WORDS or w.endswith(("token", "secret", "password")) for w in words)
-
-
-def secret_flag(option: str) -> str | None:
-    """The vLLM secret option an argv spelling selects (``--api_key``, ``--api-k``, ``--ap``), else None.
-    Ambiguous prefixes (vLLM rejects them) still count: the value next to them is a secret all the same."""
-    name = option.lstrip("-").split("=", 1)[0].replace("_", "-").lower()
-    if len(name) < 2 or not option.startswith("--"):
-        return None
-    for flag in SECRET_FLAGS:
-        if flag.startswith(name):
-            return flag
-    return "generic" if is_secret_name(name) else None
+__all__ = ["GENERIC_USERS", "SECRET_FLAGS", "Redactor", "is_secret_name", "scan", "secret_flag"]
 
 
 class Redactor:
@@ -144,7 +68,9 @@ class Redactor:
     def mapping(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
         for (kind, original), ph in self._placeholders.items():
-            shown = "sha256:" + hashlib.sha256(original.encode()).hexdigest()[:16] if kind in SECRET_KINDS else original
+            shown = (
+                "sha256:" + hashlib.sha256(original.encode()).hexdigest()[:16] if kind in R.SECRET_KINDS else original
+            )
             out.setdefault(kind, {})[ph] = shown
         return out
 
@@ -157,52 +83,52 @@ class Redactor:
 
     def _secrets(self, text: str, low: str) -> str:
         if "private key" in low:
-            text = _PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
+            text = R.PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
         if "://" in text:
-            text = _URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
+            text = R.URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
         text = self._sub_literals(text, only="secret")
         if "hf_" in text or "sk-" in text or "gh" in text:
-            text = _TOKENS.sub(lambda m: self.secret(m.group(0)), text)
+            text = R.TOKENS.sub(lambda m: self.secret(m.group(0)), text)
         if "bearer" in low or "basic" in low or "token" in low:
-            text = _AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
+            text = R.AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
         if "authorization" in low or "api-key" in low or "auth-token" in low:
-            text = _HEADER.sub(self._header, text)
+            text = R.HEADER.sub(self._header, text)
         if "--" in text:
-            text = _OPTION.sub(self._option, text)
-            text = _LISTED_OPTION.sub(self._listed_option, text)
+            text = R.OPTION.sub(self._option, text)
+            text = R.LISTED_OPTION.sub(self._listed_option, text)
         if any(w in low for w in ("token", "key", "secret", "passw", "pwd", "credential")):
-            text = _NAMED.sub(self._named, text)
+            text = R.NAMED.sub(self._named, text)
         if "=" in text and ("?" in text or "&" in text):
-            text = _QUERY.sub(self._query, text)
+            text = R.QUERY.sub(self._query, text)
         return text
 
     def _names(self, text: str, low: str) -> str:
         """Host names, users, MAC and IP addresses (after the secrets, so a URL's credentials are gone)."""
         if "://" in text:
-            text = _URL_HOST.sub(self._url_host, text)
+            text = R.URL_HOST.sub(self._url_host, text)
         homes = "/home/" in text or "users" in low
-        for home in _HOME.finditer(text) if homes else ():  # a user named by a home path: replaced everywhere
-            if home.group(2).lower() not in GENERIC_USERS and not _PLACEHOLDER.fullmatch(home.group(2)):
+        for home in R.HOME.finditer(text) if homes else ():  # a user named by a home path: replaced everywhere
+            if home.group(2).lower() not in GENERIC_USERS and not R.PLACEHOLDER.fullmatch(home.group(2)):
                 self.add_literal(home.group(2), "user")
         text = self._sub_literals(text, only=None)
         if homes:
-            text = _HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
+            text = R.HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
         if ":" in text or "-" in text:
-            text = _MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
+            text = R.MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
         if ":" in text:
-            text = _IPV6.sub(self._ipv6, text)
-        return _IPV4.sub(self._ipv4, text)
+            text = R.IPV6.sub(self._ipv6, text)
+        return R.IPV4.sub(self._ipv4, text)
 
     def _header(self, m: re.Match[str]) -> str:
         value = m.group(3).strip()
-        return m.group(0) if _PLACEHOLDER.search(value) else m.group(1) + m.group(2) + self.secret(value)
+        return m.group(0) if R.PLACEHOLDER.search(value) else m.group(1) + m.group(2) + self.secret(value)
 
     def _url_host(self, m: re.Match[str]) -> str:
         host = m.group(2)
         low = host.lower().rstrip(".")
-        if _PLACEHOLDER.fullmatch(host) or low == "localhost" or re.fullmatch(r"[\d.]+|\[[0-9a-f:.]*\]", low):
+        if R.PLACEHOLDER.fullmatch(host) or low == "localhost" or re.fullmatch(r"[\d.]+|\[[0-9a-f:.]*\]", low):
             return m.group(0)  # IPs are handled (and loopback kept) by the IP rules
-        if any(low == h or low.endswith("." + h) for h in PUBLIC_HOSTS):
+        if any(low == h or low.endswith("." + h) for h in R.PUBLIC_HOSTS):
             return m.group(0)
         if "_" in host or ("." not in host and not m.group(3)):
             return m.group(0)  # not a DNS name (an nginx upstream), or a bare word without a port
@@ -214,12 +140,12 @@ class Redactor:
         return replacement
 
     def secret(self, value: str) -> str:
-        if not value or _PLACEHOLDER.fullmatch(value.strip("'\"")):
+        if not value or R.PLACEHOLDER.fullmatch(value.strip("'\"")):
             return value
         return self.placeholder("secret", value)
 
     def _user(self, name: str) -> str:
-        if _PLACEHOLDER.fullmatch(name) or name.lower() in GENERIC_USERS:
+        if R.PLACEHOLDER.fullmatch(name) or name.lower() in GENERIC_USERS:
             return name
         self.add_literal(name, "user")  # so the bare name is caught later in this bundle too
         return self.placeholder("user", name)
@@ -250,14 +176,14 @@ class Redactor:
         if not is_secret_name(m.group("name")):
             return m.group(0)
         value = m.group("value")
-        if value.startswith("[") and value.endswith("]") and not _PLACEHOLDER.fullmatch(value):
+        if value.startswith("[") and value.endswith("]") and not R.PLACEHOLDER.fullmatch(value):
             inner = re.sub(
                 r"'([^']*)'|\"([^\"]*)\"",
                 lambda q: q.group(0)[0] + self.secret(q.group(1) or q.group(2) or "") + q.group(0)[0],
                 value,
             )
             new = inner
-        elif value.strip("'\"").lower() in NOT_SECRET_VALUES:
+        elif value.strip("'\"").lower() in R.NOT_SECRET_VALUES:
             new = value
         else:
             new = self._quoted_secret(value)
@@ -341,7 +267,7 @@ class Redactor:
         if isinstance(obj, Mapping):
             out = {}
             for key, value in obj.items():
-                if is_secret_name(str(key)) and isinstance(value, str) and value.lower() not in NOT_SECRET_VALUES:
+                if is_secret_name(str(key)) and isinstance(value, str) and value.lower() not in R.NOT_SECRET_VALUES:
                     out[self.text(str(key))] = self.secret(value)
                 else:
                     out[self.text(str(key))] = self.data(value)
