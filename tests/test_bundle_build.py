@@ -304,3 +304,13 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
     assert all(re.fullmatch(r"[A-Z_]+=\[secret-\d+\]", e) for e in inspect["Config"]["Env"])
     assert_no_seed(gzip.decompress(result.path.read_bytes()))
     assert os.environ.get("HF_TOKEN") != env["HF_TOKEN"]
+
+
+def test_host_only_bundle_without_a_build_dir(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)  # no ./build here
+    code, out, _ = run_cli("bundle", "--json")
+    result = json.loads(out)
+    assert code == 0 and re.fullmatch(r"tqdeploy-bundle-\d{8}T\d{6}Z\.tar\.gz", result["path"])
+    status = {c["name"]: c["status"] for c in result["collectors"]}
+    assert status["doctor"] == "ok" and status["spec"] == "absent" and status["state"] == "absent"
+    assert (tmp_path / result["path"].replace(".tar.gz", ".mapping.json")).stat().st_mode & 0o777 == 0o600
