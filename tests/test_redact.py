@@ -89,7 +89,8 @@ def test_headers_tokens_urls_and_private_keys():
         "curl -H 'Authorization: Bearer SEEDbearer12345678' -H 'X-Api-Key: SEEDxapi' "
         "https://SEEDuser:SEEDp@ss@mirror.seedcorp.internal:8443/api?token=SEEDquery&rev=main "
         "http://bad url://SEEDu2:SEEDp2@[not-a-host/ gh ghp_SEEDgithubtoken0123456789 "
-        "OPENAI_API_KEY=sk-proj-SEEDopenai01234567 DB_PASSWORD='SEED pw'\n"
+        "OPENAI_API_KEY=sk-proj-SEEDopenai01234567 DB_PASSWORD='SEED pw' jwt eyJSEEDhdr0123.eyJSEEDbody01.SEEDsig0123 "
+        "aws AKIASEEDAAAAAAAAAAAA\n"
         "-----BEGIN RSA PRIVATE KEY-----\nSEEDkeymaterial\n-----END RSA PRIVATE KEY-----\nafter"
     )
     out = r.text(text)

@@ -87,7 +87,7 @@ class Redactor:
         if "://" in text:
             text = R.URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
         text = self._sub_literals(text, only="secret")
-        if "hf_" in text or "sk-" in text or "gh" in text:
+        if any(t in text for t in ("hf_", "sk-", "gh", "eyJ", "AKIA")):
             text = R.TOKENS.sub(lambda m: self.secret(m.group(0)), text)
         if "bearer" in low or "basic" in low or "token" in low:
             text = R.AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)

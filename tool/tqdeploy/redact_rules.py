@@ -46,7 +46,11 @@ PLACEHOLDER = re.compile(r"\[[a-z0-9]+-\d+\]|\*{3,}|<redacted>|\[private-key dro
 PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?:.*?-----END [A-Z0-9 ]*PRIVATE KEY-----|.*\Z)", re.S)
 URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^\s/'\"<>]*)@")
 URL_HOST = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://(?:[^\s/@'\"<>]*@)?)([\w.\-]+|\[[0-9a-f:.]+\])(:\d+)?")
-TOKENS = re.compile(r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,})\b")
+# Hugging Face, OpenAI-style, GitHub tokens, JWTs (eyJ...), AWS access key ids
+TOKENS = re.compile(
+    r"\b(?:hf_[A-Za-z0-9]{16,}|sk-[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}|AKIA[0-9A-Z]{16})\b"
+)
 AUTH_SCHEME = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/=\-]{8,})")
 HEADER = re.compile(
     r"(?i)\b(authorization|proxy-authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)([^\r\n'\"]+)"
