@@ -32,7 +32,7 @@ def up(
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
         if not value > 0:
             raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
-    with ProgressLine(enabled=not as_json) as progress:
+    with ProgressLine() as progress:  # stderr: stdout stays the result, JSON or not
         result = start(
             build_dir,
             python=python,

@@ -152,7 +152,9 @@ def classify_log(lines: list[str], ctx: StartContext) -> Finding | None:
         for id_, pattern, build in SIGNATURES:
             m = pattern.search(line)
             if m:
-                title, evidence, remediation = build(m, line.strip()[-400:], ctx)
+                title, evidence, remediation = build(m, line.strip(), ctx)
+                if "line" in evidence:
+                    evidence["line"] = evidence["line"][-400:]
                 return _error(id_, title, evidence, remediation)
     return None
 

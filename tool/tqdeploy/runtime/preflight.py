@@ -113,8 +113,9 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
     gpus = gpu.gpu_memory()
     if not gpus:
         return []
-    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # type: ignore[index]  # 0.32 default
-    wanted = dep.spec["resources"]["gpus"] or [g["index"] for g in gpus][: dep.spec["vllm"]["tensor_parallel_size"]]  # type: ignore[index]
+    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # type: ignore[index]  # 0.32's default
+    listed = dep.spec["resources"]["gpus"]  # type: ignore[index]
+    wanted = [g["index"] for g in gpus] if listed == "all" else list(listed)
     out = []
     for g in gpus:
         if g["index"] not in wanted:

@@ -52,9 +52,15 @@ def write_shims(build_dir: Path, python: str) -> Path:
     return bin_dir
 
 
-def serve_env(build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None) -> dict[str, str]:
+def serve_env(
+    build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None, gpus: str | list[int] = "all"
+) -> dict[str, str]:
     build_dir = Path(build_dir).resolve()
     env = dict(os.environ)
+    if isinstance(gpus, list) and gpus and "CUDA_VISIBLE_DEVICES" not in env:
+        # resources.gpus are NVML (PCI bus) indices; CUDA's default order may differ.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     cache = state_dir(build_dir) / "cache"
     env.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
     env.setdefault("HF_HOME", str(cache / "huggingface"))

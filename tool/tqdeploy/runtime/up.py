@@ -122,6 +122,10 @@ def up(
     blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not force or f.id in preflight.HARD)]
     if blocking:
         return result
+    for f in result.findings:
+        if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
+            f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
+
     return _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress)
 
 
@@ -135,7 +139,7 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
     from tqdeploy.runtime.process import new_log, serve_env, start_supervisor
     from tqdeploy.runtime.wait import wait_ready
 
-    env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file)
+    env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file, dep.spec["resources"]["gpus"])
     log_path = new_log(dep.build_dir)
     baseline = gpu.gpu_memory()
     started, t0 = time.time(), time.monotonic()
