@@ -151,3 +151,19 @@ def test_no_nvml_means_no_gpu_section(monkeypatch):
 
     monkeypatch.setattr(nvml, "load_adapter", broken)
     assert gpu.gpu_memory() is None
+
+
+def test_kv_too_small_on_a_gpu_suggests_a_turboquant_dtype_that_fits_from_the_planner():
+    # vLLM's message (v1/core/kv_cache_utils.py) for a Llama-3.1-8B config with 2 GiB of KV memory left.
+    line = (
+        "ValueError: To serve at least one request with the model's max seq len (32768), (4.00 GiB KV cache is "
+        "needed, which is larger than the available KV cache memory (2.00 GiB). Based on the available memory, "
+        "the estimated maximum model length is 16384. Try increasing `gpu_memory_utilization`"
+    )
+    ctx = StartContext("/b", max_model_len=32768, model_dir=str(FIXTURES / "models" / "llama-3.1-8b"))
+    finding = classify_log([line], ctx)
+    assert finding.id == "TQ402" and finding.evidence["estimated_max_model_len"] == 16384
+    fits = finding.evidence["fits_with"]
+    assert fits["turboquant_4bit_nc"] >= 32768 and "bfloat16" not in fits
+    assert 'kv_cache_dtype = "turboquant_4bit_nc"' in finding.remediation
+    assert "max_model_len = 16384" in finding.remediation

@@ -24,13 +24,17 @@ TQDEPLOY = Path(sys.executable).parent / "tqdeploy"
 UP_TIMEOUT_S = 420
 
 
-def make_build(root: Path, *, extra_args: list[str] | None = None, max_model_len: int = 512) -> tuple[Path, int]:
+def make_build(
+    root: Path, *, extra_args: list[str] | None = None, max_model_len: int = 512, api_key_file: str | None = None
+) -> tuple[Path, int]:
     port = free_port()
     text = DEMO_SPEC.read_text()
     text = text.replace("port = 8000", f"port = {port}")
     text = text.replace("max_model_len = 512", f"max_model_len = {max_model_len}")
     if extra_args:
         text = text.replace("extra_args = []", "extra_args = " + json.dumps(extra_args))
+    if api_key_file:
+        text = text.replace("port = ", f'api_key_file = "{api_key_file}"\nport = ', 1)
     root.mkdir(parents=True, exist_ok=True)
     spec = root / "spec.toml"
     spec.write_text(text)

@@ -19,6 +19,7 @@ def up(
     python: str | None = typer.Option(
         None, "--python", help="Python that has vLLM (default: $TQDEPLOY_VLLM_PYTHON, else python3 on PATH)."
     ),
+    image: str | None = typer.Option(None, "--image", help="docker runtime: image to run (default: the lock's tag)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
@@ -27,8 +28,10 @@ def up(
     from tqdeploy.runtime import up as start
     from tqdeploy.runtime.progress import ProgressLine
 
-    if runtime != "process":
-        raise TQError(f"--runtime {runtime!r} is not available yet", "use --runtime process")
+    if runtime not in ("process", "docker"):
+        raise TQError(f"--runtime {runtime!r} is not a runtime", "use --runtime process or --runtime docker")
+    if image and runtime != "docker":
+        raise TQError("--image is for the docker runtime", "add --runtime docker, or drop --image")
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
         if not value > 0:
             raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
@@ -42,6 +45,8 @@ def up(
             force=force,
             on_progress=progress.update,
             on_doctor=progress.note,
+            runtime=runtime,
+            image=image,
         )
     emit(result, as_json)
     return result.exit_code

@@ -27,6 +27,7 @@ class StartContext:
     kv_cache_dtype: str | None = None
     gpu_memory_utilization: float | None = None
     model_dir: str | None = None
+    vllm_version: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -34,13 +35,19 @@ def _error(id_: str, title: str, evidence: dict[str, Any], remediation: str) -> 
     return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
 
 
-def _plan_hint(ctx: StartContext, max_len: int | None) -> str:
+def _plan_hint(ctx: StartContext, max_len: int | None, fits: list[tuple[str, int]]) -> str:
     model = ctx.model_dir or "MODEL"
-    dtype = "" if (ctx.kv_cache_dtype or "").startswith("turboquant") else " or a TurboQuant --kv-cache-dtype"
+    plan = f"`tqdeploy plan --model {model} --max-model-len {ctx.max_model_len or 'N'}` shows the KV tokens per dtype"
     fit = f"set vllm.max_model_len = {max_len}" if max_len else "lower vllm.max_model_len"
+    if fits:
+        dtype, tokens = fits[0]
+        keep = f'or keep it with kv_cache_dtype = "{dtype}" ({tokens:,} KV tokens in the same memory)'
+    elif (ctx.kv_cache_dtype or "").startswith("turboquant"):
+        keep = "or make room"
+    else:
+        keep = "or try a TurboQuant kv_cache_dtype"
     return (
-        f"{fit} in tqdeploy.toml{dtype} (`tqdeploy plan --model {model} --max-model-len "
-        f"{ctx.max_model_len or 'N'}` shows the KV tokens per dtype), or raise gpu_memory_utilization; "
+        f"{fit} in tqdeploy.toml, {keep}, or raise gpu_memory_utilization ({plan}); "
         "then `tqdeploy build` and `tqdeploy up` again"
     )
 
@@ -62,12 +69,20 @@ def _kv_small(m, line, ctx):
         r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \(([\d.]+)", line
     )
     evidence: dict[str, Any] = {"max_model_len": ctx.max_model_len, "estimated_max_model_len": max_len}
+    fits: list[tuple[str, int]] = []
     if need:
         evidence |= {"kv_needed_gib": float(need.group(1)), "kv_available_gib": float(need.group(2))}
+        if ctx.model_dir and ctx.max_model_len:
+            from tqdeploy.runtime.kvhint import fitting_dtypes
+
+            fits = fitting_dtypes(
+                ctx.model_dir, float(need.group(2)), ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype
+            )
+            evidence["fits_with"] = dict(fits)
     if "No available memory for the cache blocks" in line:
         evidence["line"] = line
-        return ("no memory left for the KV cache after the weights", evidence, _plan_hint(ctx, None))
-    return (f"KV cache too small for max-model-len {ctx.max_model_len}", evidence, _plan_hint(ctx, max_len))
+        return ("no memory left for the KV cache after the weights", evidence, _plan_hint(ctx, None, []))
+    return (f"KV cache too small for max-model-len {ctx.max_model_len}", evidence, _plan_hint(ctx, max_len, fits))
 
 
 def _free_memory(m, line, ctx):

@@ -73,22 +73,46 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     host, port = st.get("host"), st.get("port")
     if port is None and force:
         host, port = _spec_address(build_dir)
+    container = _stop_container(st, timeout, force, build_dir)
     report = stop_deployment(
         build_dir,
         st.get("pgid"),
         timeout,
-        server_pid=st.get("pid"),
+        server_pid=None if st.get("container_id") else st.get("pid"),
         host=host,
         port=port,
         gpu_baseline=st.get("gpu_baseline"),
     )
     result.report, result.log_path = report, st.get("log_path") or str(state.current_log(build_dir))
     result.findings += report.findings
+    if container.get("found"):
+        report.found.insert(0, {"container_id": container["id"], "title": "container"})
     if report.found:
         result.status = "stopped"
     if st or force:
         state.update_state(build_dir, phase="stopped", ready=False, stopped_at=time.time())
     return result
+
+
+def _stop_container(st: dict[str, Any], timeout: float, force: bool, build_dir: Path) -> dict[str, Any]:
+    """The docker runtime's container (by id, or with --force by the deployment label)."""
+    cid = st.get("container_id")
+    if not cid and not (force and _docker_here()):
+        return {}
+    from tqdeploy.runtime.container import LABEL, client, stop_container
+
+    if not cid:
+        found = client().containers.list(all=True, filters={"label": f"{LABEL}={state.deployment_marker(build_dir)}"})
+        if not found:
+            return {}
+        cid = found[0].id
+    return stop_container(cid, timeout) | {"id": cid}
+
+
+def _docker_here() -> bool:
+    import os
+
+    return os.path.exists("/var/run/docker.sock") or bool(os.environ.get("DOCKER_HOST"))
 
 
 def _spec_address(build_dir: Path) -> tuple[str | None, int | None]:

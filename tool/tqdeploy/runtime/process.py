@@ -77,6 +77,15 @@ def serve_env(
     return env
 
 
+def pump_env(build_dir: Path) -> dict[str, str]:
+    """Environment of the docker runtime's log pump: the marker, and tqdeploy importable."""
+    env = dict(os.environ)
+    env[MARKER_ENV] = deployment_marker(Path(build_dir).resolve())
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    return env
+
+
 def new_log(build_dir: Path) -> Path:
     """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
     directory = logs_dir(build_dir)

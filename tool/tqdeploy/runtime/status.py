@@ -55,7 +55,17 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
             "exit_code": None,
         }
         return StatusResult(str(build_dir), data)
-    live = procs.alive(st.get("pid")) or procs.alive(st.get("supervisor_pid"))
+    container = None
+    if st.get("container_id"):
+        from tqdeploy.runtime.container import container_facts
+
+        try:
+            container = container_facts(st["container_id"])
+        except Exception:  # no engine: the container cannot be live as far as we can tell
+            container = None
+        live = bool(container and container["status"] == "running")
+    else:
+        live = procs.alive(st.get("pid")) or procs.alive(st.get("supervisor_pid"))
     marker = state.deployment_marker(build_dir)
     members = procs.deployment_procs(marker, st.get("pgid")) if live else []
     health = http.health(st["base_url"]) if (probe and live and st.get("base_url")) else None
@@ -84,6 +94,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "spec_sha256": st.get("spec_sha256"),
         "processes": [p.to_dict() for p in members],
         "health": health,
+        "container": container,
         "gpus": gpu.gpu_memory() if probe else None,
     }
     return StatusResult(str(build_dir), data)

@@ -88,6 +88,7 @@ def start_context(dep: Deployment) -> StartContext:
         kv_cache_dtype=v["kv_cache_dtype"],
         gpu_memory_utilization=v["gpu_memory_utilization"],
         model_dir=str(dep.model_dir),
+        vllm_version=dep.spec.vllm_version,  # type: ignore[attr-defined]
     )
 
 
@@ -102,15 +103,17 @@ def up(
     grace: float = 20.0,
     on_progress: Callable[[str, float, str], None] | None = None,
     on_doctor: Callable[[str], None] | None = None,
+    runtime: str = "process",
+    image: str | None = None,
 ) -> UpResult:
     """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped)."""
     dep = load_deployment(build_dir)
-    result = UpResult(str(dep.build_dir), "process", "refused", dep.base_url, dep.served_model_name)
+    result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
     st = running_state(dep.build_dir)
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
         return result
-    vllm_python = preflight_python(python)
+    vllm_python = preflight_python(python) if runtime == "process" else None
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
@@ -126,7 +129,7 @@ def up(
         if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
 
-    return _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress)
+    return _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime, image)
 
 
 def preflight_python(python: str | None) -> str:
@@ -135,18 +138,50 @@ def preflight_python(python: str | None) -> str:
     return resolve_python(python)
 
 
-def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress) -> UpResult:
-    from tqdeploy.runtime.process import new_log, serve_env, start_supervisor
+def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):
+    """Start the server; (the detached supervisor or log pump, its process group, container id or None)."""
+    from tqdeploy.runtime.process import serve_env, start_supervisor
+
+    if runtime == "docker":
+        from tqdeploy.runtime.container import start_container
+        from tqdeploy.runtime.process import pump_env
+
+        container, pump = start_container(dep, image, log_path, pump_env(dep.build_dir), ulimits)
+        return pump, pump.pid, container.id
+    assert vllm_python is not None
+    env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file, dep.spec["resources"]["gpus"])  # type: ignore[index]
+    sup = start_supervisor(dep.build_dir, env, log_path)
+    return sup, sup.pid, None
+
+
+def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime="process", image=None):
+    from tqdeploy.runtime.process import new_log
     from tqdeploy.runtime.wait import wait_ready
 
-    env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file, dep.spec["resources"]["gpus"])
+    ulimits = None
+    if runtime == "docker":
+        from tqdeploy.runtime.container import engine_limits, ulimits_for_engine
+
+        ulimits, capped = ulimits_for_engine(engine_limits())
+        if capped:
+            result.findings.append(
+                Finding(
+                    "TQ423",
+                    Severity.WARN,
+                    "container ulimits capped at the Docker engine's own hard limits",
+                    capped,
+                    "raise dockerd's limits (systemd: LimitMEMLOCK=infinity, LimitNOFILE=1048576 in docker.service, "
+                    "then restart docker): vLLM pins host memory and opens many files",
+                    AREA,
+                )
+            )
     log_path = new_log(dep.build_dir)
     baseline = gpu.gpu_memory()
     started, t0 = time.time(), time.monotonic()
     previous = _previous_restarts(dep.build_dir)
     state.new_state(
         dep.build_dir,
-        runtime="process",
+        runtime=runtime,
         host=dep.host,
         port=dep.port,
         base_url=dep.base_url,
@@ -160,9 +195,17 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         python=vllm_python,
         gpu_baseline=baseline,
     )
-    sup = start_supervisor(dep.build_dir, env, log_path)
-    state.update_state(dep.build_dir, pgid=sup.pid, supervisor_pid=sup.pid)
-    result.pgid, result.log_path = sup.pid, str(log_path)
+    try:
+        sup, pgid, container_id = _launch(dep, runtime, image, vllm_python, log_path, ulimits)
+    except BaseException:
+        state.update_state(dep.build_dir, phase="failed")
+        raise
+    state.update_state(dep.build_dir, pgid=pgid, supervisor_pid=sup.pid, container_id=container_id)
+    if container_id:
+        from tqdeploy.runtime.container import container_facts
+
+        state.update_state(dep.build_dir, pid=(container_facts(container_id) or {}).get("pid"))
+    result.pgid, result.log_path = pgid, str(log_path)
     if not wait:
         result.status, result.phase = "started", "process"
         result.pid = _child_pid(dep.build_dir)
@@ -191,7 +234,12 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         result.findings.append(outcome.finding)
     from tqdeploy.runtime.stop import stop_deployment
 
-    report = stop_deployment(dep.build_dir, sup.pid, grace, server_pid=st.get("pid"), gpu_baseline=baseline)
+    if container_id:
+        from tqdeploy.runtime.container import stop_container
+
+        stop_container(container_id, grace)
+    server_pid = None if container_id else st.get("pid")
+    report = stop_deployment(dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline)
     result.findings += report.findings
     sup.wait(timeout=5)
     state.update_state(
