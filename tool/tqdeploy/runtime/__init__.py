@@ -1,2 +1,38 @@
-"""Runtimes that start what `tqdeploy build` rendered: the process runtime (serve.sh with a local vLLM) and
-the docker runtime (the built image through the Docker SDK), behind one interface."""
+"""Runtimes that start what `tqdeploy build` rendered, and stop it leaving nothing behind.
+
+The process runtime runs the rendered serve.sh with a local vLLM under a detached supervisor
+(`python -m tqdeploy.runtime.supervisor`, its own session and process group) that stamps every output
+line into BUILD_DIR/.tqdeploy/logs/ (format: tqdeploy.runtime.logstamp) and records the exit in state.
+
+Python API (for profile, bundle, connect):
+  up(build_dir, *, python=None, wait=True, timeout=900, stall_timeout=300, force=False) -> UpResult
+      pre-flight, start, wait until /health is 200 and /v1/models lists the served model; on failure the
+      classified TQ4xx finding is in .findings and nothing is left running. .to_dict(): tqdeploy.up/1.
+  down(build_dir, *, timeout=30, force=False) -> DownResult
+      SIGTERM to the group, SIGKILL after timeout, then anything carrying the deployment marker;
+      checks the port and (NVML) GPU memory. force: works with a corrupt or missing state.json.
+  status(build_dir) -> StatusResult      .to_dict(): tqdeploy.status/1 (live, ready, phase, uptime, GPUs)
+  read_state(build_dir) -> dict | None   state.json as written (tqdeploy.state/1); CorruptState if unreadable
+  state_dir(build_dir), current_log(build_dir), logs_dir(build_dir)   where things are
+"""
+
+from __future__ import annotations
+
+from tqdeploy.runtime.down import DownResult, down
+from tqdeploy.runtime.state import CorruptState, current_log, logs_dir, read_state, state_dir
+from tqdeploy.runtime.status import StatusResult, status
+from tqdeploy.runtime.up import UpResult, up
+
+__all__ = [
+    "CorruptState",
+    "DownResult",
+    "StatusResult",
+    "UpResult",
+    "current_log",
+    "down",
+    "logs_dir",
+    "read_state",
+    "state_dir",
+    "status",
+    "up",
+]

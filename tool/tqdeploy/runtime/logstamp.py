@@ -4,6 +4,7 @@ vLLM's own timestamps have one-second resolution and no year, so `up` stamps eac
 (`1764578703.123|INFO 12-01 08:05:03 [api_server.py:...] ...`). `profile` builds its timeline from these
 stamps; a raw vLLM log (no stamps, e.g. one attached to a bug report) still parses, without wall times.
 """
+
 from __future__ import annotations
 
 import re

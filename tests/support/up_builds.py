@@ -1,0 +1,99 @@
+"""Build directories of the tiny CPU demo for `tqdeploy up` tests, and the "nothing left" assertions.
+
+Each build is the embedded tiny-cpu-demo spec with a free port (and optional vLLM flags), rendered by the
+real `tqdeploy build`, with the tiny generated model copied where serve.sh expects it (models/tiny).
+The real CLI runs as a subprocess (`up` leaves a detached supervisor behind on purpose).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from support.vllm_server import CACHE, VLLM_PYTHON, free_port, tiny_model_dir
+
+REPO = Path(__file__).resolve().parents[2]
+DEMO_SPEC = REPO / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+TQDEPLOY = Path(sys.executable).parent / "tqdeploy"
+UP_TIMEOUT_S = 420
+
+
+def make_build(
+    root: Path, *, extra_args: list[str] | None = None, max_model_len: int = 512, api_key_file: str | None = None
+) -> tuple[Path, int]:
+    port = free_port()
+    text = DEMO_SPEC.read_text()
+    text = text.replace("port = 8000", f"port = {port}")
+    text = text.replace("max_model_len = 512", f"max_model_len = {max_model_len}")
+    if extra_args:
+        text = text.replace("extra_args = []", "extra_args = " + json.dumps(extra_args))
+    if api_key_file:
+        text = text.replace("port = ", f'api_key_file = "{api_key_file}"\nport = ', 1)
+    root.mkdir(parents=True, exist_ok=True)
+    spec = root / "spec.toml"
+    spec.write_text(text)
+    build = root / "build"
+    subprocess.run([str(TQDEPLOY), "build", str(spec), "--out", str(build)], check=True, capture_output=True)
+    shutil.copytree(tiny_model_dir(), build / "models" / "tiny", ignore=shutil.ignore_patterns(".complete"))
+    return build, port
+
+
+def env() -> dict[str, str]:
+    """The shared compile cache (warm starts are ~30 s shorter) and the CPU vLLM's python."""
+    e = dict(os.environ)
+    e["VLLM_CACHE_ROOT"] = str(CACHE / "vllm")
+    e["TQDEPLOY_VLLM_PYTHON"] = str(VLLM_PYTHON)
+    e["NO_COLOR"] = "1"
+    return e
+
+
+def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60) -> tuple[int, dict | None, str]:
+    """Run the real CLI; (exit code, parsed JSON stdout or None, stderr)."""
+    proc = subprocess.run([str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env())
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        data = None
+    return proc.returncode, data, proc.stderr + proc.stdout
+
+
+def live_members(build: Path, pgid: int | None = None) -> list[tuple[int, str]]:
+    """(pid, comm) of every live process in the group or carrying the deployment's marker."""
+    from tqdeploy.runtime.procs import deployment_procs
+    from tqdeploy.runtime.state import deployment_marker
+
+    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid)]
+
+
+def port_listening(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def assert_nothing_left(build: Path, pgid: int | None, port: int) -> None:
+    deadline = time.monotonic() + 10
+    while live_members(build, pgid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = live_members(build, pgid)
+    assert not left, f"processes left running: {left}"
+    vllm_any = [t for _, t in left if t.startswith("VLLM::")]
+    assert not vllm_any
+    assert not port_listening(port), f"port {port} still accepts connections"
+
+
+def kill_leftovers(build: Path) -> None:
+    """Last-resort cleanup of a failed test: the deployment's own processes, by pid."""
+    import signal
+
+    for pid, _ in live_members(build):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

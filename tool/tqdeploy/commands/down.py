@@ -1,0 +1,33 @@
+"""`tqdeploy down`: stop a deployment gracefully, then forcibly; check nothing is left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ORDER = 63
+
+
+def down(
+    build_dir: Path = typer.Argument(Path("build"), help="Build directory of the deployment."),
+    timeout: float = typer.Option(30.0, "--timeout", help="Seconds between SIGTERM and SIGKILL."),
+    force: bool = typer.Option(False, "--force", help="Also with a corrupt or missing state file (finds by marker)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.down/1)."),
+) -> int:
+    """Stop the deployment in BUILD_DIR (its whole process group) and prove nothing is left."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.output import emit
+    from tqdeploy.runtime import down as stop
+
+    if timeout < 0:
+        raise TQError(f"--timeout {timeout} must be 0 or more", "pass the grace period in seconds, e.g. 30")
+    if not Path(build_dir).is_dir():
+        raise TQError(f"{build_dir} is not a directory", "pass the build directory `tqdeploy up` started")
+    result = stop(build_dir, timeout=timeout, force=force)
+    emit(result, as_json)
+    return result.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    app.command("down")(down)

@@ -1,0 +1,35 @@
+"""`tqdeploy logs`: the deployment's server log (stamped by `up` as it read each line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ORDER = 62
+
+
+def logs(
+    build_dir: Path = typer.Argument(Path("build"), help="Build directory of the deployment."),
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines while the server runs."),
+    since: str | None = typer.Option(None, "--since", help="Only lines since: 30s, 5m, 2h, or an epoch time."),
+    stamps: bool = typer.Option(False, "--stamps", help="Prefix each line with the time tqdeploy read it (UTC)."),
+) -> int:
+    """Print the server log of BUILD_DIR's current (or last) run; earlier runs stay in .tqdeploy/logs/."""
+    import sys
+
+    from tqdeploy.runtime.logs import parse_since, read_lines
+
+    start = parse_since(since) if since else None
+    try:
+        for line in read_lines(build_dir, start, stamps, follow):
+            sys.stdout.write(line + "\n")
+            if follow:
+                sys.stdout.flush()
+    except BrokenPipeError:  # `tqdeploy logs | head`
+        pass
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command("logs")(logs)

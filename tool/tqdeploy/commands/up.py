@@ -1,0 +1,56 @@
+"""`tqdeploy up`: start what `tqdeploy build` rendered and wait until it serves."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ORDER = 60
+
+
+def up(
+    build_dir: Path = typer.Argument(Path("build"), help="Build directory `tqdeploy build` wrote."),
+    runtime: str = typer.Option("process", "--runtime", help="process (serve.sh with a local vLLM) | docker."),
+    wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until ready (default) or return once started."),
+    timeout: float = typer.Option(900.0, "--timeout", help="Seconds to wait for ready in all."),
+    stall_timeout: float = typer.Option(300.0, "--stall-timeout", help="Fail when no log line came for this long."),
+    force: bool = typer.Option(False, "--force", help="Start despite doctor errors or a build that drifted."),
+    python: str | None = typer.Option(
+        None, "--python", help="Python that has vLLM (default: $TQDEPLOY_VLLM_PYTHON, else python3 on PATH)."
+    ),
+    image: str | None = typer.Option(None, "--image", help="docker runtime: image to run (default: the lock's tag)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
+) -> int:
+    """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.output import emit
+    from tqdeploy.runtime import up as start
+    from tqdeploy.runtime.progress import ProgressLine
+
+    if runtime not in ("process", "docker"):
+        raise TQError(f"--runtime {runtime!r} is not a runtime", "use --runtime process or --runtime docker")
+    if image and runtime != "docker":
+        raise TQError("--image is for the docker runtime", "add --runtime docker, or drop --image")
+    for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
+        if not value > 0:
+            raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
+    with ProgressLine() as progress:  # stderr: stdout stays the result, JSON or not
+        result = start(
+            build_dir,
+            python=python,
+            wait=wait,
+            timeout=timeout,
+            stall_timeout=stall_timeout,
+            force=force,
+            on_progress=progress.update,
+            on_doctor=progress.note,
+            runtime=runtime,
+            image=image,
+        )
+    emit(result, as_json)
+    return result.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    app.command("up")(up)

@@ -1,0 +1,240 @@
+"""Why a start failed, read from vLLM's own messages in its log: one TQ4xx finding with evidence and the fix.
+
+Each signature cites where vLLM prints it (vllm/ of 0.32.0 unless noted). The most specific match wins;
+"engine core died" and a bare exit code are the fallbacks when vLLM said nothing more precise.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdeploy.findings import Finding, Severity
+
+AREA = "runtime"
+
+
+@dataclass
+class StartContext:
+    """What the classifier may quote in a remedy."""
+
+    build_dir: str
+    port: int | None = None
+    host: str = "127.0.0.1"
+    max_model_len: int | None = None
+    kv_cache_dtype: str | None = None
+    gpu_memory_utilization: float | None = None
+    model_dir: str | None = None
+    vllm_version: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _error(id_: str, title: str, evidence: dict[str, Any], remediation: str) -> Finding:
+    return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
+
+
+def _plan_hint(ctx: StartContext, max_len: int | None, fits: list[tuple[str, int]]) -> str:
+    model = ctx.model_dir or "MODEL"
+    plan = f"`tqdeploy plan --model {model} --max-model-len {ctx.max_model_len or 'N'}` shows the KV tokens per dtype"
+    fit = f"set vllm.max_model_len = {max_len}" if max_len else "lower vllm.max_model_len"
+    if fits:
+        dtype, tokens = fits[0]
+        keep = f'or keep it with kv_cache_dtype = "{dtype}" ({tokens:,} KV tokens in the same memory)'
+    elif (ctx.kv_cache_dtype or "").startswith("turboquant"):
+        keep = "or make room"
+    else:
+        keep = "or try a TurboQuant kv_cache_dtype"
+    return (
+        f"{fit} in tqdeploy.toml, {keep}, or raise gpu_memory_utilization ({plan}); "
+        "then `tqdeploy build` and `tqdeploy up` again"
+    )
+
+
+# (id, pattern, builder(match, line, ctx) -> (title, evidence, remediation))
+def _port(m, line, ctx):
+    return (
+        f"port {ctx.port} on {ctx.host} is already in use",
+        {"port": ctx.port, "line": line},
+        f"stop what listens on {ctx.host}:{ctx.port} (`ss -ltnp 'sport = :{ctx.port}'`) or set server.port "
+        "in tqdeploy.toml and build again",
+    )
+
+
+def _kv_small(m, line, ctx):
+    est = re.search(r"estimated maximum model length is (\d+)", line)
+    max_len = int(est.group(1)) if est else None
+    need = re.search(
+        r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \(([\d.]+)", line
+    )
+    evidence: dict[str, Any] = {"max_model_len": ctx.max_model_len, "estimated_max_model_len": max_len}
+    fits: list[tuple[str, int]] = []
+    if need:
+        evidence |= {"kv_needed_gib": float(need.group(1)), "kv_available_gib": float(need.group(2))}
+        if ctx.model_dir and ctx.max_model_len:
+            from tqdeploy.runtime.kvhint import fitting_dtypes
+
+            fits = fitting_dtypes(
+                ctx.model_dir, float(need.group(2)), ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype
+            )
+            evidence["fits_with"] = dict(fits)
+    if "No available memory for the cache blocks" in line:
+        evidence["line"] = line
+        return ("no memory left for the KV cache after the weights", evidence, _plan_hint(ctx, None, []))
+    return (f"KV cache too small for max-model-len {ctx.max_model_len}", evidence, _plan_hint(ctx, max_len, fits))
+
+
+def _free_memory(m, line, ctx):
+    return (
+        "free memory at start-up is below gpu_memory_utilization",
+        {"gpu_memory_utilization": ctx.gpu_memory_utilization, "line": line},
+        "stop the processes holding GPU memory (`tqdeploy status` / `nvidia-smi` list them) or lower "
+        "vllm.gpu_memory_utilization in tqdeploy.toml (on the CPU build it is the share of RAM), then build again",
+    )
+
+
+def _simple(title: str, remediation: str):
+    def build(m, line, ctx):
+        return title, {"line": line}, remediation.format(ctx=ctx)
+
+    return build
+
+
+SIGNATURES: list[tuple[str, re.Pattern[str], Any]] = [
+    # entrypoints/launchers: 0.32 binds the API socket before the engine starts; older ones after (#7514)
+    ("TQ401", re.compile(r"\[Errno 98\]|Address already in use"), _port),
+    # v1/core/kv_cache_utils.py _check_enough_kv_cache_memory
+    (
+        "TQ402",
+        re.compile(
+            r"estimated maximum model length is|KV cache is needed, which is larger than"
+            r"|No available memory for the cache blocks"
+        ),
+        _kv_small,
+    ),
+    # v1/worker/utils.py (GPU), v1/worker/cpu_worker.py (CPU)
+    ("TQ403", re.compile(r"on startup is less than desired (?:GPU|CPU) memory utilization"), _free_memory),
+    # torch.OutOfMemoryError, v1/worker/gpu_model_runner.py
+    (
+        "TQ404",
+        re.compile(r"CUDA out of memory|OutOfMemoryError"),
+        _simple(
+            "CUDA out of memory during start-up",
+            "lower vllm.gpu_memory_utilization, max_num_seqs or max_model_len (or add --enforce-eager to skip CUDA "
+            "graphs) in tqdeploy.toml, free the GPU, then build and up again",
+        ),
+    ),
+    # argparse (vllm/utils/argparse_utils.py FlexibleArgumentParser): "<prog>: error: ..."
+    (
+        "TQ405",
+        re.compile(r": error: (?:unrecognized arguments|argument |the following arguments)"),
+        _simple(
+            "vLLM rejected a command-line flag",
+            "fix vllm.extra_args in tqdeploy.toml (`tqdeploy lint --file {ctx.build_dir}/serve.sh` checks the flags "
+            "against this vLLM's parser), then `tqdeploy build` again",
+        ),
+    ),
+    # platforms/cuda.py "No valid attention backend found"; v1/attention/backend.py "kv_cache_dtype not
+    # supported"; 0.25.0 turboquant/config.py "Unknown TurboQuant cache dtype" (hybrids, issue #50709)
+    (
+        "TQ406",
+        re.compile(
+            r"No valid attention backend found|kv_cache_dtype not supported"
+            r"|Unknown TurboQuant cache dtype|Invalid attention backend"
+        ),
+        _simple(
+            "the KV-cache dtype or attention backend is not supported here",
+            "pick a kv_cache_dtype this platform and model support (`tqdeploy doctor --kv-cache-dtype ...` and "
+            "`tqdeploy plan` list them), drop --attention-backend from extra_args, then build again",
+        ),
+    ),
+]
+
+# v1/engine/utils.py "Engine core initialization failed"; v1/utils.py "Engine core process ... died
+# unexpectedly"; v1/executor/multiproc_executor.py "Worker proc ... died unexpectedly"; EngineDeadError
+_ENGINE_DIED = re.compile(
+    r"Engine core initialization failed|died unexpectedly|EngineDeadError"
+    r"|WorkerProc initialization failed"
+)
+# The last exception line of a traceback names the root cause when nothing above matched.
+_EXCEPTION = re.compile(r"^(?:\([^)]*\) )?(?:ERROR [^\]]*\] )?\s*([A-Za-z_.]*(?:Error|Exception)): (.+)$")
+
+
+def classify_log(lines: list[str], ctx: StartContext) -> Finding | None:
+    """The first specific signature found in the log (earliest line), else None."""
+    for line in lines:
+        for id_, pattern, build in SIGNATURES:
+            m = pattern.search(line)
+            if m:
+                title, evidence, remediation = build(m, line.strip(), ctx)
+                if "line" in evidence:
+                    evidence["line"] = evidence["line"][-400:]
+                return _error(id_, title, evidence, remediation)
+    return None
+
+
+def root_cause(lines: list[str]) -> str | None:
+    for line in reversed(lines):
+        m = _EXCEPTION.match(line.strip())
+        if m and "died unexpectedly" not in line:
+            return f"{m.group(1)}: {m.group(2)}"[:400]
+    return None
+
+
+def classify_exit(lines: list[str], exit_code: int | None, ctx: StartContext) -> Finding:
+    """A start that ended with the process gone: the most specific finding for it."""
+    specific = classify_log(lines, ctx)
+    if specific is not None:
+        specific.evidence["exit_code"] = exit_code
+        return specific
+    cause = root_cause(lines)
+    engine_died = any(_ENGINE_DIED.search(line) for line in lines)
+    log_hint = f"read {ctx.build_dir}/.tqdeploy/logs/server.log (`tqdeploy logs {ctx.build_dir}`)"
+    if exit_code == 66:  # serve.sh: model missing
+        return _error(
+            "TQ412",
+            "the model is missing where serve.sh expects it",
+            {"exit_code": 66},
+            f"run {ctx.build_dir}/download.sh (or `tqdeploy download`), or point TQ_MODEL_DIR at it",
+        )
+    if exit_code == 67:  # serve.sh: API key file missing or empty
+        return _error(
+            "TQ413",
+            "the API key file is missing or empty",
+            {"exit_code": 67},
+            "write the key into the file server.api_key_file names (never on the command line)",
+        )
+    if exit_code is not None and exit_code < 0:
+        name = signal.Signals(-exit_code).name if -exit_code in signal.Signals._value2member_map_ else str(-exit_code)
+        evidence = {"signal": name, "exit_code": exit_code}
+        oom = "; SIGKILL with no stop request is most often the kernel's OOM killer (`dmesg | grep -i oom`)"
+        return _error(
+            "TQ408",
+            f"vLLM was killed by {name} during start-up",
+            evidence,
+            "give the host more memory or lower vllm.gpu_memory_utilization / max_num_seqs" + oom
+            if name == "SIGKILL"
+            else f"find what sent {name}; {log_hint}",
+        )
+    if engine_died:
+        evidence = {"exit_code": exit_code, "root_cause": cause}
+        return _error(
+            "TQ407",
+            "the engine core process died during start-up",
+            evidence,
+            f"fix the root cause the log shows above the engine failure; {log_hint}",
+        )
+    if exit_code == 0:  # vllm#48966: the server can exit 0 after its engine died
+        return _error(
+            "TQ411",
+            "vLLM exited with code 0 before it was ready",
+            {"exit_code": 0, "root_cause": cause},
+            f"an exit 0 during start-up is a failure (vLLM issue #48966); {log_hint}",
+        )
+    return _error(
+        "TQ419",
+        f"vLLM exited with code {exit_code} during start-up",
+        {"exit_code": exit_code, "root_cause": cause},
+        log_hint,
+    )

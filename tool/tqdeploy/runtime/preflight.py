@@ -1,0 +1,142 @@
+"""Checks before anything loads: build drift, the doctor, port, model, key file, free GPU memory.
+
+Each problem is a finding; errors block `up` unless --force (a taken port, a missing model or key file
+block even then: vLLM would only fail later, after loading weights).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime import gpu
+from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.stop import port_free
+
+# Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
+GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
+HARD = {"TQ401", "TQ412", "TQ413"}
+
+
+def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) -> Finding:
+    return Finding(id_, sev, title, evidence, fix, AREA)
+
+
+def drift_finding(dep: Deployment) -> Finding | None:
+    from tqdeploy.render.lock import verify
+
+    drift = verify(dep.build_dir)
+    if not (drift["modified"] or drift["missing"]):
+        return None
+    return _f(
+        "TQ418",
+        Severity.ERROR,
+        "the build directory no longer matches its lock",
+        drift,
+        f"run `tqdeploy build --out {dep.build_dir}` again (or `up --force` to start it as it is)",
+    )
+
+
+def doctor_summary(dep: Deployment) -> tuple[Finding, str]:
+    """One finding and one summary line for the doctor's verdict on this host."""
+    try:
+        from tqdeploy.doctor import run_doctor
+
+        result = run_doctor(vllm_version=dep.spec.vllm_version, offline=True)  # type: ignore[attr-defined]
+    except Exception as err:  # an unknown vLLM version, a probe that broke: not a reason to refuse
+        return _f(
+            "TQ417",
+            Severity.WARN,
+            "the doctor could not run",
+            {"error": str(err)[:300]},
+            "run `tqdeploy doctor` to see why",
+        ), "doctor: could not run"
+    relevant = [f for f in result.findings if not (dep.variant == "cpu" and f.area in GPU_ONLY_AREAS)]
+    errors = [f for f in relevant if f.severity == Severity.ERROR]
+    warns = [f for f in relevant if f.severity == Severity.WARN]
+    line = f"doctor: {len(errors)} error(s), {len(warns)} warning(s)"
+    if errors:
+        line += " (" + ", ".join(f"{f.id} {f.title}" for f in errors[:3]) + ")"
+    sev = Severity.ERROR if errors else Severity.OK
+    fix = "fix them (`tqdeploy doctor`, `tqdeploy explain ID`) or start anyway with --force" if errors else ""
+    return _f("TQ417", sev, line, {"errors": [f.id for f in errors], "warnings": [f.id for f in warns]}, fix), line
+
+
+def host_findings(dep: Deployment) -> list[Finding]:
+    out = []
+    if not port_free(dep.host, dep.port):
+        out.append(
+            _f(
+                "TQ401",
+                Severity.ERROR,
+                f"port {dep.port} on {dep.host} is already in use",
+                {"port": dep.port},
+                f"stop what listens there (`ss -ltnp 'sport = :{dep.port}'`) or set server.port in tqdeploy.toml "
+                "and build again",
+            )
+        )
+    if not (dep.model_dir / "config.json").is_file():
+        how = "./download.sh" if (dep.build_dir / "download.sh").is_file() else "`tqdeploy download`"
+        out.append(
+            _f(
+                "TQ412",
+                Severity.ERROR,
+                f"model missing: {dep.model_dir} has no config.json",
+                {"model_dir": str(dep.model_dir)},
+                f"run {how} in {dep.build_dir} (or put the model at {dep.model_dir}, or set TQ_MODEL_DIR)",
+            )
+        )
+    if dep.api_key_file is not None:
+        try:
+            present = dep.api_key_file.stat().st_size > 0
+        except OSError:
+            present = False
+        if not present:
+            out.append(
+                _f(
+                    "TQ413",
+                    Severity.ERROR,
+                    f"API key file {dep.api_key_file} is missing or empty",
+                    {"api_key_file": str(dep.api_key_file), "present": False},
+                    "write the key into that file (chmod 600); it is never put on the command line",
+                )
+            )
+    out += gpu_findings(dep)
+    return out
+
+
+def gpu_findings(dep: Deployment) -> list[Finding]:
+    """vLLM refuses to start when free memory < gpu_memory_utilization x total (v1/worker/utils.py)."""
+    if dep.variant == "cpu":
+        return []
+    gpus = gpu.gpu_memory()
+    if not gpus:
+        return []
+    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # type: ignore[index]  # 0.32's default
+    listed = dep.spec["resources"]["gpus"]  # type: ignore[index]
+    wanted = [g["index"] for g in gpus] if listed == "all" else list(listed)
+    out = []
+    for g in gpus:
+        if g["index"] not in wanted:
+            continue
+        need = util * g["total_mib"]
+        if g["free_mib"] < need:
+            holders = [{"pid": p["pid"], "used_mib": p["used_mib"], "name": _name(p["pid"])} for p in g["processes"]]
+            out.append(
+                _f(
+                    "TQ403",
+                    Severity.ERROR,
+                    f"GPU {g['index']}: {g['free_mib']} MiB free, needs {util} x {g['total_mib']} MiB",
+                    {"gpu": g["index"], "free_mib": g["free_mib"], "needed_mib": int(need), "holders": holders},
+                    "stop the processes holding it (pids in evidence) or lower vllm.gpu_memory_utilization",
+                )
+            )
+    return out
+
+
+def _name(pid: int) -> str | None:
+    from tqdeploy.runtime.procs import read_proc
+
+    proc = read_proc(pid)
+    return proc.title if proc else None

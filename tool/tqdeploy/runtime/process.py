@@ -1,0 +1,125 @@
+"""The process runtime: run the rendered serve.sh with a local vLLM under the detached supervisor.
+
+serve.sh's documented overrides point it at this host: TQ_MODEL_DIR (the model under the build dir),
+TQ_API_KEY_FILE (the spec's key file). VLLM_CACHE_ROOT and HF_HOME default to BUILD_DIR/.tqdeploy/cache/
+unless the environment sets them (profile clears that cache for a cold start). The chosen vLLM python
+runs as `python3` (the CPU build's command) and behind a `vllm` shim (the GPU build's `vllm serve`), first
+in PATH: a vLLM installed with `pip --target` plus PYTHONPATH has no console script of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+from tqdeploy.runtime.state import MARKER_ENV, deployment_marker, logs_dir, state_dir
+from tqdeploy.runtime.supervisor import CHILD_PYTHONPATH_ENV
+
+PYTHON_ENV = "TQDEPLOY_VLLM_PYTHON"
+
+
+def resolve_python(python: str | None) -> str:
+    """--python, else $TQDEPLOY_VLLM_PYTHON, else python3 on PATH; an absolute path, symlinks kept (a venv)."""
+    choice = python or os.environ.get(PYTHON_ENV) or "python3"
+    found = shutil.which(choice) if os.sep not in choice else (choice if os.access(choice, os.X_OK) else None)
+    if not found:
+        raise TQError(
+            f"vLLM python {choice!r} not found or not executable",
+            f"pass --python /path/to/python (the interpreter that has vLLM) or set {PYTHON_ENV}",
+        )
+    return os.path.abspath(found)
+
+
+def write_shims(build_dir: Path, python: str) -> Path:
+    """BUILD/.tqdeploy/bin with `python3` and `vllm` running the chosen interpreter."""
+    bin_dir = state_dir(build_dir) / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    shims = {"python3": f'exec "{python}" "$@"\n'}
+    own_vllm = Path(python).parent / "vllm"
+    if own_vllm.is_file() and os.access(own_vllm, os.X_OK):
+        shims["vllm"] = f'exec "{own_vllm}" "$@"\n'
+    else:  # vllm.entrypoints.cli.main is what the console script calls
+        shims["vllm"] = f'exec "{python}" -m vllm.entrypoints.cli.main "$@"\n'
+    for name, body in shims.items():
+        path = bin_dir / name
+        path.write_text("#!/bin/sh\n" + body)
+        path.chmod(0o755)
+    return bin_dir
+
+
+def serve_env(
+    build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None, gpus: str | list[int] = "all"
+) -> dict[str, str]:
+    build_dir = Path(build_dir).resolve()
+    env = dict(os.environ)
+    if isinstance(gpus, list) and gpus and "CUDA_VISIBLE_DEVICES" not in env:
+        # resources.gpus are NVML (PCI bus) indices; CUDA's default order may differ.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
+    cache = state_dir(build_dir) / "cache"
+    env.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
+    env.setdefault("HF_HOME", str(cache / "huggingface"))
+    env.setdefault("TQ_MODEL_DIR", str(model_dir))
+    if api_key_file is not None:
+        env.setdefault("TQ_API_KEY_FILE", str(api_key_file))
+    env[MARKER_ENV] = deployment_marker(build_dir)
+    env["PYTHONUNBUFFERED"] = "1"  # lines reach the log (and the phase display) when printed
+    env["PATH"] = os.pathsep.join([str(write_shims(build_dir, python)), str(Path(python).parent), env.get("PATH", "")])
+    # The supervisor imports tqdeploy from wherever this process did; serve.sh gets the caller's PYTHONPATH.
+    env[CHILD_PYTHONPATH_ENV] = os.environ.get("PYTHONPATH", "")
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def pump_env(build_dir: Path) -> dict[str, str]:
+    """Environment of the docker runtime's log pump: the marker, and tqdeploy importable."""
+    env = dict(os.environ)
+    env[MARKER_ENV] = deployment_marker(Path(build_dir).resolve())
+    here = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def new_log(build_dir: Path) -> Path:
+    """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
+    directory = logs_dir(build_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    path = directory / f"server-{stamp}.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"server-{stamp}-{n}.log"
+    path.touch()
+    link = directory / "server.log"
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(path.name)
+    return path
+
+
+def start_supervisor(build_dir: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+    """The supervisor in its own session: it and everything serve.sh starts share one process group."""
+    build_dir = Path(build_dir).resolve()
+    err = open(logs_dir(build_dir) / "supervisor.err", "ab")
+    command = [sys.executable, "-m", "tqdeploy.runtime.supervisor", str(build_dir), str(log_path), "--"]
+    command += ["sh", str(build_dir / "serve.sh")]
+    try:
+        return subprocess.Popen(
+            command,
+            cwd=build_dir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=err,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        err.close()

@@ -1,0 +1,132 @@
+"""Deployment state under BUILD_DIR/.tqdeploy/: state.json (schema tqdeploy.state/1) and the logs.
+
+Two writers share state.json: `up`/`down` (phase, ready, findings) and the supervisor (child pid, exit
+code). Every write is a read-modify-write under an flock on state.lock and lands through a temp file
+renamed into place, so a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+
+SCHEMA = "tqdeploy.state/1"
+STATE_DIR = ".tqdeploy"
+# The marker every process of a deployment inherits; `down --force` finds them by it without state.json.
+MARKER_ENV = "TQDEPLOY_DEPLOYMENT"
+
+FIELDS: dict[str, Any] = {
+    "schema": SCHEMA,
+    "runtime": "process",
+    "pid": None,
+    "pgid": None,
+    "container_id": None,
+    "host": "127.0.0.1",
+    "port": None,
+    "base_url": None,
+    "served_model_name": None,
+    "spec_sha256": None,
+    "log_path": None,
+    "started_at": None,
+    "phase": "starting",
+    "ready": False,
+    "api_key_file": None,
+    "restarts": 0,
+    "last_error": None,
+}
+
+
+class CorruptState(TQError):
+    """state.json exists but cannot be read; `down --force` still finds the processes by their marker."""
+
+
+def state_dir(build_dir: Path) -> Path:
+    return Path(build_dir).resolve() / STATE_DIR
+
+
+def state_path(build_dir: Path) -> Path:
+    return state_dir(build_dir) / "state.json"
+
+
+def logs_dir(build_dir: Path) -> Path:
+    return state_dir(build_dir) / "logs"
+
+
+def current_log(build_dir: Path) -> Path:
+    return logs_dir(build_dir) / "server.log"
+
+
+def deployment_marker(build_dir: Path) -> str:
+    """Stable id of a deployment: a hash of its resolved build directory."""
+    return hashlib.sha256(str(Path(build_dir).resolve()).encode()).hexdigest()[:16]
+
+
+def read_state(build_dir: Path) -> dict[str, Any] | None:
+    """The state, None when there is none; CorruptState (exit 2) when the file cannot be read."""
+    path = state_path(build_dir)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CorruptState(
+            f"{path} is corrupt ({type(err).__name__}: {err})",
+            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
+        ) from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise CorruptState(
+            f"{path} is not a {SCHEMA} file",
+            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
+        )
+    return data
+
+
+@contextmanager
+def _locked(build_dir: Path):
+    directory = state_dir(build_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / "state.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _write(build_dir: Path, data: dict[str, Any]) -> None:
+    path = state_path(build_dir)
+    tmp = path.with_name(f".state.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def new_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
+    """Replace any earlier state with a fresh one (a new run)."""
+    data = dict(FIELDS) | fields
+    with _locked(build_dir):
+        _write(build_dir, data)
+    return data
+
+
+def update_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
+    """Merge fields into the current state (a corrupt or missing file starts from the defaults)."""
+    with _locked(build_dir):
+        try:
+            data = read_state(build_dir) or dict(FIELDS)
+        except CorruptState:
+            data = dict(FIELDS)
+        data.update(fields)
+        _write(build_dir, data)
+    return data
+
+
+def clear_state(build_dir: Path) -> None:
+    with _locked(build_dir):
+        state_path(build_dir).unlink(missing_ok=True)

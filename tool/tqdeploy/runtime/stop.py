@@ -1,0 +1,141 @@
+"""Stop a deployment and prove nothing is left: no process of its group or with its marker, no `VLLM::`
+process of it, its port free, and on GPU hosts the GPU memory back near what it was before `up`."""
+
+from __future__ import annotations
+
+import socket
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime import gpu, procs
+from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.state import deployment_marker
+
+# NVML reports a few MiB of jitter and the driver returns memory shortly after the process is gone.
+GPU_TOLERANCE_MIB = 512
+GPU_SETTLE_S = 10.0
+
+
+@dataclass
+class StopReport:
+    found: list[dict[str, Any]] = field(default_factory=list)
+    killed: list[dict[str, Any]] = field(default_factory=list)
+    left: list[dict[str, Any]] = field(default_factory=list)
+    port_free: bool | None = None
+    gpus: list[dict[str, Any]] | None = None
+    seconds: float = 0.0
+    findings: list[Finding] = field(default_factory=list)
+
+
+def port_free(host: str, port: int) -> bool:
+    """True when nothing listens: binding it succeeds (SO_REUSEADDR: TIME_WAIT sockets do not count)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def stop_deployment(
+    build_dir: Path,
+    pgid: int | None,
+    grace: float,
+    server_pid: int | None = None,
+    host: str | None = None,
+    port: int | None = None,
+    gpu_baseline: list[dict[str, Any]] | None = None,
+) -> StopReport:
+    t0 = time.monotonic()
+    marker = deployment_marker(build_dir)
+    server_alive = procs.alive(server_pid)
+    found, killed, left = procs.stop_procs(marker, pgid, grace)
+    report = StopReport([p.to_dict() for p in found], [p.to_dict() for p in killed], [p.to_dict() for p in left])
+    # vLLM children left without their API server, or outside the group: what a bare `kill PID` leaves.
+    strays = [
+        p for p in found if (server_pid and p.is_vllm and not server_alive) or (pgid is not None and p.pgid != pgid)
+    ]
+    if strays:
+        report.findings.append(
+            Finding(
+                "TQ415",
+                Severity.WARN,
+                "orphaned vLLM processes of this deployment were found and stopped",
+                {"processes": [p.to_dict() for p in strays], "server_pid": server_pid, "server_alive": server_alive},
+                "an EngineCore outlives a SIGKILLed API server (vLLM issue #55510): stop deployments with "
+                "`tqdeploy down`, which stops the whole group and then anything carrying the deployment's marker",
+            )
+        )
+    if left:
+        report.findings.append(
+            Finding(
+                "TQ415",
+                Severity.ERROR,
+                "processes of this deployment survived SIGKILL",
+                {"processes": report.left},
+                "a process in uninterruptible sleep (state D, often a GPU driver call) exits when the call returns; "
+                "if it does not, the GPU needs a reset (`nvidia-smi -r`) or the host a reboot",
+            )
+        )
+    if host and port:
+        report.port_free = _wait(lambda: port_free(host, port), 5.0)
+        if not report.port_free:
+            report.findings.append(
+                Finding(
+                    "TQ422",
+                    Severity.WARN,
+                    f"port {port} on {host} is still in use after stopping",
+                    {"host": host, "port": port},
+                    f"another process listens there now (`ss -ltnp 'sport = :{port}'`); `up` will refuse the port",
+                )
+            )
+    report.gpus = gpu.gpu_memory()
+    if report.gpus is not None and gpu_baseline:
+        report.gpus = _settle_gpu(gpu_baseline, report.gpus)
+        above = _above_baseline(gpu_baseline, report.gpus)
+        if above:
+            report.findings.append(
+                Finding(
+                    "TQ416",
+                    Severity.WARN,
+                    "GPU memory did not return to its level before `up`",
+                    {"gpus": above},
+                    "a process still holds it: `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` "
+                    "names it; stop it by pid",
+                )
+            )
+    for finding in report.findings:
+        finding.area = AREA
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _wait(check, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def _above_baseline(baseline: list[dict[str, Any]], now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    before = {g["index"]: g["used_mib"] for g in baseline}
+    return [
+        {"gpu": g["index"], "used_mib": g["used_mib"], "baseline_mib": before[g["index"]]}
+        for g in now
+        if g["index"] in before and g["used_mib"] > before[g["index"]] + GPU_TOLERANCE_MIB
+    ]
+
+
+def _settle_gpu(baseline: list[dict[str, Any]], now: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + GPU_SETTLE_S
+    while _above_baseline(baseline, now) and time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = gpu.gpu_memory() or now
+    return now

@@ -1,0 +1,68 @@
+"""Human views of up/down/status results (rich); the JSON forms are the results' to_dict()."""
+
+from __future__ import annotations
+
+from tqdeploy.output import render_findings
+
+
+def _problems(findings):
+    return [f for f in findings if f.severity.value in ("error", "warn")]
+
+
+def render_up(console, result) -> None:
+    if result.status == "ready":
+        console.print(
+            f"[green]ready[/green] {result.served_model_name} at {result.base_url} "
+            f"in {result.seconds_to_ready:.1f} s (pid {result.pid}, group {result.pgid})"
+        )
+    elif result.status == "started":
+        console.print(f"started {result.served_model_name} (group {result.pgid}); `tqdeploy status` follows it")
+    else:
+        console.print(f"[bold red]{result.status}[/bold red]: {result.build_dir} is not serving")
+    problems = _problems(result.findings)
+    if problems:
+        render_findings(console, problems, title="tqdeploy up", show_ok=False)
+    if result.log_path:
+        console.print(f"log: {result.log_path}")
+
+
+def render_down(console, result) -> None:
+    r = result.report
+    if result.status == "stopped" and r is not None:
+        forced = f", {len(r.killed)} needed SIGKILL" if r.killed else ""
+        console.print(f"stopped {len(r.found)} process(es) in {r.seconds:.1f} s{forced}; nothing left: {not r.left}")
+    else:
+        console.print(f"{result.build_dir}: nothing running")
+    if r is not None and r.port_free is not None:
+        console.print(f"port free: {r.port_free}")
+    if r is not None and r.gpus:
+        for g in r.gpus:
+            console.print(f"GPU {g['index']}: {g['used_mib']} / {g['total_mib']} MiB used")
+    problems = _problems(result.findings)
+    if problems:
+        render_findings(console, problems, title="tqdeploy down", show_ok=False)
+    if result.log_path:
+        console.print(f"logs kept: {result.log_path}")
+
+
+def render_status(console, result) -> None:
+    d = result.data
+    line = f"{result.build_dir}: {d['state']}"
+    if d["live"]:
+        line += f" (phase {d['phase']}, pid {d['pid']}, up {d['uptime_s']:.0f} s, health {d['health']})"
+    if d.get("base_url"):
+        line += f" {d['served_model_name']} at {d['base_url']}"
+    console.print(line)
+    if d.get("restarts"):
+        console.print(f"restarts: {d['restarts']}")
+    for p in d["processes"]:
+        console.print(f"  pid {p['pid']} {p['title']}")
+    for g in d.get("gpus") or []:
+        console.print(f"GPU {g['index']} {g['name']}: {g['used_mib']} / {g['total_mib']} MiB used")
+    err = d.get("last_error")
+    if err:
+        console.print(f"[red]last error[/red] {err['id']}: {err['title']}")
+        if err.get("remediation"):
+            console.print(f"  fix: {err['remediation']}")
+    if d.get("log_path"):
+        console.print(f"log: {d['log_path']}")

@@ -1,0 +1,137 @@
+"""Wait for a started deployment: ready (/health 200 and the served model in /v1/models), failed, or timed out.
+
+The phase comes from the stamped log (tqdeploy.runtime.phases); "no progress" means no new log line for
+stall_timeout seconds. The supervisor's exit record in state.json tells that vLLM is gone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime import http
+from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
+from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.phases import advance
+from tqdeploy.runtime.procs import alive
+from tqdeploy.runtime.state import read_state
+
+POLL_S = 0.5
+
+
+@dataclass
+class LogTail:
+    path: Path
+    offset: int = 0
+    lines: list[str] = field(default_factory=list)
+    last_new_at: float = field(default_factory=time.monotonic)
+
+    def read_new(self) -> list[str]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        end = data.rfind(b"\n") + 1
+        self.offset += end
+        new = [split(raw)[1] for raw in data[:end].decode("utf-8", errors="replace").splitlines()]
+        if new:
+            self.lines += new
+            self.last_new_at = time.monotonic()
+        return new
+
+
+@dataclass
+class WaitOutcome:
+    ready: bool
+    phase: str
+    seconds: float
+    finding: Finding | None = None
+    exit_code: int | None = None
+
+
+def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Finding:
+    return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
+
+
+def wait_ready(
+    build_dir: Path,
+    base_url: str,
+    served_name: str,
+    key: str | None,
+    ctx: StartContext,
+    *,
+    timeout: float,
+    stall_timeout: float,
+    log_path: Path,
+    started: float,
+    on_progress: Callable[[str, float, str], None] | None = None,
+) -> WaitOutcome:
+    tail = LogTail(log_path)
+    phase = "process"
+    while True:
+        for line in tail.read_new():
+            phase = advance(phase, line)
+        elapsed = time.monotonic() - started
+        last = tail.lines[-1] if tail.lines else ""
+        if on_progress:
+            on_progress(phase, elapsed, last)
+        state = read_state(build_dir) or {}
+        if state.get("exit_code") is not None:
+            time.sleep(POLL_S)  # the last lines of a dying process
+            tail.read_new()
+            finding = classify_exit(tail.lines, state["exit_code"], ctx)
+            return WaitOutcome(False, phase, elapsed, finding, state["exit_code"])
+        if not alive(state.get("supervisor_pid") or state.get("pgid")):
+            tail.read_new()
+            finding = classify_log(tail.lines, ctx) or _stop_finding(
+                "TQ408",
+                "the deployment's processes were killed during start-up (supervisor gone)",
+                {"pgid": state.get("pgid")},
+                "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
+            )
+            return WaitOutcome(False, phase, elapsed, finding)
+        if http.health(base_url) == 200:
+            models = http.served_models(base_url, key)
+            if models is not None and served_name in models:
+                return WaitOutcome(True, "ready", time.monotonic() - started)
+            if models is not None:
+                finding = _stop_finding(
+                    "TQ421",
+                    f"/v1/models does not list the served model {served_name!r}",
+                    {"listed": models},
+                    "another server answers on this port, or the build's served_name differs; check "
+                    "`tqdeploy status` and model.served_name",
+                )
+                return WaitOutcome(False, phase, elapsed, finding)
+        if elapsed > timeout:
+            return WaitOutcome(
+                False,
+                phase,
+                elapsed,
+                _stop_finding(
+                    "TQ409",
+                    f"not ready after {timeout:g} s (phase: {phase})",
+                    {"timeout_s": timeout, "phase": phase, "last_line": last[-300:]},
+                    "raise --timeout if the log is still moving (a cold start compiles and captures graphs), "
+                    f"else read `tqdeploy logs {ctx.build_dir}`",
+                ),
+            )
+        silent = time.monotonic() - tail.last_new_at
+        if silent > stall_timeout:
+            return WaitOutcome(
+                False,
+                phase,
+                elapsed,
+                _stop_finding(
+                    "TQ410",
+                    f"start-up stalled: no log line for {silent:.0f} s (phase: {phase})",
+                    {"stall_timeout_s": stall_timeout, "phase": phase, "last_line": last[-300:]},
+                    "a hung download, NCCL or compile step; read `tqdeploy logs`, fix it, or raise --stall-timeout",
+                ),
+            )
+        time.sleep(POLL_S)
