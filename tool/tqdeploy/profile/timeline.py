@@ -1,0 +1,195 @@
+"""Start-up timeline from a vLLM log: contiguous phases, each ending at a milestone line.
+
+Times come from, best first: tqdeploy's wall-clock stamps (runtime/logstamp.py, millisecond resolution),
+then vLLM's own "mm-dd HH:MM:SS" prefix (one second, no year). A phase vLLM reports a length for (weights,
+compile, graph capture) that is clearly shorter than the gap before it keeps only that length; the rest of
+the gap is "unattributed", shown, never folded into a neighbour.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from tqdeploy.profile import milestones as ms
+from tqdeploy.runtime.logstamp import split
+
+UNATTRIBUTED = "unattributed"
+# a reported length may differ from the one-second clock by up to a second either side
+_SLACK_S = {"stamp": 1.0, "vllm-clock": 2.0}
+
+
+@dataclass
+class Event:
+    key: str
+    phase: str
+    line_no: int
+    time: float | None  # seconds on the log's own clock (epoch for stamps)
+    source: str  # "stamp" | "vllm-clock" | "probe"
+    reported_s: float | None = None
+    text: str = ""
+
+
+@dataclass
+class Phase:
+    name: str
+    start_s: float
+    seconds: float
+    source: str
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "start_s": round(self.start_s, 3),
+            "seconds": round(self.seconds, 3),
+            "source": self.source,
+        }
+
+
+@dataclass
+class Timeline:
+    stamped: bool
+    origin: str  # what time 0 is
+    phases: list[Phase] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    untimed: list[str] = field(default_factory=list)  # phases the log shows but cannot time
+    compile_cache: str | None = None  # hit | miss | load-failed | none (eager)
+    weights: dict = field(default_factory=dict)
+
+    @property
+    def wall_seconds(self) -> float:
+        return max((p.start_s + p.seconds for p in self.phases), default=0.0)
+
+    @property
+    def attributed_fraction(self) -> float:
+        wall = self.wall_seconds
+        if wall <= 0:
+            return 1.0 if self.phases else 0.0
+        named = sum(p.seconds for p in self.phases if p.name != UNATTRIBUTED)
+        return named / wall
+
+
+def _vllm_clock(text: str) -> float | None:
+    m = ms.VLLM_CLOCK.search(text)
+    if m is not None:
+        mon, day, hh, mm, ss = (int(g) for g in m.groups())
+        return datetime(2000, mon, day, hh, mm, ss).timestamp()  # year unknown: only differences are used
+    m = ms.FULL_CLOCK.search(text)
+    if m is not None:
+        _, mon, day, hh, mm, ss, milli = (int(g) for g in m.groups())
+        return datetime(2000, mon, day, hh, mm, ss).timestamp() + milli / 1000
+    return None
+
+
+def find_events(lines: list[str]) -> tuple[list[Event], bool]:
+    """Milestone events in log order; (events, whether the log carries wall-clock stamps)."""
+    parsed = [split(line) for line in lines]
+    stamped = any(t is not None for t, _ in parsed)
+    events: list[Event] = []
+    pos = 0
+    for mile in ms.MILESTONES:
+        for i in range(pos, len(parsed)):
+            when, text = parsed[i]
+            match = mile.pattern.search(text)
+            if match is None:
+                continue
+            source = "stamp" if when is not None else "vllm-clock"
+            if when is None and not stamped:
+                when = _vllm_clock(text)
+            reported = None
+            if mile.duration_group is not None and match.group(mile.duration_group) is not None:
+                reported = float(match.group(mile.duration_group))
+            events.append(Event(mile.key, mile.phase, i, when, source, reported, text.strip()[:300]))
+            pos = i
+            break
+    return events, stamped
+
+
+def _origin(parsed: list[tuple[float | None, str]], stamped: bool, process_start: float | None):
+    if process_start is not None:
+        return process_start, "process start (launch time)"
+    for when, text in parsed:
+        t = when if stamped else _vllm_clock(text)
+        if t is not None:
+            return t, "first stamped log line" if stamped else "first vLLM log line (after imports)"
+    return None, "none"
+
+
+def build_timeline(
+    text: str, *, process_start: float | None = None, extra: list[Event] | None = None, weight_bytes: int | None = None
+) -> Timeline:
+    """The timeline of one start; `extra` adds events tqdeploy measured itself (first /health 200, first token)."""
+    lines = text.splitlines()
+    events, stamped = find_events(lines)
+    parsed = [split(line) for line in lines]
+    t0, origin = _origin(parsed, stamped, process_start)
+    events = [e for e in events if not (extra and e.key in {x.key for x in extra})] + list(extra or [])
+    timeline = Timeline(stamped=stamped, origin=origin, events=events)
+    timeline.compile_cache = compile_cache_state(text)
+    timeline.weights = weights_figures(text, events, weight_bytes)
+    if t0 is None:
+        timeline.untimed = [e.phase for e in events]
+        return timeline
+    prev = t0
+    for event in events:
+        if event.time is None:
+            timeline.untimed.append(event.phase)
+            continue
+        gap = max(0.0, event.time - prev)
+        start = prev - t0
+        slack = _SLACK_S.get(event.source, 1.0)
+        if event.reported_s is not None and gap > event.reported_s + slack:
+            lead = gap - event.reported_s
+            timeline.phases.append(Phase(UNATTRIBUTED, start, lead, event.source))
+            timeline.phases.append(Phase(event.phase, start + lead, event.reported_s, "log-reported"))
+        else:
+            timeline.phases.append(Phase(event.phase, start, gap, event.source))
+        prev = max(prev, event.time)
+    if not stamped and process_start is None:
+        timeline.untimed.insert(0, "process start + imports (a log without wall-clock stamps starts after them)")
+    if timeline.phases and timeline.phases[0].seconds == 0 and not stamped and process_start is None:
+        timeline.phases.pop(0)  # the first vLLM line is the origin: nothing before it can be timed
+    timeline.phases = _merge_same(timeline.phases)
+    return timeline
+
+
+def _merge_same(phases: list[Phase]) -> list[Phase]:
+    """Consecutive pieces of one phase (e.g. the two 'weights loaded' lines) shown as one bar."""
+    out: list[Phase] = []
+    for p in phases:
+        if out and out[-1].name == p.name:
+            out[-1].seconds = p.start_s + p.seconds - out[-1].start_s
+            continue
+        out.append(Phase(p.name, p.start_s, p.seconds, p.source))
+    return out
+
+
+def compile_cache_state(text: str) -> str | None:
+    if ms.COMPILE_LOAD_FAILED.search(text):
+        return "load-failed"
+    if ms.COMPILE_HIT.search(text) and not ms.COMPILE_MISS.search(text):
+        return "hit"
+    if ms.COMPILE_MISS.search(text):
+        return "miss"
+    if ms.EAGER.search(text):
+        return "none (eager)"
+    return None
+
+
+def weights_figures(text: str, events: list[Event], weight_bytes: int | None = None) -> dict:
+    """Bytes and achieved GB/s of the weight load (checkpoint bytes when known, else the log's figure).
+    With --load-format dummy nothing is read from disk, so no rate is given."""
+    gib = None
+    if weight_bytes:
+        gib = weight_bytes / (1 << 30)
+    elif (m := ms.MODEL_GIB.search(text)) is not None:
+        gib = float(m.group(1))
+    elif (m := ms.CHECKPOINT_GIB.search(text)) is not None:
+        gib = float(m.group(1))
+    seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
+    out: dict = {"bytes": None if gib is None else round(gib * (1 << 30)), "seconds": seconds, "gb_per_s": None}
+    if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
+        out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
+    elif gib and seconds:
+        out["gb_per_s"] = round(gib * (1 << 30) / 1e9 / seconds, 3)
+    return out
