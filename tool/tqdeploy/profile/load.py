@@ -57,24 +57,30 @@ def stream_one(base_url: str, model: str, prompt: list[int], max_tokens: int) ->
         "stream": True,
         "ignore_eos": True,  # vLLM's sampling extension: exactly max_tokens tokens
         "temperature": 0.0,
+        # delta token ids in every chunk (entrypoints/openai/completion/protocol.py return_token_ids): a
+        # token whose text is still empty (a partial UTF-8 sequence) is counted when it arrives
+        "return_token_ids": True,
     }
     req = urllib.request.Request(
         base_url + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
     )
     sent = time.perf_counter()
     arrivals: list[float] = []
+    tokens = 0
     try:
         with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as resp:
             for raw in resp:
                 line = raw.decode("utf-8", errors="replace").strip()
                 if not line.startswith("data: ") or line == "data: [DONE]":
                     continue
-                chunk = json.loads(line[6:])
-                if any(c.get("text") for c in chunk.get("choices", [])):
+                choices = json.loads(line[6:]).get("choices", [])
+                n = sum(len(c.get("token_ids") or []) or bool(c.get("text")) for c in choices)
+                if n:
                     arrivals.append(time.perf_counter())
+                    tokens += n
     except (OSError, ValueError) as exc:
-        return {"sent": sent, "arrivals": arrivals, "error": f"{type(exc).__name__}: {exc}"}
-    return {"sent": sent, "arrivals": arrivals, "error": None}
+        return {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": f"{type(exc).__name__}: {exc}"}
+    return {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": None}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -116,7 +122,7 @@ def summarize_step(results: list[dict], concurrency: int, elapsed: float) -> dic
     ok = [r for r in results if r["error"] is None and r["arrivals"]]
     ttft = [r["arrivals"][0] - r["sent"] for r in ok]
     itl = [b - a for r in ok for a, b in zip(r["arrivals"], r["arrivals"][1:], strict=False)]
-    tokens = sum(len(r["arrivals"]) for r in ok)
+    tokens = sum(r["tokens"] for r in ok)
     errors = [r["error"] for r in results if r["error"]]
     return {
         "concurrency": concurrency,

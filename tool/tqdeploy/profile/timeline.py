@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tqdeploy.profile import milestones as ms
+from tqdeploy.profile.startfacts import compile_cache_state, weights_figures
 from tqdeploy.runtime.logstamp import split
 
 UNATTRIBUTED = "unattributed"
@@ -123,7 +124,9 @@ def build_timeline(
     events, stamped = find_events(lines)
     parsed = [split(line) for line in lines]
     t0, origin = _origin(parsed, stamped, process_start)
-    events = [e for e in events if not (extra and e.key in {x.key for x in extra})] + list(extra or [])
+    if extra:  # tqdeploy's own probes replace the access-log lines they produced themselves
+        events = [e for e in events if e.key not in ("health", "first_response")] + list(extra)
+        events.sort(key=lambda e: (e.time is None, e.time or 0.0))
     timeline = Timeline(stamped=stamped, origin=origin, events=events)
     timeline.compile_cache = compile_cache_state(text)
     timeline.weights = weights_figures(text, events, weight_bytes)
@@ -161,35 +164,4 @@ def _merge_same(phases: list[Phase]) -> list[Phase]:
             out[-1].seconds = p.start_s + p.seconds - out[-1].start_s
             continue
         out.append(Phase(p.name, p.start_s, p.seconds, p.source))
-    return out
-
-
-def compile_cache_state(text: str) -> str | None:
-    if ms.COMPILE_LOAD_FAILED.search(text):
-        return "load-failed"
-    if ms.COMPILE_HIT.search(text) and not ms.COMPILE_MISS.search(text):
-        return "hit"
-    if ms.COMPILE_MISS.search(text):
-        return "miss"
-    if ms.EAGER.search(text):
-        return "none (eager)"
-    return None
-
-
-def weights_figures(text: str, events: list[Event], weight_bytes: int | None = None) -> dict:
-    """Bytes and achieved GB/s of the weight load (checkpoint bytes when known, else the log's figure).
-    With --load-format dummy nothing is read from disk, so no rate is given."""
-    gib = None
-    if weight_bytes:
-        gib = weight_bytes / (1 << 30)
-    elif (m := ms.MODEL_GIB.search(text)) is not None:
-        gib = float(m.group(1))
-    elif (m := ms.CHECKPOINT_GIB.search(text)) is not None:
-        gib = float(m.group(1))
-    seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
-    out: dict = {"bytes": None if gib is None else round(gib * (1 << 30)), "seconds": seconds, "gb_per_s": None}
-    if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
-        out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
-    elif gib and seconds:
-        out["gb_per_s"] = round(gib * (1 << 30) / 1e9 / seconds, 3)
     return out

@@ -1,0 +1,41 @@
+"""Facts of a start beside its phases: torch.compile cache state and the weight load's size and rate."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tqdeploy.profile import milestones as ms
+
+if TYPE_CHECKING:
+    from tqdeploy.profile.timeline import Event
+
+
+def compile_cache_state(text: str) -> str | None:
+    if ms.COMPILE_LOAD_FAILED.search(text):
+        return "load-failed"
+    if ms.COMPILE_HIT.search(text) and not ms.COMPILE_MISS.search(text):
+        return "hit"
+    if ms.COMPILE_MISS.search(text):
+        return "miss"
+    if ms.EAGER.search(text):
+        return "none (eager)"
+    return None
+
+
+def weights_figures(text: str, events: list[Event], weight_bytes: int | None = None) -> dict:
+    """Bytes and achieved GB/s of the weight load (checkpoint bytes when known, else the log's figure).
+    With --load-format dummy nothing is read from disk, so no rate is given."""
+    gib = None
+    if weight_bytes:
+        gib = weight_bytes / (1 << 30)
+    elif (m := ms.MODEL_GIB.search(text)) is not None:
+        gib = float(m.group(1))
+    elif (m := ms.CHECKPOINT_GIB.search(text)) is not None:
+        gib = float(m.group(1))
+    seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
+    out: dict = {"bytes": None if gib is None else round(gib * (1 << 30)), "seconds": seconds, "gb_per_s": None}
+    if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
+        out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
+    elif gib and seconds:
+        out["gb_per_s"] = round(gib * (1 << 30) / 1e9 / seconds, 3)
+    return out
