@@ -79,3 +79,30 @@ def test_unreachable_server_is_one_line(tmp_path):
     )
     assert proc.returncode == 2 and f"--url {url}: cannot read /metrics" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_every_profile_finding_id_has_a_doc_page(run_cli):
+    import re
+
+    source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "tool" / "tqdeploy" / "profile").glob("*.py"))
+    found = sorted(set(re.findall(r'"(TQ4[34]\d)"', source)))
+    assert found == ["TQ430", "TQ431", "TQ432", "TQ433", "TQ434", "TQ435"]
+    for fid in found:
+        code, out, _ = run_cli("explain", fid)
+        assert code == 0 and out.startswith(f"# {fid}:") and "## Fix" in out
+
+
+def test_build_start_without_up_is_one_line(tmp_path):
+    import tqdeploy.commands as pkg
+
+    if (Path(pkg.__file__).parent / "up.py").exists():
+        pytest.skip("`tqdeploy up` is installed: tests/test_profile_live.py-style starts apply")
+    build = tmp_path / "b"
+    build.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", str(build), "--start", "cold"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "no `up` command" in proc.stderr and "Traceback" not in proc.stderr

@@ -69,6 +69,9 @@ def test_timeline_of_a_real_start_is_attributed(tq_server):
         tq_server["launched"],
     )
     t = result.timeline
+    print(
+        json.dumps({k: result.to_dict()[k] for k in ("wall_seconds", "attributed_fraction", "compile_cache", "phases")})
+    )
     names = [p.name for p in t.phases]
     for phase in ("imports + argument parsing", "weights loaded", "torch.compile", "KV cache allocation"):
         assert phase in names, names

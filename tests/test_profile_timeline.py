@@ -131,3 +131,17 @@ def test_gap_beyond_a_reported_length_is_unattributed():
         ("weights loaded", 8.0),
     ], got
     assert t.attributed_fraction == pytest.approx(8 / 40)
+
+
+def test_cold_and_warm_compared_phase_by_phase():
+    from tqdeploy.profile.lifecycle import compare
+    from tqdeploy.profile.report import ProfileResult
+
+    cold = ProfileResult("cold", build_timeline((H200 / "dense-cold.log").read_text()))
+    warm = ProfileResult("warm", build_timeline((H200 / "dense-warm.log").read_text()))
+    result = compare(cold, warm)
+    rows = {r["phase"]: r for r in result["phases"]}
+    assert rows["torch.compile"] == {"phase": "torch.compile", "cold_s": 16.0, "warm_s": 2.0}
+    assert result["warm_over_cold"] == round(42 / 175, 3)
+    # what a warm start still spends: the engine process start (imports, config) leads
+    assert result["warm_still_spends"][0]["phase"] == "config + engine process start"

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import statistics
 import subprocess
 import tempfile
 import time
@@ -23,6 +24,9 @@ REPO = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 MODEL = REPO / ".cache" / "tiny-qwen2"  # tests/support/make_tiny_model.py writes it
 CONCURRENCY, PROMPTS, INPUT, OUTPUT = 4, int(os.environ.get("TQDEPLOY_BENCH_PROMPTS", "48")), 64, 32
+# the 2-core machine is shared: one run of each differs from the next by up to 4x, so the three loads are
+# interleaved over several rounds and the medians compared
+ROUNDS = int(os.environ.get("TQDEPLOY_BENCH_ROUNDS", "3"))
 
 _DRIVER = """
 import json, sys
@@ -90,32 +94,35 @@ def run() -> list[Row]:
     port = _port()
     proc = _start(port, work / "server.log")
     base = f"http://127.0.0.1:{port}"
+    theirs, sampled, plain = [], [], []
     try:
         spec = LoadSpec([CONCURRENCY], INPUT, OUTPUT, PROMPTS)
         run_step(base, "tiny", LoadSpec([1], INPUT, OUTPUT, 4), 1)  # warm-up, not measured
-        theirs = _vllm_bench(base, work / "vllm-bench.json")
-        sampled = run_load(base, spec)["steps"][0]
-        plain = run_step(base, "tiny", spec, CONCURRENCY, seed=0)
+        for i in range(ROUNDS):
+            theirs.append(_vllm_bench(base, work / f"vllm-bench-{i}.json"))
+            sampled.append(run_load(base, spec)["steps"][0])
+            plain.append(run_step(base, "tiny", spec, CONCURRENCY, seed=0))
     finally:
         _stop(proc)
-    overhead = 1 - sampled["output_tokens_per_s"] / plain["output_tokens_per_s"]
+    med = statistics.median
+    ours_tput = med(s["output_tokens_per_s"] for s in sampled)
+    overhead = 1 - ours_tput / med(p["output_tokens_per_s"] for p in plain)
     return [
         Row(
-            "profile load TTFT p50 (c=4, 64/32 tok)",
-            sampled["ttft_p50_s"] * 1000,
-            theirs["median_ttft_ms"],
+            f"profile load TTFT p50 (c={CONCURRENCY}, median of {ROUNDS})",
+            1000 * med(s["ttft_p50_s"] for s in sampled),
+            med(t["median_ttft_ms"] for t in theirs),
             "ms",
             "within 10%",
             "vllm bench serve",
         ),
         Row(
             "profile load output tok/s",
-            sampled["output_tokens_per_s"],
-            theirs["output_throughput"],
+            ours_tput,
+            med(t["output_throughput"] for t in theirs),
             "t/s",
             "within 10%",
             "vllm bench serve",
         ),
         Row("profile /metrics sampling overhead", 100 * overhead, None, "%", "<= 1% of throughput (A/B)"),
     ]
-

@@ -23,6 +23,7 @@ def write_chart(path: Path, timeline: Timeline | None, samples: list[dict] | Non
         for p in timeline.phases:
             color = "#cccccc" if p.name == UNATTRIBUTED else f"C{names.index(p.name) % 10}"
             ax.barh(names.index(p.name), max(p.seconds, 0.05), left=p.start_s, color=color)
+            ax.text(p.start_s + p.seconds, names.index(p.name), f" {p.seconds:.1f} s", va="center", fontsize=7)
         ax.set_yticks(range(len(names)), names, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel("seconds since " + timeline.origin)

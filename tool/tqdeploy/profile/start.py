@@ -31,7 +31,15 @@ class Started:
 
 
 def compile_cache_dir(build: Path) -> Path:
-    return Path(os.environ.get("VLLM_CACHE_ROOT") or build / ".tqdeploy" / "cache" / "vllm")
+    """The deployment's own compile cache. A VLLM_CACHE_ROOT set by the operator may be shared with other
+    deployments: a cold profile refuses to remove it rather than wipe someone else's cache."""
+    if os.environ.get("VLLM_CACHE_ROOT"):
+        raise TQError(
+            f"VLLM_CACHE_ROOT is set ({os.environ['VLLM_CACHE_ROOT']}): a cold profile would remove a cache "
+            "that may be shared",
+            "unset VLLM_CACHE_ROOT so the deployment uses BUILD/.tqdeploy/cache/vllm, or use --start warm",
+        )
+    return build / ".tqdeploy" / "cache" / "vllm"
 
 
 def _cli() -> list[str]:
@@ -42,13 +50,17 @@ def start(build: Path, mode: str) -> Started:
     """Start the deployment; `cold` removes its compile cache first. The OS page cache is not dropped
     (that needs root and slows every other process on the host), so a cold start here still reads the
     weights from memory if they were read recently: the result says so."""
-    cache = compile_cache_dir(build)
     removed = False
-    if mode == "cold" and cache.exists():
+    if mode == "cold" and (cache := compile_cache_dir(build)).exists():
         shutil.rmtree(cache)
         removed = True
     launched = time.time()
     proc = subprocess.run([*_cli(), "up", str(build), "--json"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+    if proc.returncode != 0 and "No such command 'up'" in proc.stderr:
+        raise TQError(
+            "this tqdeploy has no `up` command: profile BUILD --start needs it",
+            "profile a running server with --url http://127.0.0.1:PORT --log LOG, or a saved log with --log",
+        )
     if proc.returncode != 0:
         raise TQError(
             f"tqdeploy up {build} failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}",
