@@ -47,6 +47,7 @@ def test_log_mode_terminal_summary(run_cli, tmp_path):
         (("--url", "http://10.0.0.5:8000"), "not a loopback address"),
         (("--url", "http://127.0.0.1:1", "--load", "--concurrency", "0,2"), "--concurrency"),
         (("--url", "http://127.0.0.1:1", "--load", "--requests", "0"), "--requests 0"),
+        (("--url", "http://127.0.0.1:1", "--load", "--sample-interval", "0"), "--sample-interval 0.0"),
         (("--log", str(LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log"), "--start", "hot"), "--start 'hot'"),
     ],
 )

@@ -20,6 +20,7 @@ from tqdeploy.profile.run import Inputs, profile
 from tqdeploy.runtime.logstamp import stamp
 
 pytestmark = pytest.mark.vllm
+START_TIMEOUT_S = 600  # 1.5-4 minutes usually; 416 s measured with six other helpers on the two cores
 KV_BYTES = 256 * 1024 * 1024  # printed by the CPU worker as "Explicitly set (0.25/...) GiB"
 
 
@@ -47,9 +48,9 @@ def tq_server(tmp_path_factory):
     pump.start()
     base_url = f"http://127.0.0.1:{port}"
     try:
-        events = probe_events(base_url, 420)
+        events = probe_events(base_url, START_TIMEOUT_S)
         if not events:
-            pytest.fail(f"vLLM not healthy after 420 s:\n{log_path.read_text()[-3000:]}")
+            pytest.fail(f"vLLM not healthy after {START_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}")
         yield {"url": base_url, "log": log_path, "model": model, "events": events, "launched": launched}
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
@@ -77,8 +78,8 @@ def test_timeline_of_a_real_start_is_attributed(tq_server):
         assert phase in names, names
     assert names[-2:] == ["first /health 200", "first token"], names
     assert t.stamped and t.attributed_fraction >= 0.95, result.to_dict()["phases"]
-    # wall time = launch -> first token, measured here: 10 s .. 420 s on this machine
-    assert 10 < t.wall_seconds < 420
+    # wall time = launch -> first token, measured here
+    assert 10 < t.wall_seconds < START_TIMEOUT_S + 10
     assert t.compile_cache in ("hit", "miss", "load-failed")
 
 
@@ -94,7 +95,9 @@ def test_turboquant_not_in_effect_on_the_cpu_build(tq_server):
 
 
 def test_bounded_load_samples_kv_usage(tq_server):
-    spec = LoadSpec(concurrency=[1, 4], prompt_tokens=200, output_tokens=24, requests=8)
+    # the tiny model answers 8 x 24 tokens in under a second: 128-token answers and 5 scrapes a second
+    # keep the load long enough to be sampled while requests hold KV blocks
+    spec = LoadSpec(concurrency=[1, 4], prompt_tokens=200, output_tokens=128, requests=8, sample_interval_s=0.2)
     started = time.monotonic()
     result = profile(Inputs(url=tq_server["url"], load=spec), "running")
     assert time.monotonic() - started < 300  # bounded: it stops by itself
@@ -103,12 +106,12 @@ def test_bounded_load_samples_kv_usage(tq_server):
     for step in load["steps"]:
         assert step["completed"] == 8 and step["errors"] == 0, step
         assert step["ttft_p50_s"] > 0 and step["itl_p50_s"] > 0
-        assert step["output_tokens"] == 8 * 24
+        assert step["output_tokens"] == 8 * 128
     server = load["server"]
     assert server["samples"] >= 3
     assert server["kv_usage_max"] > 0, load["samples"]
     assert server["running_max"] >= 1
-    assert server["generation_tokens"] >= 2 * 8 * 24
+    assert server["generation_tokens"] >= 2 * 8 * 128
 
 
 def test_cli_writes_profile_json_and_png(tq_server, tmp_path, tqdeploy_exe):

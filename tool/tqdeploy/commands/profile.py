@@ -33,6 +33,7 @@ def profile(
     output_tokens: int = typer.Option(32, "--output-tokens", help="Output length in tokens."),
     requests: int = typer.Option(16, "--requests", help="Requests per concurrency step."),
     duration: float | None = typer.Option(None, "--duration", help="Seconds per step (stops earlier if reached)."),
+    sample_interval: float = typer.Option(1.0, "--sample-interval", help="Seconds between /metrics scrapes."),
     out: Path | None = typer.Option(None, "--out", help="Folder for profile.json and profile.png."),
     chart: bool = typer.Option(True, "--chart/--no-chart", help="Write profile.png (matplotlib)."),
     as_json: bool = typer.Option(False, "--json", help="Print profile.json (schema tqdeploy.profile/1)."),
@@ -54,6 +55,8 @@ def profile(
     ):
         if value < 1:
             raise TQError(f"{flag} {value} must be 1 or more", f"e.g. {flag} 16")
+    if not 0.05 <= sample_interval <= 60:
+        raise TQError(f"--sample-interval {sample_interval} is outside 0.05..60 s", "e.g. --sample-interval 1")
     if duration is not None and duration <= 0:
         raise TQError(f"--duration {duration} must be more than 0 seconds", "e.g. --duration 30")
     if log is not None and not log.is_file():
@@ -62,7 +65,8 @@ def profile(
     if load:
         if url is None and build is None:
             raise TQError("--load needs a server", "pass --url http://127.0.0.1:PORT or a BUILD folder")
-        spec = LoadSpec(_ints(concurrency, "--concurrency"), prompt_tokens, output_tokens, requests, duration)
+        steps = _ints(concurrency, "--concurrency")
+        spec = LoadSpec(steps, prompt_tokens, output_tokens, requests, duration, sample_interval)
     inputs = Inputs(log=log, url=check_loopback(url) if url else None, model=model, load=spec, chart=chart)
     if build is not None and url is None:
         from tqdeploy.profile.lifecycle import profile_build

@@ -26,6 +26,7 @@ class LoadSpec:
     output_tokens: int = 32
     requests: int = 16  # per step
     duration_s: float | None = None  # per step, stops earlier than `requests` if reached
+    sample_interval_s: float = 1.0  # /metrics scrape period (each scrape costs the API server some CPU)
 
 
 def check_loopback(base_url: str) -> str:

@@ -86,13 +86,14 @@ def run_load(base_url: str, spec) -> dict:
 
     model = served_model(base_url)
     steps = []
-    with MetricsSampler(base_url) as sampler:
+    with MetricsSampler(base_url, spec.sample_interval_s) as sampler:
         for i, concurrency in enumerate(spec.concurrency):
             progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
             steps.append(run_step(base_url, model, spec, concurrency, seed=i))
     return {
         "spec": {
-            k: getattr(spec, k) for k in ("concurrency", "prompt_tokens", "output_tokens", "requests", "duration_s")
+            k: getattr(spec, k)
+            for k in ("concurrency", "prompt_tokens", "output_tokens", "requests", "duration_s", "sample_interval_s")
         },
         "steps": steps,
         "server": sampler.server_side(),

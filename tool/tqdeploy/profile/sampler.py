@@ -9,7 +9,7 @@ from tqdeploy.profile.metrics import fetch_metrics, parse_metrics
 
 
 class MetricsSampler:
-    def __init__(self, base_url: str, interval_s: float = 0.5):
+    def __init__(self, base_url: str, interval_s: float = 1.0):
         self.base_url = base_url
         self.interval_s = interval_s
         self.samples: list[dict] = []
