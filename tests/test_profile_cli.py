@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -107,3 +108,19 @@ def test_build_start_without_up_is_one_line(tmp_path):
         timeout=60,
     )
     assert proc.returncode == 2 and "no `up` command" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_cold_start_refuses_an_operator_set_cache_root(tmp_path):
+    build = tmp_path / "b"
+    (build / ".tqdeploy" / "cache" / "vllm").mkdir(parents=True)
+    shared = tmp_path / "shared-cache"
+    shared.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", str(build), "--start", "cold"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "VLLM_CACHE_ROOT": str(shared)},
+    )
+    assert proc.returncode == 2 and "VLLM_CACHE_ROOT is set" in proc.stderr, proc.stderr
+    assert shared.is_dir() and (build / ".tqdeploy" / "cache" / "vllm").is_dir()  # nothing removed

@@ -102,6 +102,8 @@ class ProfileResult:
                 f"KV cache: {self.kv.get('cache_dtype')} real {self.kv.get('real_tokens')} tokens, "
                 f"planned {self.kv.get('planned_tokens')}"
             )
+        if self.context.get("compare"):
+            _render_compare(console, self.context["compare"])
         if self.load:
             _render_load(console, self.load)
         if self.findings:
@@ -134,3 +136,16 @@ def _render_load(console, load: dict) -> None:
         f"server: KV usage max {server.get('kv_usage_max')}, running max {server.get('running_max')}, "
         f"waiting max {server.get('waiting_max')}, preemptions {server.get('preemptions')}"
     )
+
+
+def _render_compare(console, compare: dict) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"cold vs warm (warm/cold = {compare.get('warm_over_cold')})")
+    for col in ("phase", "cold s", "warm s"):
+        table.add_column(col, justify="left" if col == "phase" else "right")
+    for row in compare["phases"]:
+        table.add_row(row["phase"], f"{row['cold_s']:.2f}", f"{row['warm_s']:.2f}")
+    console.print(table)
+    spends = ", ".join(f"{r['phase']} {r['warm_s']:.1f} s" for r in compare.get("warm_still_spends", []))
+    console.print(f"a warm start still spends: {spends}")
