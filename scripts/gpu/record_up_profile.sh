@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Records real `tqdeploy up / status / down` runs on a GPU host (vLLM 0.25.0 on an H200), for the
+# fixtures under tests/fixtures/gpu-runs/: the stamped server logs, up/status/down JSON, /metrics and
+# nvidia-smi memory before and after. profile's timelines are built from these logs in the tests.
+#
+# Needs: vLLM 0.25.0 importable (PYTHONPATH, its console scripts on PATH), transformers + tokenizers,
+# one free GPU. Model: "dense8" (Llama-style, 8 layers, 8 heads, 2 KV heads, head_dim 128) with dummy
+# weights, the shape of the earlier dense-*.log fixtures.
+# Usage: record_up_profile.sh OUT_DIR CASE...   CASE: bf16 | tq (turboquant_4bit_nc) | kvsmall
+set -u
+out=${1:?usage: record_up_profile.sh OUT_DIR CASE...}; shift
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+tq() { python3 -m tqdeploy "$@"; }
+export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}"
+work=/tmp/tq-gpu; mkdir -p "$work" "$out"
+
+make_model() {  # $1: model dir
+  [ -f "$1/config.json" ] && return
+  python3 - "$1" "$repo" <<'PY'
+import json, sys
+from pathlib import Path
+out, repo = Path(sys.argv[1]), sys.argv[2]
+sys.path.insert(0, repo + "/tests/support")
+from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
+out.mkdir(parents=True, exist_ok=True)
+train_tokenizer(out)
+(out / "config.json").write_text(json.dumps({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
+    "intermediate_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2,
+    "head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 512, "rms_norm_eps": 1e-5,
+    "rope_theta": 500000.0, "torch_dtype": "bfloat16", "bos_token_id": 0, "eos_token_id": 0,
+    "tie_word_embeddings": False}, indent=1))
+PY
+}
+
+spec() {  # $1 name, $2 kv dtype line, $3 extra args (TOML list body)
+  cat <<TOML
+schema = 1
+name = "$1"
+variant = "gpu"
+
+[model]
+path = "./models/dense8"
+served_name = "dense8"
+
+[vllm]
+version = "0.25.0"
+$2
+max_model_len = 32768
+gpu_memory_utilization = 0.9
+extra_args = ["--load-format", "dummy"$3]
+
+[image]
+base = "vllm/vllm-openai:v0.25.0"
+
+[server]
+host = "127.0.0.1"
+port = 18000
+
+[resources]
+gpus = "all"
+shm_size = "16g"
+
+[storage]
+models_dir = "./models"
+cache_dir = "./cache"
+TOML
+}
+
+gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
+
+run_case() {  # $1 case, $2 label (cold|warm)
+  local c=$1 label=$2 b="$work/$1" o="$out/$1-$2"
+  mkdir -p "$o"
+  if [ ! -f "$b/tqdeploy.lock.json" ]; then
+    case $c in
+      bf16) spec dense8-bf16 "" "" > "$work/$c.toml" ;;
+      tq) spec dense8-tq 'kv_cache_dtype = "turboquant_4bit_nc"' "" > "$work/$c.toml" ;;
+      kvsmall) spec dense8-kvsmall "" ', "--kv-cache-memory-bytes", "100000000"' > "$work/$c.toml" ;;
+    esac
+    tq build "$work/$c.toml" --out "$b" > "$o/build.txt" 2>&1
+    make_model "$b/models/dense8"
+  fi
+  gpu_mem > "$o/gpu-mem-before.txt"
+  local t0; t0=$(date +%s.%N)
+  tq up "$b" --python python3 --json --timeout 540 > "$o/up.json" 2> "$o/up.stderr"
+  echo "up rc=$? wall=$(python3 -c "import time;print(round(time.time()-$t0,1))")" | tee "$o/summary.txt"
+  if grep -q '"ready"' "$o/up.json"; then
+    python3 - "$o" <<'PY' >> "$o/summary.txt"
+import json, sys, time, urllib.request
+body = json.dumps({"model": "dense8", "prompt": "The quick brown fox", "max_tokens": 16}).encode()
+t = time.time()
+req = urllib.request.Request("http://127.0.0.1:18000/v1/completions", body, {"Content-Type": "application/json"})
+print("completion:", urllib.request.urlopen(req, timeout=60).read()[:300], round(time.time() - t, 2), "s")
+open(sys.argv[1] + "/metrics.txt", "wb").write(urllib.request.urlopen("http://127.0.0.1:18000/metrics", timeout=10).read())
+PY
+  fi
+  tq status "$b" --json > "$o/status.json" 2>&1
+  tq down "$b" --json > "$o/down.json" 2>&1; echo "down rc=$?" >> "$o/summary.txt"
+  sleep 2; gpu_mem > "$o/gpu-mem-after.txt"
+  cp -r "$b/.tqdeploy/logs" "$o/logs" 2>/dev/null
+  pgrep -af 'VLLM::' >> "$o/summary.txt" && echo "LEFTOVER VLLM processes" >> "$o/summary.txt"
+  cat "$o/summary.txt"
+}
+
+for arg in "$@"; do
+  case $arg in
+    *-warm) run_case "${arg%-warm}" warm ;;
+    *) run_case "$arg" cold ;;
+  esac
+done
