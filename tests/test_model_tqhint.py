@@ -54,7 +54,7 @@ def test_valid_hints(hint, dtype, skips):
 def test_invalid_hints_are_errors(hint, needle):
     f = with_hint(hint)
     assert f.turbo_quant_config is None
-    assert any(needle in p["message"] for p in f.turbo_quant_config_problems), f.turbo_quant_config_problems
+    assert any(needle in p.title for p in f.turbo_quant_config_problems), f.turbo_quant_config_problems
     assert "error" in [x.severity.value for x in tq202(f)]
 
 

@@ -10,8 +10,8 @@ import importlib.util
 import re
 from functools import lru_cache
 
-from tqdeploy.findings import Severity
-from tqdeploy.lint.report import LintFinding
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint.report import lint_finding
 
 
 @lru_cache(maxsize=1)
@@ -60,12 +60,12 @@ def parse_with_vllm(vllm_args: list[str]) -> str | None:
     return None
 
 
-def live_findings(vllm_args: list[str]) -> list[LintFinding]:
+def live_findings(vllm_args: list[str]) -> list[Finding]:
     message = parse_with_vllm(vllm_args)
     if message is None:
         return []
     return [
-        LintFinding(
+        lint_finding(
             "TQ312",
             Severity.ERROR,
             "",

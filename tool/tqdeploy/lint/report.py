@@ -1,4 +1,4 @@
-"""LintFinding and LintReport: the one output of `tqdeploy lint`, with secrets redacted everywhere."""
+"""LintReport: the one output of `tqdeploy lint` (Findings plus the corrected command), secrets redacted everywhere."""
 
 from __future__ import annotations
 
@@ -7,39 +7,22 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-from tqdeploy.findings import Severity
+from tqdeploy.findings import Edit, Finding, Severity
 
 SCHEMA = "tqdeploy.lint/1"
 REDACTED = "<redacted>"
 
 
-@dataclass(frozen=True)
-class Edit:
-    """Replace argv[start:end] with tokens (start == end inserts)."""
-
-    start: int
-    end: int
-    tokens: tuple[str, ...] = ()
+def lint_finding(
+    id: str, severity: Severity, flag: str, message: str, fix: str = "", edit: Edit | None = None, token: int = -1
+) -> Finding:
+    """A lint result as a Finding: flag is the option as written (location), token its argv index."""
+    return Finding(id=id, severity=severity, title=message, remediation=fix, location=flag, edit=edit, token=token)
 
 
-@dataclass
-class LintFinding:
-    id: str
-    severity: Severity
-    flag: str
-    message: str
-    fix: str = ""
-    edit: Edit | None = None
-    token: int = -1  # argv index the finding is about; lets a specific finding replace a generic one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity.value,
-            "flag": self.flag,
-            "message": self.message,
-            "fix": self.fix,
-        }
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """One finding in lint's JSON shape (tqdeploy.lint/1)."""
+    return {"id": f.id, "severity": f.severity.value, "flag": f.location, "message": f.title, "fix": f.remediation}
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
@@ -89,7 +72,7 @@ class LintReport:
     vllm_version: str
     command: list[str]
     fixed_argv: list[str]
-    findings: list[LintFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     secret_values: set[str] = field(default_factory=set, repr=False)
     source: str = "argv"  # "argv" or a script path
     # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
@@ -121,7 +104,7 @@ class LintReport:
     def to_dict(self) -> dict[str, Any]:
         findings = []
         for f in sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token)):
-            d = f.to_dict()
+            d = finding_dict(f)
             d["message"] = self._redact_text(d["message"])
             d["fix"] = self._redact_text(d["fix"])
             findings.append(d)

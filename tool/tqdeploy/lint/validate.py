@@ -12,8 +12,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from tqdeploy.findings import Severity
-from tqdeploy.lint.report import Edit, LintFinding
+from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -38,7 +38,7 @@ class Occurrence:
 class ParsedArgs:
     occurrences: list[Occurrence] = field(default_factory=list)
     positionals: list[tuple[int, str]] = field(default_factory=list)
-    findings: list[LintFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     def last(self, dest: str) -> Occurrence | None:
         found = [o for o in self.occurrences if o.option.dest == dest]
@@ -98,7 +98,7 @@ def _choice_problem(opt: Option, value: str) -> str | None:
     return f"invalid choice {value!r}"
 
 
-def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFinding:
+def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> Finding:
     base = normalize(name)
     for other in available_versions():
         if other == schema.version:
@@ -120,7 +120,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
                     else f" (check `vllm serve --help={base[2:]}` of {schema.version})"
                 )
             )
-            return LintFinding(
+            return lint_finding(
                 "TQ304",
                 Severity.ERROR,
                 name,
@@ -132,7 +132,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
     close = difflib.get_close_matches(base, schema.names, n=3, cutoff=0.75)
     if close:
         edit = Edit(index, index + 1, (close[0],)) if "=" not in name else None
-        return LintFinding(
+        return lint_finding(
             "TQ301",
             Severity.ERROR,
             name,
@@ -141,7 +141,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
             edit,
             index,
         )
-    return LintFinding(
+    return lint_finding(
         "TQ301",
         Severity.ERROR,
         name,
@@ -188,7 +188,7 @@ def parse_vllm_args(
     variables: shell variables a script sets before the command (their values are checked, not $NAME)."""
     variables = variables or {}
     out = ParsedArgs()
-    unknown_spans: list[tuple[LintFinding, int]] = []  # unknown options and where their value ends
+    unknown_spans: list[tuple[Finding, int]] = []  # unknown options and where their value ends
     i = start
     while i < end:
         tok = argv[i]
@@ -199,7 +199,7 @@ def parse_vllm_args(
             out.positionals.append((i, tok))
             if len(out.positionals) > 1:
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ303",
                         Severity.ERROR,
                         tok,
@@ -232,7 +232,7 @@ def parse_vllm_args(
             if len(matches) == 1 or len({schema.lookup(m).dest for m in matches}) == 1 and matches:
                 opt = schema.lookup(matches[0])
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ307",
                         Severity.WARN,
                         name,
@@ -245,7 +245,7 @@ def parse_vllm_args(
                 )
             elif len(matches) > 1:
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ307",
                         Severity.ERROR,
                         name,
@@ -284,7 +284,7 @@ def parse_vllm_args(
                 else:
                     fix, edit = f"write {opt.long_name} or --no-{opt.long_name[2:]}", None
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ305",
                         Severity.ERROR,
                         name,
@@ -319,7 +319,7 @@ def parse_vllm_args(
         needs = opt.nargs not in ("?", "*")
         if needs and not values:
             out.findings.append(
-                LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value", f"give {name} a value", None, i)
+                lint_finding("TQ303", Severity.ERROR, name, f"{name} expects a value", f"give {name} a value", None, i)
             )
         for v in values:
             if is_unresolved(v):
@@ -329,7 +329,7 @@ def parse_vllm_args(
                 close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
                 shown = ", ".join(str(c) for c in opt.choices or ())
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ302",
                         Severity.ERROR,
                         name,
@@ -341,7 +341,7 @@ def parse_vllm_args(
                 )
             elif problem:
                 out.findings.append(
-                    LintFinding(
+                    lint_finding(
                         "TQ303",
                         Severity.ERROR,
                         name,
@@ -360,7 +360,7 @@ def parse_vllm_args(
     return out
 
 
-def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, int]], schema: VllmSchema) -> None:
+def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[Finding, int]], schema: VllmSchema) -> None:
     """A did-you-mean whose option the command already sets would make --fix give it twice (the last
     value winning silently): the fix drops the misspelt option with its value instead."""
     given = {o.option.dest: o for o in out.occurrences}
@@ -370,17 +370,17 @@ def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, 
         opt = schema.lookup(finding.edit.tokens[0])
         if opt is None or opt.dest not in given:
             continue
-        finding.fix = f"drop {finding.flag}: the command already sets {given[opt.dest].name}" + (
+        finding.remediation = f"drop {finding.location}: the command already sets {given[opt.dest].name}" + (
             f" {given[opt.dest].value}" if given[opt.dest].value is not None else ""
         )
         finding.edit = Edit(finding.token, span_end, ())
 
 
-def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[Finding]:
     if not opt.deprecated:
         return []
     return [
-        LintFinding(
+        lint_finding(
             "TQ306",
             Severity.WARN,
             name,
@@ -392,7 +392,7 @@ def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[
     ]
 
 
-def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[Finding]:
     ev = opt.engine_values or {}
     allowed = list(ev.get("values", []))
     probe = value.upper() if ev.get("match") == "upper" and value.lower() != "auto" else value
@@ -400,7 +400,7 @@ def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSc
         return []
     close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)
     return [
-        LintFinding(
+        lint_finding(
             "TQ308",
             Severity.ERROR,
             name,
@@ -421,7 +421,7 @@ def _duplicates(out: ParsedArgs) -> None:
         prev = seen.get(occ.option.dest)
         if prev is not None:
             out.findings.append(
-                LintFinding(
+                lint_finding(
                     "TQ309",
                     Severity.WARN,
                     occ.name,

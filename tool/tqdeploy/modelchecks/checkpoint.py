@@ -17,7 +17,7 @@ def _verdicts(problems, ok_title: str, ok_evidence: dict) -> list[Verdict]:
     if not problems:
         return [passed(ok_evidence, title=ok_title)]
     make = {Severity.ERROR: error, Severity.WARN: warn, Severity.INFO: info}
-    return [make[p.severity](dict(ok_evidence, code=p.code), p.fix, title=p.message) for p in problems]
+    return [make[p.severity](dict(ok_evidence, **p.evidence), p.remediation, title=p.title) for p in problems]
 
 
 def _tp(ctx) -> tuple[int | None, str]:
@@ -88,7 +88,7 @@ def turbo_quant_config(ctx):
     ev = {"turbo_quant_config": f.turbo_quant_config_raw}
     out = []
     for p in f.turbo_quant_config_problems:
-        out.append((error if p["severity"] == "error" else warn)(ev, p["fix"], title=p["message"]))
+        out.append((error if p.severity is Severity.ERROR else warn)(ev, p.remediation, title=p.title))
     if f.turbo_quant_config:
         hint = f.turbo_quant_config
         out.append(
