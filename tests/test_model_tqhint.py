@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.checkbase import CheckContext, run_checks
+from tqdeploy.doctor.registry import CheckContext, run_checks
 from tqdeploy.model import facts_from_config
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
@@ -17,7 +17,7 @@ def with_hint(hint):
 
 
 def tq202(facts):
-    import tqdeploy.modelchecks  # noqa: F401  (registers TQ2xx)
+    import tqdeploy.doctor.checks.model  # noqa: F401  (registers TQ2xx)
 
     return run_checks(CheckContext(model=facts), ["TQ202"])
 

@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdeploy.findings import Edit, Finding, Severity
 
 SCHEMA = "tqdeploy.lint/1"
 REDACTED = "<redacted>"
+# vLLM option dest -> how serving_values() reads its value.
+SERVING_VALUES: dict[str, type] = {
+    "tensor_parallel_size": int,
+    "max_model_len": int,
+    "kv_cache_dtype": str,
+    "attention_backend": str,
+    "gpu_memory_utilization": float,
+    "dtype": str,
+}
 
 
 def lint_finding(
@@ -101,13 +110,29 @@ class LintReport:
     def fixed_command_text(self) -> str:
         return shell_join(redact_argv(self.fixed_argv, self.secret_values))
 
+    def redacted_findings(self) -> list[Finding]:
+        """The findings worst first, with every secret value of the command replaced in their texts."""
+        ordered = sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token))
+        return [
+            replace(f, title=self._redact_text(f.title), remediation=self._redact_text(f.remediation)) for f in ordered
+        ]
+
+    def serving_values(self) -> dict[str, Any]:
+        """What the command asks of vLLM, typed, for the doctor's checkpoint checks (CheckContext.options);
+        a value the shell only knows at run time ($VAR) is left out."""
+        out: dict[str, Any] = {}
+        for dest, kind in SERVING_VALUES.items():
+            raw = self.flag_values.get(dest)
+            if raw is None or "$" in raw:
+                continue
+            try:
+                out[dest] = kind(raw)
+            except ValueError:  # lint already reports a value of the wrong type
+                continue
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        findings = []
-        for f in sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token)):
-            d = finding_dict(f)
-            d["message"] = self._redact_text(d["message"])
-            d["fix"] = self._redact_text(d["fix"])
-            findings.append(d)
+        findings = [finding_dict(f) for f in self.redacted_findings()]
         return {
             "schema": SCHEMA,
             "vllm_version": self.vllm_version,

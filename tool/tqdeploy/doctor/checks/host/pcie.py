@@ -8,8 +8,8 @@ narrow link at idle is a real fault (a slot wired x8, a bad riser, a badly seate
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import per_gpu
+from tqdeploy.doctor.checks.host.common import per_gpu
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 from tqdeploy.probe.pci import sysfs_bdf
 
 # The last line of each aer_dev_* file (Linux drivers/pci/pcie/aer.c)
