@@ -104,7 +104,8 @@ CASES = [
     (
         "TQ330",
         "docker run --gpus device=0,1 --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
-        "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
+        "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 "
+        "Qwen/Qwen3-8B -tp 2",
     ),
     (
         "TQ331",

@@ -9,7 +9,7 @@ from enum import Enum
 from typing import Any
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042  StrEnum changes str(member) from "Severity.WARN" to "warn"
     ERROR = "error"
     WARN = "warn"
     INFO = "info"

@@ -44,7 +44,7 @@ def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = N
     try:
         Version(vllm_version)
     except InvalidVersion:
-        raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0")
+        raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0") from None
     if image_cuda is not None and not re.fullmatch(r"\d+\.\d+", image_cuda):
         raise TQError(
             f"--cuda {image_cuda!r} is not a CUDA major.minor version", "pass e.g. --cuda 12.9 or --cuda 13.0"
@@ -106,7 +106,7 @@ def _save(host, path: Path) -> None:
         raise TQError(
             f"cannot write snapshot to {path} ({exc.strerror or exc})",
             "pass a --snapshot-out path in a writable folder",
-        )
+        ) from exc
 
 
 def _load_model(source: str):

@@ -154,7 +154,7 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
         raise TQError(
             f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
             "pass a readable text file",
-        )
+        ) from exc
     return lint_script(text, name=str(file), **options)
 
 

@@ -46,7 +46,7 @@ def load_catalogue() -> tuple[Entry, ...]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise TQError(f"cannot read the false-advice catalogue {path}: {exc}", "reinstall tqdeploy")
+        raise TQError(f"cannot read the false-advice catalogue {path}: {exc}", "reinstall tqdeploy") from exc
     if data.get("schema") != CATALOGUE_ID:
         raise TQError(f"{path} is not a {CATALOGUE_ID} document", "reinstall tqdeploy")
     entries = []

@@ -35,8 +35,9 @@ class ParserRejected(Exception):
 
 @lru_cache(maxsize=1)
 def _parser():
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    # vLLM is only importable in its own venv; tqdeploy's type check runs without it.
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 

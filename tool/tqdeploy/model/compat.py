@@ -1,7 +1,7 @@
 """What a checkpoint needs from a deployment: one source of truth for doctor (TQ2xx) and lint.
 
-Each function returns a list of Finding (ids left to the caller, see problem()); an empty list means nothing to report. Sources are cited
-at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
+Each function returns a list of Finding (ids left to the caller, see problem()); an empty list means
+nothing to report. Sources are cited at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
 """
 
 from __future__ import annotations
@@ -163,6 +163,50 @@ def _version(v: str | None) -> Version | None:
         return None
 
 
+def _hybrid_problems(t: dict, v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
+    """TurboQuant on a hybrid model (checks/turboquant.json known_bad and hybrid): crashes and unverified releases."""
+    out: list[Finding] = []
+    seen = Version(t["hybrid"]["seen_in"])
+    for bad in t["known_bad"]:
+        if bad["applies_to"] == "hybrid" and v >= Version(bad["from_version"]):
+            maybe = bad.get("possibly_fixed_in")
+            if maybe and v >= Version(maybe):
+                out.append(
+                    problem(
+                        Severity.WARN,
+                        "TQ_HYBRID_BUG",
+                        f"hybrid + TurboQuant crashed on vLLM "
+                        f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
+                        "run a short smoke test (start + one request) before production",
+                        flag,
+                    )
+                )
+            else:
+                out.append(
+                    problem(
+                        Severity.ERROR,
+                        "TQ_HYBRID_BUG",
+                        f"vLLM {vllm_version} crashes with "
+                        f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
+                        f"{bad['symptom']})",
+                        f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
+                        flag,
+                    )
+                )
+    if v < seen:
+        out.append(
+            problem(
+                Severity.WARN,
+                "TQ_HYBRID_SUPPORT",
+                f"hybrid TurboQuant support came with "
+                f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
+                f"use vLLM >= {t['hybrid']['seen_in']}",
+                flag,
+            )
+        )
+    return out
+
+
 def turboquant_problems(
     facts: ModelFacts,
     kv_cache_dtype: str,
@@ -202,44 +246,7 @@ def turboquant_problems(
             )
         )
     if facts.is_hybrid and v is not None and v >= Version(t["min_vllm_version"]):
-        seen = Version(t["hybrid"]["seen_in"])
-        for bad in t["known_bad"]:
-            if bad["applies_to"] == "hybrid" and v >= Version(bad["from_version"]):
-                maybe = bad.get("possibly_fixed_in")
-                if maybe and v >= Version(maybe):
-                    out.append(
-                        problem(
-                            Severity.WARN,
-                            "TQ_HYBRID_BUG",
-                            f"hybrid + TurboQuant crashed on vLLM "
-                            f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
-                            "run a short smoke test (start + one request) before production",
-                            flag,
-                        )
-                    )
-                else:
-                    out.append(
-                        problem(
-                            Severity.ERROR,
-                            "TQ_HYBRID_BUG",
-                            f"vLLM {vllm_version} crashes with "
-                            f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
-                            f"{bad['symptom']})",
-                            f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
-                            flag,
-                        )
-                    )
-        if v < seen:
-            out.append(
-                problem(
-                    Severity.WARN,
-                    "TQ_HYBRID_SUPPORT",
-                    f"hybrid TurboQuant support came with "
-                    f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
-                    f"use vLLM >= {t['hybrid']['seen_in']}",
-                    flag,
-                )
-            )
+        out += _hybrid_problems(t, v, vllm_version, flag)
     if compute_capability is not None and tuple(compute_capability) < tuple(t["min_compute_capability"]):
         cc = ".".join(str(x) for x in compute_capability)
         out.append(
@@ -327,7 +334,7 @@ def weights_fit_problems(
     from tqdeploy.plan.budget import estimate_weight_bytes
 
     exact = facts.weight_bytes is not None
-    total = facts.weight_bytes if exact else estimate_weight_bytes(facts)
+    total = facts.weight_bytes if facts.weight_bytes is not None else estimate_weight_bytes(facts)
     per_gpu = -(-total // max(tp, 1))
     usable = int(gpu_memory_bytes * gpu_memory_utilization)
     gib = 1 << 30

@@ -83,6 +83,14 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[F
     chosen = preset or by_bits
     if chosen is None and not any(p.severity is Severity.ERROR for p in problems):
         problems.append(problem("error", "turbo_quant_config names no preset and no bits", fix_shape))
+    skip = _skip_layers(raw, num_layers, problems)
+    if any(p.severity is Severity.ERROR for p in problems):
+        return None, problems
+    return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems
+
+
+def _skip_layers(raw: dict[str, Any], num_layers: int, problems: list[Finding]) -> list[int]:
+    """The hint's skip_layers ([] when absent or not a list of ints); what is wrong goes to problems."""
     skip = raw.get("skip_layers", [])
     if not isinstance(skip, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in skip):
         problems.append(
@@ -90,7 +98,7 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[F
                 "error", "turbo_quant_config skip_layers must be a list of layer indices", 'e.g. "skip_layers": [0, 1]'
             )
         )
-        skip = []
+        return []
     bad = [i for i in skip if not 0 <= i < num_layers]
     if bad:
         problems.append(
@@ -100,6 +108,4 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[F
                 "use layer indices of this model",
             )
         )
-    if any(p.severity is Severity.ERROR for p in problems):
-        return None, problems
-    return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems
+    return skip

@@ -95,11 +95,12 @@ class Plan:
             f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
             f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}"
         )
+        reserve = b["activation_bytes"] + b["cuda_graph_bytes"] + b["nccl_bytes"] + b["context_bytes"]
         console.print(
             f"per GPU: {b['gpu_memory_bytes'] / GiB:.2f} GiB x {b['gpu_memory_utilization']} = "
-            f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB ({b['weights_source']}); "
-            f"reserve {(b['activation_bytes'] + b['cuda_graph_bytes'] + b['nccl_bytes'] + b['context_bytes']) / GiB:.2f}"
-            f" GiB (estimate); KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
+            f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB "
+            f"({b['weights_source']}); reserve {reserve / GiB:.2f} GiB (estimate); "
+            f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
         table = Table(show_lines=False)
         for col in (

@@ -20,7 +20,7 @@ from tqdeploy.lint.secrets import is_literal, is_secret_name
 
 
 class DockerOption(NamedTuple):
-    index: int  # argv index of the option
+    at: int  # argv index of the option
     name: str
     value: str  # inline (--x=v) or the next token
     value_index: int
@@ -36,7 +36,7 @@ def docker_options(ctx: LintContext) -> Iterator[DockerOption]:
     for i in range(inv.docker_start, inv.image_index):
         name, has_eq, inline = args[i].partition("=")
         value = inline if has_eq else (args[i + 1] if i + 1 < inv.image_index else "")
-        yield DockerOption(i, name, value, i if has_eq else i + 1, has_eq)
+        yield DockerOption(i, name, value, i if has_eq else i + 1, bool(has_eq))
 
 
 def _given(ctx: LintContext, names: tuple[str, ...], value: str | None = None) -> bool:
@@ -57,7 +57,7 @@ def unquoted_gpu_list(ctx: LintContext) -> list[Finding]:
                     f"--gpus {o.value} without inner quotes: docker splits the list at the comma and rejects it",
                     f"write --gpus '{quoted}'",
                     o.replace_value(quoted),
-                    o.index,
+                    o.at,
                 )
             )
     return out
@@ -101,7 +101,7 @@ def published_without_key(ctx: LintContext) -> list[Finding]:
                     f"port {o.value} is published on all interfaces and vLLM has no API key",
                     f"publish on loopback ({o.name} {fixed}) or set VLLM_API_KEY via --env-file",
                     o.replace_value(fixed),
-                    o.index,
+                    o.at,
                 )
             )
     return out
@@ -123,8 +123,8 @@ def literal_secret_env(ctx: LintContext) -> list[Finding]:
                     f"{var} is set to a literal value on the command line (value present, not shown): "
                     "visible in `ps` and `docker inspect`",
                     f"pass it through from the environment (-e {var}) or use --env-file with a 0600 file",
-                    Edit(o.index, o.value_index + 1, ("-e", var)),
-                    o.index,
+                    Edit(o.at, o.value_index + 1, ("-e", var)),
+                    o.at,
                 )
             )
     return out
