@@ -92,3 +92,15 @@ def test_every_lint_page_has_examples_that_run():
         found = examples(DOCS / f"{rid}.md")
         assert found.get("Catches") and found.get("Passes"), f"{rid}.md needs ## Catches and ## Passes examples"
     assert set(NOT_RUN) <= set(load_rules())
+
+
+def test_every_page_documents_a_registered_check_or_rule():
+    import tqdeploy.doctor.checks  # noqa: F401  (registers the doctor's checks)
+    from tqdeploy.doctor.registry import REGISTRY
+    from tqdeploy.lint.registry import load_rules
+
+    lint_ids, doctor_ids = set(load_rules()), set(REGISTRY)
+    assert not lint_ids & doctor_ids, "a finding id belongs to one registry"
+    # TQ300: the doctor's "launch command valid" finding, made by doctor.run when lint reports nothing.
+    documented = {p.stem for p in DOCS.glob("TQ*.md")}
+    assert documented == lint_ids | doctor_ids | {"TQ300"}

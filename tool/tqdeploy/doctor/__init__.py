@@ -9,3 +9,8 @@ report.py       DoctorResult: the findings as a table or as JSON (tqdeploy.docto
 The host snapshot itself (tqdeploy.snapshot) and the probes that record it (tqdeploy.probe) are shared
 with plan, lint and init, so they stay outside.
 """
+
+from tqdeploy.doctor.report import DoctorResult
+from tqdeploy.doctor.run import run_doctor
+
+__all__ = ["DoctorResult", "run_doctor"]
