@@ -75,8 +75,17 @@ def _lint(
             "pass the command after `--`: tqdeploy lint -- vllm serve MODEL --flag ...",
         )
     version, target = target_version(vllm_version, inv)
-    ctx = LintContext(inv=inv, schema=load_schema(version), text=text, variables=variables or {}, model=model)
-    ctx.host, ctx.live, ctx.target, ctx.text_advice = host, live, target, text_advice
+    ctx = LintContext(
+        inv=inv,
+        schema=load_schema(version),
+        text=text,
+        variables=variables or {},
+        model=model,
+        host=host,
+        live=live,
+        target=target,
+        text_advice=text_advice,
+    )
     if inv.kind in VLLM_KINDS:
         ctx.parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, ctx.schema, variables)
     findings = run_rules(ctx)

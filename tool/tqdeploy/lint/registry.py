@@ -20,6 +20,7 @@ from tqdeploy.lint.validate import ParsedArgs
 
 VLLM_KINDS = ("vllm-serve", "api-server", "docker")  # forms whose arguments are vLLM's own
 DOCKER_KINDS = ("docker", "docker-other")
+ALL_KINDS = ("vllm-serve", "api-server", "legacy-api-server", "docker", "docker-other", "unknown")
 
 
 @dataclass

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from tqdeploy.findings import Finding
-from tqdeploy.lint.registry import LintContext, rule
-
-ALL_KINDS = ("vllm-serve", "api-server", "legacy-api-server", "docker", "docker-other", "unknown")
+from tqdeploy.lint.registry import ALL_KINDS, LintContext, rule
 
 
 @rule("TQ310", "advice", "false advice (checks/false_advice.json)", kinds=ALL_KINDS)

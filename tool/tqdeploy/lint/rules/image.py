@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.lint.registry import DOCKER_KINDS, LintContext, rule
+from tqdeploy.lint.registry import ALL_KINDS, DOCKER_KINDS, LintContext, rule
 from tqdeploy.lint.report import lint_finding
-from tqdeploy.lint.rules.advice import ALL_KINDS
 
 
 @rule("TQ311", "image", "no argument schema for the image's vLLM release", kinds=ALL_KINDS)
