@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-import tqdeploy.hostchecks  # noqa: F401  registers the checks
+import tqdeploy.doctor.checks.host  # noqa: F401  registers the checks
 from support.doctor_hosts import GIB, h200, h200_live, two_gpus, variant
-from tqdeploy.checkbase import REGISTRY, CheckContext
+from tqdeploy.doctor.registry import REGISTRY, CheckContext
 from tqdeploy.snapshot import HostSnapshot
 
 

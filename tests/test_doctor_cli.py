@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from support.doctor_hosts import HOSTS, variant
-from tqdeploy.checkbase import REGISTRY, Check
+from tqdeploy.doctor.registry import REGISTRY, Check
 
 REPO = Path(__file__).resolve().parent.parent
 H200 = str(HOSTS / "h200-1gpu.json")
@@ -130,8 +130,8 @@ def test_a_check_that_raises_becomes_an_error_finding(run_cli, monkeypatch):
 
 
 def test_model_checks_without_model_are_left_out(monkeypatch):
-    from tqdeploy.checkbase import CheckContext
-    from tqdeploy.doctor import select_checks
+    from tqdeploy.doctor.registry import CheckContext
+    from tqdeploy.doctor.run import select_checks
 
     monkeypatch.setitem(
         REGISTRY, "TQ299", Check(id="TQ299", area="model", title="m", func=lambda c: None, needs=("model",))
@@ -165,7 +165,7 @@ def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
 def test_doctor_does_not_import_torch_or_vllm(tqdeploy_exe):
     python = tqdeploy_exe.rsplit("/", 1)[0] + "/python"
     code = (
-        "import sys; from tqdeploy.doctor import run_doctor; run_doctor(vllm_version='0.32.0', offline=True); "
+        "import sys; from tqdeploy.doctor.run import run_doctor; run_doctor(vllm_version='0.32.0', offline=True); "
         "print(','.join(m for m in ('torch', 'vllm', 'transformers') if m in sys.modules))"
     )
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True, timeout=60).stdout

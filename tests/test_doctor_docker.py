@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.checkbase import REGISTRY, CheckContext
+from tqdeploy.doctor.registry import REGISTRY, CheckContext
 from tqdeploy.probe.docker_engine import probe_docker
 from tqdeploy.snapshot import HostSnapshot
 
@@ -29,7 +29,7 @@ def engine_version() -> str:
 
 
 def test_real_engine_is_probed_through_the_sdk(engine_version):
-    import tqdeploy.hostchecks  # noqa: F401
+    import tqdeploy.doctor.checks.host  # noqa: F401
 
     out = probe_docker()
     assert out["reachable"] is True and out["error"] == ""

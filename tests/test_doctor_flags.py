@@ -78,9 +78,8 @@ def test_command_and_file_together_is_a_usage_error(run_cli):
 
 
 def test_script_variables_are_expanded_for_the_checks():
-    from tqdeploy.doctorflags import serving_values
     from tqdeploy.lint import lint_script
 
     report = lint_script('TP=4\nexec vllm serve m --tensor-parallel-size "$TP" --max-model-len "$LEN"\n', live=False)
-    values = serving_values(report.flag_values)
+    values = report.serving_values()
     assert values == {"tensor_parallel_size": 4}  # $LEN is only known at run time: left out

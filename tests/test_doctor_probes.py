@@ -128,8 +128,8 @@ def test_no_driver_is_recorded_not_raised(tmp_path):
 
 
 def test_a_gpu_nvml_cannot_open_is_kept_and_named(tmp_path):
-    import tqdeploy.hostchecks  # noqa: F401
-    from tqdeploy.checkbase import REGISTRY, CheckContext
+    import tqdeploy.doctor.checks.host  # noqa: F401
+    from tqdeploy.doctor.registry import REGISTRY, CheckContext
 
     nv = FakeNVML([h200_like(), {"handle_error": NVMLError_GpuIsLost()}])
     snap = collect(make_tree(tmp_path), nvml=nv, offline=True, docker_client_factory=_refusing_client)

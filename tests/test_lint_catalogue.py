@@ -19,7 +19,7 @@ RAW = json.loads((Path(__file__).resolve().parent.parent / "checks" / "false_adv
 def _hits(report, entry) -> list:
     if entry.pattern["kind"] == "rule":
         return [f for f in report.findings if f.id == entry.pattern["rule"]]
-    return [f for f in report.findings if f.id == "TQ310" and f.message.startswith(entry.id + ":")]
+    return [f for f in report.findings if f.id == "TQ310" and f.title.startswith(entry.id + ":")]
 
 
 def test_every_entry_is_complete():
@@ -39,13 +39,13 @@ def test_entry_catches_bad_example(entry):
     report = lint_script(entry.bad, live=False)
     hits = _hits(report, entry)
     assert hits, report.to_dict()
-    assert entry.replacement in hits[0].fix or entry.pattern["kind"] == "rule"
+    assert entry.replacement in hits[0].remediation or entry.pattern["kind"] == "rule"
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=[e.id for e in ENTRIES])
 def test_entry_passes_good_example(entry):
     if find_command(entry.good) is None:  # Python, pip or curl lines: only the text patterns apply
-        assert not [f for f in match_text(entry.good) if f.message.startswith(entry.id + ":")]
+        assert not [f for f in match_text(entry.good) if f.title.startswith(entry.id + ":")]
         assert match_text(entry.good) == []
         return
     report = lint_script(entry.good, live=False)

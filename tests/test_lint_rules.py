@@ -104,7 +104,8 @@ CASES = [
     (
         "TQ330",
         "docker run --gpus device=0,1 --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
-        "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
+        "docker run --gpus '\"device=0,1\"' --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 "
+        "Qwen/Qwen3-8B -tp 2",
     ),
     (
         "TQ331",
@@ -175,7 +176,7 @@ def test_fixed_command_no_longer_has_the_finding(rule, bad, good):
 def test_did_you_mean_and_fix():
     r = lint(f"vllm serve m --tensor-paralel-size 2 {SAFE}")
     f = r.findings[0]
-    assert f.id == "TQ301" and "--tensor-parallel-size" in f.message
+    assert f.id == "TQ301" and "--tensor-parallel-size" in f.title
     assert "--tensor-parallel-size" in r.fixed_argv
 
 
@@ -184,7 +185,7 @@ def test_did_you_mean_never_gives_an_option_twice():
     # --max-model-len twice (the typo's value winning silently), so the fix drops the typo with its value.
     r = lint(f"vllm serve m --max-model-len 100000 --model-len 5 {SAFE}")
     f = next(f for f in r.findings if f.id == "TQ301")
-    assert "already sets --max-model-len 100000" in f.fix
+    assert "already sets --max-model-len 100000" in f.remediation
     assert r.fixed_argv == ["vllm", "serve", "m", "--max-model-len", "100000", "--host", "127.0.0.1"]
     assert ids(lint_command(r.fixed_argv, live=False)) == []
     alone = lint(f"vllm serve m --model-len 5 {SAFE}")
@@ -202,9 +203,9 @@ def test_version_changes_verdict():
     cmd = f"vllm serve m --calculate-kv-scales {SAFE}"
     assert ids(lint(cmd, vllm_version="0.25.0")) == []
     assert ids(lint(cmd, vllm_version="0.32.0")) == ["TQ304"]
-    assert "(removed or renamed)" in lint(cmd, vllm_version="0.32.0").findings[0].message
+    assert "(removed or renamed)" in lint(cmd, vllm_version="0.32.0").findings[0].title
     newer = lint(f"vllm serve m --device-memory-utilization 0.9 {SAFE}", vllm_version="0.25.0").findings[0]
-    assert newer.id == "TQ304" and "(added after 0.25.0)" in newer.message and "vLLM 0.32.0 or later" in newer.fix
+    assert newer.id == "TQ304" and "(added after 0.25.0)" in newer.title and "vLLM 0.32.0 or later" in newer.remediation
     newer_only = f"vllm serve m --kv-cache-dtype ultraquant_4bit {SAFE}"
     assert "TQ302" in ids(lint(newer_only, vllm_version="0.25.0"))
     assert ids(lint(newer_only)) == []
@@ -244,7 +245,7 @@ def test_no_vllm_command_is_usage_error():
 def test_hf_token_on_argv_is_flagged_fixed_and_redacted():
     secret = "hf_ArgvSecret555"
     r = lint(f"vllm serve m --hf-token {secret} {SAFE}")
-    assert ids(r) == ["TQ323"] and r.findings[0].flag == "--hf-token"
+    assert ids(r) == ["TQ323"] and r.findings[0].location == "--hf-token"
     assert r.fixed_argv[-3:] == ["--hf-token", "--host", "127.0.0.1"]
     assert secret not in str(r.to_dict())
     assert ids(lint(f"vllm serve m --hf-token {SAFE}")) == []  # bare: token from `hf auth login`

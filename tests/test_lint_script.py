@@ -29,7 +29,7 @@ def test_blog_script_is_caught_and_fixed():
     assert r.fixed_argv[:3] == ["vllm", "serve", "Qwen/Qwen3.6-27B"]
     assert "--kv-cache-dtype" in r.fixed_argv and "--no-enable-chunked-prefill" in r.fixed_argv
     assert "tee" not in r.command and "2>&1" not in r.command  # the pipe ends the command
-    messages = " ".join(f.message for f in r.findings)
+    messages = " ".join(f.title for f in r.findings)
     assert "FA014" in messages and "FA016" in messages  # claims in the comments
 
 

@@ -32,7 +32,7 @@ def by_id(report, rule):
 def test_tensor_parallel_both_directions(qwen36):
     bad = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 3 {SAFE}", model=qwen36)
     assert [f.severity.value for f in by_id(bad, "TQ340")] == ["error"] and bad.errors
-    assert "{1, 2, 4, 8}" in by_id(bad, "TQ340")[0].fix
+    assert "{1, 2, 4, 8}" in by_id(bad, "TQ340")[0].remediation
     for tp in (1, 2, 4):
         assert lint(f"vllm serve Qwen/Qwen3.6-27B -tp {tp} {SAFE}", model=qwen36).findings == []
     replicated = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 8 {SAFE}", model=qwen36)
@@ -50,7 +50,7 @@ def test_turboquant_compute_capability(qwen36):
     cmd = f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc {SAFE}"
     volta = HostSnapshot(gpus=[GPU(index=0, name="Tesla V100", compute_capability=[7, 0])])
     bad = lint(cmd, model=qwen36, host=volta)
-    assert any("compute capability" in f.message for f in by_id(bad, "TQ342") if f.severity.value == "error")
+    assert any("compute capability" in f.title for f in by_id(bad, "TQ342") if f.severity.value == "error")
     h200 = lint(
         cmd, model=qwen36, host=HostSnapshot(gpus=[GPU(index=0, name="NVIDIA H200", compute_capability=[9, 0])])
     )
@@ -60,7 +60,7 @@ def test_turboquant_compute_capability(qwen36):
 def test_turboquant_hybrid_bug_depends_on_version(qwen36):
     cmd = f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc {SAFE}"
     old = lint(cmd, model=qwen36, vllm_version="0.25.0")
-    assert any(f.severity.value == "error" and "50709" in f.message for f in by_id(old, "TQ342"))
+    assert any(f.severity.value == "error" and "50709" in f.title for f in by_id(old, "TQ342"))
     new = lint(cmd, model=qwen36, vllm_version="0.32.0")
     assert not new.errors
 
@@ -121,7 +121,7 @@ def test_weights_fit_both_directions(qwen36):
     )
     bad = lint(f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}", model=qwen36, host=small)
     f = by_id(bad, "TQ343")
-    assert f and f[0].severity.value == "error" and "--tensor-parallel-size" in f[0].fix
+    assert f and f[0].severity.value == "error" and "--tensor-parallel-size" in f[0].remediation
     good = lint(
         f"vllm serve Qwen/Qwen3.6-27B -tp 1 {SAFE}",
         model=qwen36,
@@ -135,7 +135,7 @@ def test_weights_fit_both_directions(qwen36):
 def test_turboquant_model_dtype_follows_the_dtype_flag(qwen36):
     tq = f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc {SAFE}"
     bad = lint(tq + " --dtype float32", model=qwen36, vllm_version="0.32.0")
-    assert [f.message for f in by_id(bad, "TQ342") if f.severity.value == "error"] == [
+    assert [f.title for f in by_id(bad, "TQ342") if f.severity.value == "error"] == [
         "--dtype float32: TurboQuant attention runs float16/bfloat16 models only"
     ]
     for ok in ("", " --dtype auto", " --dtype bfloat16", " --dtype half"):

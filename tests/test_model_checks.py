@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.checkbase import CheckContext, run_checks
+from tqdeploy.doctor.registry import CheckContext, run_checks
 from tqdeploy.model import load_model_facts
 from tqdeploy.snapshot import HostSnapshot
 
@@ -17,7 +17,7 @@ IDS = ["TQ201", "TQ202", "TQ203", "TQ204", "TQ205", "TQ206"]
 
 @pytest.fixture(scope="module", autouse=True)
 def _register():
-    import tqdeploy.modelchecks  # noqa: F401
+    import tqdeploy.doctor.checks.model  # noqa: F401
 
 
 def run(model, host=None, **options):

@@ -16,7 +16,7 @@ def facts(name):
 
 
 def codes(problems):
-    return [(p.severity, p.code) for p in problems]
+    return [(p.severity, p.evidence["code"]) for p in problems]
 
 
 def test_tp_qwen36_valid_sizes_and_replication():
@@ -26,9 +26,9 @@ def test_tp_qwen36_valid_sizes_and_replication():
     assert codes(compat.tensor_parallel_problems(q, 8)) == [(Severity.INFO, "TP_KV_REPLICATED")]
     bad = compat.tensor_parallel_problems(q, 3)
     assert codes(bad) == [(Severity.ERROR, "TP_HEADS")]
-    assert "{1, 2, 4, 8}" in bad[0].fix and bad[0].flag == "--tensor-parallel-size"
+    assert "{1, 2, 4, 8}" in bad[0].remediation and bad[0].location == "--tensor-parallel-size"
     # 24 attention heads divide by 6, but the 16 linear key heads and 4 KV heads do not
-    six = compat.tensor_parallel_problems(q, 6)[0].message
+    six = compat.tensor_parallel_problems(q, 6)[0].title
     assert "linear-attention key heads" in six and "KV heads" in six
 
 
@@ -95,7 +95,7 @@ def test_turboquant_head_dim_dtype_and_mla():
     assert fp32.serving_dtype == "bfloat16" and fp32.dtype_bytes == 2
     for asked in ("float32", "float"):
         got = compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype=asked)
-        assert codes(got) == [(Severity.ERROR, "TQ_MODEL_DTYPE")] and got[0].flag == "--dtype"
+        assert codes(got) == [(Severity.ERROR, "TQ_MODEL_DTYPE")] and got[0].location == "--dtype"
     assert compat.turboquant_problems(fp32, "turboquant_4bit_nc", "0.32.0", serving_dtype="half") == []
     assert (Severity.ERROR, "TQ_MLA") in codes(
         compat.turboquant_problems(facts("deepseek-v2-lite"), "turboquant_4bit_nc", "0.32.0")
@@ -105,7 +105,7 @@ def test_turboquant_head_dim_dtype_and_mla():
 def test_turboquant_hybrid_known_bad_versions():
     q = facts("qwen3.6-27b")
     on_025 = compat.turboquant_problems(q, "turboquant_4bit_nc", "0.25.0", (9, 0))
-    assert codes(on_025) == [(Severity.ERROR, "TQ_HYBRID_BUG")] and "#50709" in on_025[0].message
+    assert codes(on_025) == [(Severity.ERROR, "TQ_HYBRID_BUG")] and "#50709" in on_025[0].title
     assert codes(compat.turboquant_problems(q, "turboquant_4bit_nc", "0.32.0", (9, 0))) == [
         (Severity.WARN, "TQ_HYBRID_BUG")
     ]
@@ -121,7 +121,7 @@ def test_weights_fit():
     card = 30 * (1 << 30)  # usable 27.6 GiB at 0.92
     bad = compat.weights_fit_problems(q, 1, card, 0.92)  # 51.8 GiB on one GPU
     assert codes(bad) == [(Severity.ERROR, "WEIGHTS_DONT_FIT")]
-    assert "--tensor-parallel-size 4" in bad[0].fix  # TP=2 leaves under 20% for the KV cache
+    assert "--tensor-parallel-size 4" in bad[0].remediation  # TP=2 leaves under 20% for the KV cache
     assert codes(compat.weights_fit_problems(q, 2, card, 0.92)) == [(Severity.WARN, "WEIGHTS_TIGHT")]
     assert compat.weights_fit_problems(q, 4, card, 0.92) == []
 
@@ -135,7 +135,7 @@ def test_turboquant_warns_about_dropped_attention_soft_cap():
     gemma = facts("gemma-2-9b")  # attn_logit_softcapping 50.0
     assert gemma.attn_logit_softcapping == 50.0
     got = compat.turboquant_problems(gemma, "turboquant_4bit_nc", "0.32.0", (9, 0))
-    assert codes(got) == [(Severity.WARN, "TQ_SOFTCAP")] and "50" in got[0].message
+    assert codes(got) == [(Severity.WARN, "TQ_SOFTCAP")] and "50" in got[0].title
     assert compat.turboquant_problems(gemma, "fp8", "0.32.0", (9, 0)) == []
     assert facts("llama-3.1-8b").attn_logit_softcapping is None
 

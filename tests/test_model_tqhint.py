@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.checkbase import CheckContext, run_checks
+from tqdeploy.doctor.registry import CheckContext, run_checks
 from tqdeploy.model import facts_from_config
 
 MODELS = Path(__file__).parent / "fixtures" / "models"
@@ -17,7 +17,7 @@ def with_hint(hint):
 
 
 def tq202(facts):
-    import tqdeploy.modelchecks  # noqa: F401  (registers TQ2xx)
+    import tqdeploy.doctor.checks.model  # noqa: F401  (registers TQ2xx)
 
     return run_checks(CheckContext(model=facts), ["TQ202"])
 
@@ -54,7 +54,7 @@ def test_valid_hints(hint, dtype, skips):
 def test_invalid_hints_are_errors(hint, needle):
     f = with_hint(hint)
     assert f.turbo_quant_config is None
-    assert any(needle in p["message"] for p in f.turbo_quant_config_problems), f.turbo_quant_config_problems
+    assert any(needle in p.title for p in f.turbo_quant_config_problems), f.turbo_quant_config_problems
     assert "error" in [x.severity.value for x in tq202(f)]
 
 

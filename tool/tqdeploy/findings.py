@@ -1,4 +1,6 @@
-"""Findings: the one result type of every check (doctor, checkpoint audit, lint)."""
+"""Findings: the one result type of every check (doctor host and model checks, lint rules, plan, the
+turbo_quant_config hint). A producer that does not know the id it reports under (model.compat's rules,
+shared by doctor TQ2xx and lint TQ34x) leaves ``id`` empty; the check or rule that runs it stamps it."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from enum import Enum
 from typing import Any
 
 
-class Severity(str, Enum):
+class Severity(str, Enum):  # noqa: UP042  StrEnum changes str(member) from "Severity.WARN" to "warn"
     ERROR = "error"
     WARN = "warn"
     INFO = "info"
@@ -23,6 +25,15 @@ class Severity(str, Enum):
 _RANK = {Severity.ERROR: 4, Severity.WARN: 3, Severity.INFO: 2, Severity.OK: 1, Severity.SKIPPED: 0}
 
 
+@dataclass(frozen=True)
+class Edit:
+    """Replace argv[start:end] with tokens (start == end inserts): what `tqdeploy lint --fix` applies."""
+
+    start: int
+    end: int
+    tokens: tuple[str, ...] = ()
+
+
 @dataclass
 class Finding:
     id: str
@@ -31,8 +42,15 @@ class Finding:
     evidence: dict[str, Any] = field(default_factory=dict)
     remediation: str = ""
     area: str = ""
+    # Where in the input the finding points: an option as written (lint), a config key; "" when nowhere.
+    location: str = ""
+    # lint: the change that fixes it, and the argv index it is about (a specific finding, e.g. a
+    # false-advice entry, replaces a generic one about the same token). Not part of to_dict().
+    edit: Edit | None = None
+    token: int = -1
 
     def to_dict(self) -> dict[str, Any]:
+        """The doctor's JSON shape (tqdeploy.doctor/1); lint writes its own (tqdeploy.lint/1)."""
         return {
             "id": self.id,
             "severity": self.severity.value,

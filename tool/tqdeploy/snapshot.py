@@ -93,17 +93,19 @@ class HostSnapshot:
         try:
             data = json.loads(p.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise TQError(f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`")
+            raise TQError(
+                f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`"
+            ) from None
         except (IsADirectoryError, UnicodeDecodeError) as exc:
             raise TQError(
                 f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
                 "pass a file written by `tqdeploy doctor --snapshot-out`",
-            )
+            ) from exc
         except json.JSONDecodeError as exc:
             raise TQError(
                 f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
                 "pass a file written by `tqdeploy doctor --snapshot-out`",
-            )
+            ) from exc
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise TQError(
                 f"snapshot file {p} is not a {SCHEMA} document",
@@ -115,7 +117,7 @@ class HostSnapshot:
             raise TQError(
                 f"snapshot file {p} has a malformed section ({exc})",
                 "record it again with `tqdeploy doctor --snapshot-out FILE`",
-            )
+            ) from exc
 
 
 def _check_shape(name: str, value: Any, f) -> None:

@@ -49,7 +49,7 @@ def doctor(
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
-    from tqdeploy.doctor import run_doctor
+    from tqdeploy.doctor.run import run_doctor
     from tqdeploy.output import emit
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 

@@ -98,7 +98,7 @@ def plan(
     )
     result.host["source"] = host.source
     emit(result, as_json)
-    failed = result.recommended is None or any(p["severity"] == "error" for p in result.problems)
+    failed = result.recommended is None or any(p.severity.value == "error" for p in result.problems)
     return 1 if failed else 0
 
 

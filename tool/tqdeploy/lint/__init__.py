@@ -4,23 +4,23 @@
     report = lint_script(Path("serve.sh").read_text(), model=facts, host=snapshot)
     report.findings, report.fixed_argv, report.errors, report.to_dict(), report.render(console)
 
-Layers: command/script (find the invocation) -> validate (schema of the vLLM release, extracted
-from vLLM's parser) -> catalogue (false advice) -> rules (TurboQuant, exposure, secrets, docker)
--> semantic (model + host, via tqdeploy.model.compat) -> live (vLLM's own parser, when importable).
+Layers: command/script (find the invocation) -> validate (read the arguments like the parser of the vLLM
+release, whose schema is extracted from vLLM) -> the rules in tqdeploy.lint.rules, one function per finding
+id, run from the registry (tqdeploy.lint.registry) in id order: arguments, false advice (catalogue), image,
+TurboQuant, exposure, docker, model (via tqdeploy.model.compat), vLLM's own parser when importable (live).
 """
 
 from __future__ import annotations
 
-from tqdeploy.findings import Severity
-from tqdeploy.lint.report import LintFinding, LintReport, apply_edits
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint.report import LintReport, apply_edits, lint_finding
 
-__all__ = ["lint_command", "lint_script", "lint_source", "LintReport", "LintFinding"]
-
-# Generic parser findings that a catalogue entry about the same token replaces.
-_GENERIC = {"TQ301", "TQ302", "TQ303", "TQ305", "TQ308"}
+__all__ = ["lint_command", "lint_script", "lint_source", "LintReport"]
 
 
-def _target_version(vllm_version: str | None, inv) -> tuple[str, list[LintFinding]]:
+def target_version(vllm_version: str | None, inv) -> tuple[str, list[Finding]]:
+    """The vLLM release whose schema the command is checked against, and a TQ311 finding when the
+    image's own release has no schema here."""
     from tqdeploy.lint.schema import available_versions
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
@@ -32,7 +32,7 @@ def _target_version(vllm_version: str | None, inv) -> tuple[str, list[LintFindin
     if image_version in available_versions():
         return image_version, []
     return DEFAULT_VLLM_VERSION, [
-        LintFinding(
+        lint_finding(
             "TQ311",
             Severity.WARN,
             "image",
@@ -57,68 +57,46 @@ def _lint(
     variables: dict[str, str] | None = None,
 ) -> LintReport:
     from tqdeploy.errors import TQError
-    from tqdeploy.lint import catalogue, rules
+    from tqdeploy.lint import catalogue
     from tqdeploy.lint.command import find_invocation
+    from tqdeploy.lint.registry import VLLM_KINDS, LintContext, run_rules
     from tqdeploy.lint.schema import load_schema
-    from tqdeploy.lint.validate import ParsedArgs, parse_vllm_args
+    from tqdeploy.lint.secrets import secret_values
+    from tqdeploy.lint.validate import parse_vllm_args
 
     inv = find_invocation(argv)
     for name, value in extra_env.items():
         inv.env.setdefault(name, value)
-    text_findings = catalogue.match_text(text)
-    if inv.kind == "unknown" and not text_findings:
+    text_advice = catalogue.match_text(text)
+    if inv.kind == "unknown" and not text_advice:
         raise TQError(
             "no vLLM command found (expected `vllm serve ...`, `python -m "
             "vllm.entrypoints.openai.api_server ...` or `docker run ... IMAGE ...`)",
             "pass the command after `--`: tqdeploy lint -- vllm serve MODEL --flag ...",
         )
-    version, findings = _target_version(vllm_version, inv)
-    schema = load_schema(version)
-    parsed = ParsedArgs()
-    if inv.kind in ("vllm-serve", "api-server", "docker"):
-        parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, schema, variables)
-        aliases = {n: opt.long_name for opt in schema.options.values() for n in opt.names if not n.startswith("--")}
-        specific = catalogue.match_invocation(inv, aliases)
-        covered = {f.token for f in specific}
-        findings += [f for f in parsed.findings if not (f.id in _GENERIC and f.token in covered)]
-        findings += specific
-        findings += rules.turboquant_rules(inv, parsed)
-        findings += rules.exposure_rules(inv, parsed)
-        findings += rules.docker_rules(inv, parsed)
-        findings += rules.config_file_rule(parsed)
-        if model is not None:
-            from tqdeploy.lint.semantic import model_rules
-
-            findings += model_rules(parsed, schema, model, host)
-        if _want_live(live, schema.version) and not any(f.severity is Severity.ERROR for f in parsed.findings):
-            from tqdeploy.lint.live import live_findings
-            from tqdeploy.lint.validate import expand_shell_value, is_unresolved
-
-            args = [expand_shell_value(a, variables or {}) for a in inv.vllm_args]
-            if not any(is_unresolved(a) for a in args):  # the shell's run-time values cannot be parsed here
-                findings += live_findings(args)
-    if inv.kind == "docker-other":
-        findings += rules.docker_rules(inv, None)
-        findings.append(
-            LintFinding(
-                "TQ313",
-                Severity.INFO,
-                "image",
-                f"image {inv.image} is not a vLLM image: only the docker options were checked",
-                "lint the command its entrypoint runs (e.g. the image's serve.sh) with --file",
-                None,
-                inv.image_index,
-            )
-        )
-    findings += text_findings
+    version, target = target_version(vllm_version, inv)
+    ctx = LintContext(
+        inv=inv,
+        schema=load_schema(version),
+        text=text,
+        variables=variables or {},
+        model=model,
+        host=host,
+        live=live,
+        target=target,
+        text_advice=text_advice,
+    )
+    if inv.kind in VLLM_KINDS:
+        ctx.parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, ctx.schema, variables)
+    findings = run_rules(ctx)
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
     return LintReport(
-        vllm_version=schema.version,
+        vllm_version=ctx.schema.version,
         command=list(inv.argv),
         fixed_argv=fixed,
         findings=findings,
-        secret_values=rules.secret_values(inv, parsed),
-        flag_values=_flag_values(parsed, variables or {}),
+        secret_values=secret_values(inv, ctx.parsed),
+        flag_values=_flag_values(ctx.parsed, variables or {}),
     )
 
 
@@ -132,24 +110,6 @@ def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
         else:
             values[occ.option.dest] = "false" if occ.name.startswith("--no-") else "true"
     return values
-
-
-def _want_live(live: bool | None, version: str) -> bool:
-    if live is False:
-        return False
-    from tqdeploy.lint.live import live_vllm_version
-
-    running = live_vllm_version()
-    if running is None or running != version:
-        if live:
-            from tqdeploy.errors import TQError
-
-            raise TQError(
-                f"live validation needs vLLM {version} importable here (found: {running or 'none'})",
-                "run tqdeploy with the interpreter of a venv that has that vLLM, or drop --live",
-            )
-        return False
-    return True
 
 
 def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
@@ -203,7 +163,7 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
         raise TQError(
             f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
             "pass a readable text file",
-        )
+        ) from exc
     return lint_script(text, name=str(file), **options)
 
 

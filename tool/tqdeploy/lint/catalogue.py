@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from tqdeploy.findings import Severity
+from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.command import Invocation
-from tqdeploy.lint.report import Edit, LintFinding
+from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.schema import normalize
 
 CATALOGUE_ID = "tqdeploy.false-advice/1"
@@ -46,7 +46,7 @@ def load_catalogue() -> tuple[Entry, ...]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
-        raise TQError(f"cannot read the false-advice catalogue {path}: {exc}", "reinstall tqdeploy")
+        raise TQError(f"cannot read the false-advice catalogue {path}: {exc}", "reinstall tqdeploy") from exc
     if data.get("schema") != CATALOGUE_ID:
         raise TQError(f"{path} is not a {CATALOGUE_ID} document", "reinstall tqdeploy")
     entries = []
@@ -68,8 +68,8 @@ def load_catalogue() -> tuple[Entry, ...]:
     return tuple(entries)
 
 
-def _finding(entry: Entry, flag: str, token: int, edit: Edit | None) -> LintFinding:
-    return LintFinding(
+def _finding(entry: Entry, flag: str, token: int, edit: Edit | None) -> Finding:
+    return lint_finding(
         FINDING_ID,
         entry.severity,
         flag,
@@ -96,9 +96,9 @@ def _option_spans(argv: list[str], start: int, end: int):
         i += 1
 
 
-def match_invocation(inv: Invocation, aliases: dict[str, str]) -> list[LintFinding]:
+def match_invocation(inv: Invocation, aliases: dict[str, str]) -> list[Finding]:
     """Flag and flag_value entries against the vLLM arguments; aliases maps e.g. -q to --quantization."""
-    out: list[LintFinding] = []
+    out: list[Finding] = []
     argv = inv.argv
     spans = list(_option_spans(argv, inv.vllm_start, inv.vllm_end))
     # short aliases such as -q turboquant
@@ -127,7 +127,7 @@ def match_invocation(inv: Invocation, aliases: dict[str, str]) -> list[LintFindi
     return out
 
 
-def match_text(text: str) -> list[LintFinding]:
+def match_text(text: str) -> list[Finding]:
     """Text entries against a command line or a whole script."""
     out = []
     for entry in load_catalogue():

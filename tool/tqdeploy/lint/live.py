@@ -10,8 +10,8 @@ import importlib.util
 import re
 from functools import lru_cache
 
-from tqdeploy.findings import Severity
-from tqdeploy.lint.report import LintFinding
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint.report import lint_finding
 
 
 @lru_cache(maxsize=1)
@@ -35,8 +35,9 @@ class ParserRejected(Exception):
 
 @lru_cache(maxsize=1)
 def _parser():
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
+    # vLLM is only importable in its own venv; tqdeploy's type check runs without it.
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
+    from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 
@@ -60,12 +61,12 @@ def parse_with_vllm(vllm_args: list[str]) -> str | None:
     return None
 
 
-def live_findings(vllm_args: list[str]) -> list[LintFinding]:
+def live_findings(vllm_args: list[str]) -> list[Finding]:
     message = parse_with_vllm(vllm_args)
     if message is None:
         return []
     return [
-        LintFinding(
+        lint_finding(
             "TQ312",
             Severity.ERROR,
             "",

@@ -1,45 +1,37 @@
-"""LintFinding and LintReport: the one output of `tqdeploy lint`, with secrets redacted everywhere."""
+"""LintReport: the one output of `tqdeploy lint` (Findings plus the corrected command), secrets redacted everywhere."""
 
 from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from tqdeploy.findings import Severity
+from tqdeploy.findings import Edit, Finding, Severity
 
 SCHEMA = "tqdeploy.lint/1"
 REDACTED = "<redacted>"
+# vLLM option dest -> how serving_values() reads its value.
+SERVING_VALUES: dict[str, type] = {
+    "tensor_parallel_size": int,
+    "max_model_len": int,
+    "kv_cache_dtype": str,
+    "attention_backend": str,
+    "gpu_memory_utilization": float,
+    "dtype": str,
+}
 
 
-@dataclass(frozen=True)
-class Edit:
-    """Replace argv[start:end] with tokens (start == end inserts)."""
-
-    start: int
-    end: int
-    tokens: tuple[str, ...] = ()
+def lint_finding(
+    id: str, severity: Severity, flag: str, message: str, fix: str = "", edit: Edit | None = None, token: int = -1
+) -> Finding:
+    """A lint result as a Finding: flag is the option as written (location), token its argv index."""
+    return Finding(id=id, severity=severity, title=message, remediation=fix, location=flag, edit=edit, token=token)
 
 
-@dataclass
-class LintFinding:
-    id: str
-    severity: Severity
-    flag: str
-    message: str
-    fix: str = ""
-    edit: Edit | None = None
-    token: int = -1  # argv index the finding is about; lets a specific finding replace a generic one
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity.value,
-            "flag": self.flag,
-            "message": self.message,
-            "fix": self.fix,
-        }
+def finding_dict(f: Finding) -> dict[str, Any]:
+    """One finding in lint's JSON shape (tqdeploy.lint/1)."""
+    return {"id": f.id, "severity": f.severity.value, "flag": f.location, "message": f.title, "fix": f.remediation}
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
@@ -89,7 +81,7 @@ class LintReport:
     vllm_version: str
     command: list[str]
     fixed_argv: list[str]
-    findings: list[LintFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     secret_values: set[str] = field(default_factory=set, repr=False)
     source: str = "argv"  # "argv" or a script path
     # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
@@ -118,13 +110,29 @@ class LintReport:
     def fixed_command_text(self) -> str:
         return shell_join(redact_argv(self.fixed_argv, self.secret_values))
 
+    def redacted_findings(self) -> list[Finding]:
+        """The findings worst first, with every secret value of the command replaced in their texts."""
+        ordered = sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token))
+        return [
+            replace(f, title=self._redact_text(f.title), remediation=self._redact_text(f.remediation)) for f in ordered
+        ]
+
+    def serving_values(self) -> dict[str, Any]:
+        """What the command asks of vLLM, typed, for the doctor's checkpoint checks (CheckContext.options);
+        a value the shell only knows at run time ($VAR) is left out."""
+        out: dict[str, Any] = {}
+        for dest, kind in SERVING_VALUES.items():
+            raw = self.flag_values.get(dest)
+            if raw is None or "$" in raw:
+                continue
+            try:
+                out[dest] = kind(raw)
+            except ValueError:  # lint already reports a value of the wrong type
+                continue
+        return out
+
     def to_dict(self) -> dict[str, Any]:
-        findings = []
-        for f in sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token)):
-            d = f.to_dict()
-            d["message"] = self._redact_text(d["message"])
-            d["fix"] = self._redact_text(d["fix"])
-            findings.append(d)
+        findings = [finding_dict(f) for f in self.redacted_findings()]
         return {
             "schema": SCHEMA,
             "vllm_version": self.vllm_version,

@@ -150,7 +150,7 @@ def load_schema(version: str) -> VllmSchema:
     except json.JSONDecodeError as exc:
         raise TQError(
             f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})", "regenerate it with `make vllm-schema`"
-        )
+        ) from exc
     if data.get("schema") != SCHEMA_ID:
         raise TQError(f"{path} is not a {SCHEMA_ID} document", "regenerate it with `make vllm-schema`")
     options = {dest: _option(o) for dest, o in data["options"].items()}

@@ -63,7 +63,7 @@ def _split(line: str, where: int) -> list[str]:
         raise TQError(
             f"line {where}: cannot split the shell command ({exc})",
             "close the open quote or put the command on one line",
-        )
+        ) from exc
 
 
 def _cut_at_operator(tokens: list[str]) -> list[str]:

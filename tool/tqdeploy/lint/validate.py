@@ -12,8 +12,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from tqdeploy.findings import Severity
-from tqdeploy.lint.report import Edit, LintFinding
+from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
@@ -38,7 +38,7 @@ class Occurrence:
 class ParsedArgs:
     occurrences: list[Occurrence] = field(default_factory=list)
     positionals: list[tuple[int, str]] = field(default_factory=list)
-    findings: list[LintFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
 
     def last(self, dest: str) -> Occurrence | None:
         found = [o for o in self.occurrences if o.option.dest == dest]
@@ -98,7 +98,7 @@ def _choice_problem(opt: Option, value: str) -> str | None:
     return f"invalid choice {value!r}"
 
 
-def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFinding:
+def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> Finding:
     base = normalize(name)
     for other in available_versions():
         if other == schema.version:
@@ -120,7 +120,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
                     else f" (check `vllm serve --help={base[2:]}` of {schema.version})"
                 )
             )
-            return LintFinding(
+            return lint_finding(
                 "TQ304",
                 Severity.ERROR,
                 name,
@@ -132,7 +132,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
     close = difflib.get_close_matches(base, schema.names, n=3, cutoff=0.75)
     if close:
         edit = Edit(index, index + 1, (close[0],)) if "=" not in name else None
-        return LintFinding(
+        return lint_finding(
             "TQ301",
             Severity.ERROR,
             name,
@@ -141,7 +141,7 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> LintFi
             edit,
             index,
         )
-    return LintFinding(
+    return lint_finding(
         "TQ301",
         Severity.ERROR,
         name,
@@ -186,181 +186,208 @@ def parse_vllm_args(
 ) -> ParsedArgs:
     """Walk argv[start:end] like vLLM's parser; findings for everything it would reject or warn about.
     variables: shell variables a script sets before the command (their values are checked, not $NAME)."""
-    variables = variables or {}
-    out = ParsedArgs()
-    unknown_spans: list[tuple[LintFinding, int]] = []  # unknown options and where their value ends
+    walk = _ArgWalk(argv, end, schema, variables or {})
     i = start
     while i < end:
-        tok = argv[i]
+        i = walk.step(i)
+    _no_duplicate_suggestions(walk.out, walk.unknown_spans, schema)
+    _duplicates(walk.out)
+    return walk.out
+
+
+class _ArgWalk:
+    """One pass over vLLM's arguments; each method reads the token at i and returns where the next one starts."""
+
+    def __init__(self, argv: list[str], end: int, schema: VllmSchema, variables: dict[str, str]):
+        self.argv, self.end, self.schema, self.variables = argv, end, schema, variables
+        self.out = ParsedArgs()
+        self.unknown_spans: list[tuple[Finding, int]] = []  # unknown options and where their value ends
+
+    def step(self, i: int) -> int:
+        tok = self.argv[i]
         if tok == "--":
-            i += 1
-            continue
+            return i + 1
         if not _is_option_like(tok):
-            out.positionals.append((i, tok))
-            if len(out.positionals) > 1:
-                out.findings.append(
-                    LintFinding(
-                        "TQ303",
-                        Severity.ERROR,
-                        tok,
-                        f"unexpected argument {tok!r}: vLLM takes one positional (the model)",
-                        "quote it or give it the flag it belongs to",
-                        None,
-                        i,
-                    )
-                )
-            i += 1
-            continue
+            return self.positional(i, tok)
         name, has_eq, inline = tok.partition("=")
-        if tok == "-O" and i + 1 < end and argv[i + 1] in {"0", "1", "2", "3"}:  # `-O 3`
-            occ_opt = schema.lookup("--optimization-level")
-            if occ_opt:
-                out.occurrences.append(Occurrence(occ_opt, tok, i, i + 2, [argv[i + 1]]))
-                i += 2
-                continue
-        if re.match(r"^-O\d?$|^-O[a-z]", name) and name != "-O":  # -O3 / -Odecode shorthand
-            occ_opt = schema.lookup("--optimization-level")
-            if occ_opt:
-                out.occurrences.append(Occurrence(occ_opt, name, i, i + 1, [name[2:] or inline]))
-            i += 1
-            continue
+        after_o = self.optimization_level(i, tok, name, inline)
+        if after_o is not None:
+            return after_o
         dotted = name.startswith("--") and "." in name
         base_name = name.split(".", 1)[0] if dotted else name
-        opt = schema.lookup(base_name)
+        opt, ambiguous = self.resolve(i, tok, name, base_name)
+        if ambiguous:
+            return i + 1
         if opt is None:
-            matches = schema.prefix_matches(base_name)
-            if len(matches) == 1 or len({schema.lookup(m).dest for m in matches}) == 1 and matches:
-                opt = schema.lookup(matches[0])
-                out.findings.append(
-                    LintFinding(
-                        "TQ307",
-                        Severity.WARN,
-                        name,
-                        f"{base_name} is an abbreviation of {matches[0]}; argparse accepts it, but it breaks "
-                        "as soon as vLLM adds another option with the same prefix",
-                        f"write {matches[0]}",
-                        Edit(i, i + 1, (matches[0] + tok[len(base_name) :],)),
-                        i,
-                    )
-                )
-            elif len(matches) > 1:
-                out.findings.append(
-                    LintFinding(
-                        "TQ307",
-                        Severity.ERROR,
-                        name,
-                        f"ambiguous option {base_name}: could match {', '.join(matches[:5])}",
-                        "write the full option name",
-                        None,
-                        i,
-                    )
-                )
-                i += 1
-                continue
-        if opt is None:
-            takes_next = not has_eq and i + 1 < end and not _is_option_like(argv[i + 1])
-            span_end = i + (2 if takes_next else 1)
-            finding = _unknown_flag(schema, name, i, span_end)
-            out.findings.append(finding)
-            unknown_spans.append((finding, span_end))
-            i = span_end
-            continue
+            return self.unknown(i, name, bool(has_eq))
         if dotted:  # --compilation-config.mode 3: a JSON key of a dict option
             width = 1 if has_eq else 2
-            out.occurrences.append(
-                Occurrence(opt, name, i, i + width, [inline if has_eq else (argv[i + 1] if i + 1 < end else "")])
-            )
-            i += width
-            continue
+            value = inline if has_eq else (self.argv[i + 1] if i + 1 < self.end else "")
+            self.out.occurrences.append(Occurrence(opt, name, i, i + width, [value]))
+            return i + width
         if opt.is_bool:
-            occ = Occurrence(opt, name, i, i + 1, [])
-            if has_eq:
-                low = inline.lower()
-                negative = name.startswith("--no-")
-                if low in _TRUE or low in _FALSE:
-                    on = (low in _TRUE) != negative
-                    fixed = opt.long_name if on else "--no-" + opt.long_name[2:]
-                    fix, edit = f"write {fixed}", Edit(i, i + 1, (fixed,))
-                else:
-                    fix, edit = f"write {opt.long_name} or --no-{opt.long_name[2:]}", None
-                out.findings.append(
-                    LintFinding(
-                        "TQ305",
-                        Severity.ERROR,
-                        name,
-                        f"{name} is an on/off switch and takes no value: vLLM's parser "
-                        f"rejects {tok!r} ('ignored explicit argument')",
-                        fix,
-                        edit,
-                        i,
-                    )
+            return self.switch(i, opt, tok, name, bool(has_eq), inline)
+        return self.valued(i, opt, name, bool(has_eq), inline)
+
+    def positional(self, i: int, tok: str) -> int:
+        self.out.positionals.append((i, tok))
+        if len(self.out.positionals) > 1:
+            self.out.findings.append(
+                lint_finding(
+                    "TQ303",
+                    Severity.ERROR,
+                    tok,
+                    f"unexpected argument {tok!r}: vLLM takes one positional (the model)",
+                    "quote it or give it the flag it belongs to",
+                    None,
+                    i,
                 )
-            out.occurrences.append(occ)
-            out.findings.extend(_deprecated(opt, name, i, schema))
-            i += 1
-            continue
-        # options with values
+            )
+        return i + 1
+
+    def optimization_level(self, i: int, tok: str, name: str, inline: str) -> int | None:
+        """`-O 3`, `-O3`, `-Odecode`: shorthands of --optimization-level; None when tok is none of them."""
+        argv, end = self.argv, self.end
+        if tok == "-O" and i + 1 < end and argv[i + 1] in {"0", "1", "2", "3"}:  # `-O 3`
+            opt = self.schema.lookup("--optimization-level")
+            if opt:
+                self.out.occurrences.append(Occurrence(opt, tok, i, i + 2, [argv[i + 1]]))
+                return i + 2
+        if re.match(r"^-O\d?$|^-O[a-z]", name) and name != "-O":  # -O3 / -Odecode shorthand
+            opt = self.schema.lookup("--optimization-level")
+            if opt:
+                self.out.occurrences.append(Occurrence(opt, name, i, i + 1, [name[2:] or inline]))
+            return i + 1
+        return None
+
+    def resolve(self, i: int, tok: str, name: str, base_name: str) -> tuple[Option | None, bool]:
+        """The option base_name names, directly or as argparse's unique prefix (TQ307); (None, True) when
+        the prefix is ambiguous."""
+        schema = self.schema
+        opt = schema.lookup(base_name)
+        if opt is not None:
+            return opt, False
+        matches = schema.prefix_matches(base_name)
+        dests = {o.dest for m in matches if (o := schema.lookup(m)) is not None}
+        if matches and (len(matches) == 1 or len(dests) == 1):
+            self.out.findings.append(
+                lint_finding(
+                    "TQ307",
+                    Severity.WARN,
+                    name,
+                    f"{base_name} is an abbreviation of {matches[0]}; argparse accepts it, but it breaks "
+                    "as soon as vLLM adds another option with the same prefix",
+                    f"write {matches[0]}",
+                    Edit(i, i + 1, (matches[0] + tok[len(base_name) :],)),
+                    i,
+                )
+            )
+            return schema.lookup(matches[0]), False
+        if len(matches) > 1:
+            self.out.findings.append(
+                lint_finding(
+                    "TQ307",
+                    Severity.ERROR,
+                    name,
+                    f"ambiguous option {base_name}: could match {', '.join(matches[:5])}",
+                    "write the full option name",
+                    None,
+                    i,
+                )
+            )
+            return None, True
+        return None, False
+
+    def unknown(self, i: int, name: str, has_eq: bool) -> int:
+        takes_next = not has_eq and i + 1 < self.end and not _is_option_like(self.argv[i + 1])
+        span_end = i + (2 if takes_next else 1)
+        finding = _unknown_flag(self.schema, name, i, span_end)
+        self.out.findings.append(finding)
+        self.unknown_spans.append((finding, span_end))
+        return span_end
+
+    def switch(self, i: int, opt: Option, tok: str, name: str, has_eq: bool, inline: str) -> int:
+        """A BooleanOptionalAction: takes no value (TQ305 when given one)."""
+        if has_eq:
+            low = inline.lower()
+            if low in _TRUE or low in _FALSE:
+                on = (low in _TRUE) != name.startswith("--no-")
+                fixed = opt.long_name if on else "--no-" + opt.long_name[2:]
+                fix, edit = f"write {fixed}", Edit(i, i + 1, (fixed,))
+            else:
+                fix, edit = f"write {opt.long_name} or --no-{opt.long_name[2:]}", None
+            self.out.findings.append(
+                lint_finding(
+                    "TQ305",
+                    Severity.ERROR,
+                    name,
+                    f"{name} is an on/off switch and takes no value: vLLM's parser "
+                    f"rejects {tok!r} ('ignored explicit argument')",
+                    fix,
+                    edit,
+                    i,
+                )
+            )
+        self.out.occurrences.append(Occurrence(opt, name, i, i + 1, []))
+        self.out.findings.extend(_deprecated(opt, name, i, self.schema))
+        return i + 1
+
+    def take_values(self, i: int, opt: Option, has_eq: bool, inline: str) -> tuple[list[str], int]:
+        """The option's values the way argparse counts them (nargs), and where they end."""
+        if has_eq:
+            return [inline], i + 1
         values: list[str] = []
         j = i + 1
-        if has_eq:
-            values = [inline]
-        elif opt.nargs in (None, "?") or isinstance(opt.nargs, int):
-            count = opt.nargs if isinstance(opt.nargs, int) else 1
-            while j < end and len(values) < count and not _is_option_like(argv[j]):
-                values.append(argv[j])
-                j += 1
-        else:  # "+" or "*"
-            while j < end and not _is_option_like(argv[j]):
-                values.append(argv[j])
-                j += 1
-        values = [expand_shell_value(v, variables) for v in values]
-        occ = Occurrence(opt, name, i, j, values)
-        out.occurrences.append(occ)
-        needs = opt.nargs not in ("?", "*")
-        if needs and not values:
-            out.findings.append(
-                LintFinding("TQ303", Severity.ERROR, name, f"{name} expects a value", f"give {name} a value", None, i)
+        count = opt.nargs if isinstance(opt.nargs, int) else 1 if opt.nargs in (None, "?") else None
+        while j < self.end and (count is None or len(values) < count) and not _is_option_like(self.argv[j]):
+            values.append(self.argv[j])
+            j += 1
+        return values, j
+
+    def valued(self, i: int, opt: Option, name: str, has_eq: bool, inline: str) -> int:
+        values, j = self.take_values(i, opt, has_eq, inline)
+        values = [expand_shell_value(v, self.variables) for v in values]
+        self.out.occurrences.append(Occurrence(opt, name, i, j, values))
+        if opt.nargs not in ("?", "*") and not values:
+            self.out.findings.append(
+                lint_finding("TQ303", Severity.ERROR, name, f"{name} expects a value", f"give {name} a value", None, i)
             )
         for v in values:
-            if is_unresolved(v):
-                continue  # set by the shell at run time
-            problem = type_problem(opt, v) or _choice_problem(opt, v)
-            if problem and problem.startswith("invalid choice"):
-                close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
-                shown = ", ".join(str(c) for c in opt.choices or ())
-                out.findings.append(
-                    LintFinding(
-                        "TQ302",
-                        Severity.ERROR,
-                        name,
-                        f"{problem} for {name} (vLLM {schema.version} accepts: {shown})",
-                        f"use {close[0]}" if close else f"use one of: {shown}",
-                        Edit(j - len(values), j, (close[0],)) if close and len(values) == 1 and not has_eq else None,
-                        i,
-                    )
+            if not is_unresolved(v):  # a value the shell sets at run time is not checked
+                self.out.findings.extend(self.value_findings(opt, name, v, i, j, len(values) == 1 and not has_eq))
+        self.out.findings.extend(_deprecated(opt, name, i, self.schema))
+        return j
+
+    def value_findings(self, opt: Option, name: str, v: str, i: int, j: int, fixable: bool) -> list[Finding]:
+        """Type (TQ303), choices (TQ302) and engine-checked values (TQ308) of one value; fixable: the value
+        is argv[j - 1] alone, so a did-you-mean can replace it."""
+        problem = type_problem(opt, v) or _choice_problem(opt, v)
+        if problem and problem.startswith("invalid choice"):
+            close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
+            shown = ", ".join(str(c) for c in opt.choices or ())
+            return [
+                lint_finding(
+                    "TQ302",
+                    Severity.ERROR,
+                    name,
+                    f"{problem} for {name} (vLLM {self.schema.version} accepts: {shown})",
+                    f"use {close[0]}" if close else f"use one of: {shown}",
+                    Edit(j - 1, j, (close[0],)) if close and fixable else None,
+                    i,
                 )
-            elif problem:
-                out.findings.append(
-                    LintFinding(
-                        "TQ303",
-                        Severity.ERROR,
-                        name,
-                        f"{name} {problem}, got {v!r}",
-                        f"give {name} a valid value",
-                        None,
-                        i,
-                    )
+            ]
+        if problem:
+            return [
+                lint_finding(
+                    "TQ303", Severity.ERROR, name, f"{name} {problem}, got {v!r}", f"give {name} a valid value", None, i
                 )
-            elif opt.engine_values:
-                out.findings.extend(_engine_value(opt, name, v, i, schema))
-        out.findings.extend(_deprecated(opt, name, i, schema))
-        i = j
-    _no_duplicate_suggestions(out, unknown_spans, schema)
-    _duplicates(out)
-    return out
+            ]
+        if opt.engine_values:
+            return _engine_value(opt, name, v, i, self.schema)
+        return []
 
 
-def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, int]], schema: VllmSchema) -> None:
+def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[Finding, int]], schema: VllmSchema) -> None:
     """A did-you-mean whose option the command already sets would make --fix give it twice (the last
     value winning silently): the fix drops the misspelt option with its value instead."""
     given = {o.option.dest: o for o in out.occurrences}
@@ -370,17 +397,17 @@ def _no_duplicate_suggestions(out: ParsedArgs, unknown: list[tuple[LintFinding, 
         opt = schema.lookup(finding.edit.tokens[0])
         if opt is None or opt.dest not in given:
             continue
-        finding.fix = f"drop {finding.flag}: the command already sets {given[opt.dest].name}" + (
+        finding.remediation = f"drop {finding.location}: the command already sets {given[opt.dest].name}" + (
             f" {given[opt.dest].value}" if given[opt.dest].value is not None else ""
         )
         finding.edit = Edit(finding.token, span_end, ())
 
 
-def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[Finding]:
     if not opt.deprecated:
         return []
     return [
-        LintFinding(
+        lint_finding(
             "TQ306",
             Severity.WARN,
             name,
@@ -392,7 +419,7 @@ def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[
     ]
 
 
-def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[LintFinding]:
+def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[Finding]:
     ev = opt.engine_values or {}
     allowed = list(ev.get("values", []))
     probe = value.upper() if ev.get("match") == "upper" and value.lower() != "auto" else value
@@ -400,7 +427,7 @@ def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSc
         return []
     close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)
     return [
-        LintFinding(
+        lint_finding(
             "TQ308",
             Severity.ERROR,
             name,
@@ -421,7 +448,7 @@ def _duplicates(out: ParsedArgs) -> None:
         prev = seen.get(occ.option.dest)
         if prev is not None:
             out.findings.append(
-                LintFinding(
+                lint_finding(
                     "TQ309",
                     Severity.WARN,
                     occ.name,

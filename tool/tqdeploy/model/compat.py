@@ -1,31 +1,23 @@
 """What a checkpoint needs from a deployment: one source of truth for doctor (TQ2xx) and lint.
 
-Each function returns a list of Problem; an empty list means nothing to report. Sources are cited
-at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
+Each function returns a list of Finding (ids left to the caller, see problem()); an empty list means
+nothing to report. Sources are cited at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-
 from packaging.version import InvalidVersion, Version
 
-from tqdeploy.findings import Severity
+from tqdeploy.findings import Finding, Severity
 from tqdeploy.model.facts import ModelFacts
 
 
-@dataclass
-class Problem:
-    severity: Severity
-    code: str
-    message: str
-    fix: str
-    flag: str | None = None
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["severity"] = self.severity.value
-        return d
+def problem(severity: Severity, code: str, message: str, fix: str, flag: str | None = None) -> Finding:
+    """A rule's result as a Finding without an id: doctor (TQ2xx) and lint (TQ34x) stamp their own.
+    code (e.g. TP_HEADS) names the rule in evidence; flag is the vLLM option it is about."""
+    return Finding(
+        id="", severity=severity, title=message, evidence={"code": code}, remediation=fix, location=flag or ""
+    )
 
 
 def valid_tp_sizes(facts: ModelFacts, limit: int = 16) -> list[int]:
@@ -49,11 +41,11 @@ def _tp_errors(facts: ModelFacts, tp: int) -> list[str]:
     return errors
 
 
-def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Problem]:
+def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Finding]:
     flag = "--tensor-parallel-size"
     if tp < 1:
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TP_INVALID",
                 f"tensor parallel size {tp} is not a positive integer",
@@ -65,7 +57,7 @@ def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Problem]:
     if errors:
         valid = ", ".join(str(t) for t in valid_tp_sizes(facts))
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TP_HEADS",
                 f"--tensor-parallel-size {tp}: " + "; ".join(errors),
@@ -73,11 +65,11 @@ def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Problem]:
                 flag,
             )
         ]
-    out: list[Problem] = []
+    out: list[Finding] = []
     kv = facts.num_key_value_heads
     if not facts.mla and tp > kv:
         out.append(
-            Problem(
+            problem(
                 Severity.INFO,
                 "TP_KV_REPLICATED",
                 f"{kv} KV heads over {tp} GPUs: each KV head is replicated on {tp // kv} GPUs, so "
@@ -88,7 +80,7 @@ def tensor_parallel_problems(facts: ModelFacts, tp: int) -> list[Problem]:
         )
     if facts.mla and tp > 1:
         out.append(
-            Problem(
+            problem(
                 Severity.INFO,
                 "TP_MLA_REPLICATED",
                 "MLA caches one latent per token that every TP rank holds in full",
@@ -126,11 +118,11 @@ def config_max_model_len(facts: ModelFacts) -> int | None:
     return derived
 
 
-def max_model_len_problems(facts: ModelFacts, max_model_len: int) -> list[Problem]:
+def max_model_len_problems(facts: ModelFacts, max_model_len: int) -> list[Finding]:
     flag = "--max-model-len"
     if max_model_len < 1:
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "MML_INVALID",
                 f"--max-model-len {max_model_len} is not positive",
@@ -141,7 +133,7 @@ def max_model_len_problems(facts: ModelFacts, max_model_len: int) -> list[Proble
     limit = config_max_model_len(facts)
     if limit is None:
         return [
-            Problem(
+            problem(
                 Severity.WARN,
                 "MML_UNKNOWN",
                 "config.json names no max_position_embeddings; vLLM "
@@ -152,7 +144,7 @@ def max_model_len_problems(facts: ModelFacts, max_model_len: int) -> list[Proble
         ]
     if max_model_len > limit:
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "MML_TOO_LONG",
                 f"--max-model-len {max_model_len} exceeds what the config supports ({limit}); vLLM refuses "
@@ -171,6 +163,50 @@ def _version(v: str | None) -> Version | None:
         return None
 
 
+def _hybrid_problems(t: dict, v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
+    """TurboQuant on a hybrid model (checks/turboquant.json known_bad and hybrid): crashes and unverified releases."""
+    out: list[Finding] = []
+    seen = Version(t["hybrid"]["seen_in"])
+    for bad in t["known_bad"]:
+        if bad["applies_to"] == "hybrid" and v >= Version(bad["from_version"]):
+            maybe = bad.get("possibly_fixed_in")
+            if maybe and v >= Version(maybe):
+                out.append(
+                    problem(
+                        Severity.WARN,
+                        "TQ_HYBRID_BUG",
+                        f"hybrid + TurboQuant crashed on vLLM "
+                        f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
+                        "run a short smoke test (start + one request) before production",
+                        flag,
+                    )
+                )
+            else:
+                out.append(
+                    problem(
+                        Severity.ERROR,
+                        "TQ_HYBRID_BUG",
+                        f"vLLM {vllm_version} crashes with "
+                        f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
+                        f"{bad['symptom']})",
+                        f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
+                        flag,
+                    )
+                )
+    if v < seen:
+        out.append(
+            problem(
+                Severity.WARN,
+                "TQ_HYBRID_SUPPORT",
+                f"hybrid TurboQuant support came with "
+                f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
+                f"use vLLM >= {t['hybrid']['seen_in']}",
+                flag,
+            )
+        )
+    return out
+
+
 def turboquant_problems(
     facts: ModelFacts,
     kv_cache_dtype: str,
@@ -178,7 +214,7 @@ def turboquant_problems(
     compute_capability: tuple[int, int] | None = None,
     attention_backend: str | None = None,
     serving_dtype: str | None = None,
-) -> list[Problem]:
+) -> list[Finding]:
     """TurboQuant rules (checks/turboquant.json, FACTS TurboQuant section); [] for other dtypes.
     serving_dtype is vLLM's --dtype (None = auto)."""
     from tqdeploy.model.tqdata import turboquant_table
@@ -187,10 +223,10 @@ def turboquant_problems(
         return []
     t = turboquant_table()
     flag = "--kv-cache-dtype"
-    out: list[Problem] = []
+    out: list[Finding] = []
     if kv_cache_dtype not in t["presets"]:
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_PRESET",
                 f"{kv_cache_dtype} is not a TurboQuant preset",
@@ -201,7 +237,7 @@ def turboquant_problems(
     v = _version(vllm_version)
     if v is not None and v < Version(t["min_vllm_version"]):
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_VERSION",
                 f"vLLM {vllm_version} has no TurboQuant (first in {t['min_vllm_version']}, PR #38479)",
@@ -210,48 +246,11 @@ def turboquant_problems(
             )
         )
     if facts.is_hybrid and v is not None and v >= Version(t["min_vllm_version"]):
-        seen = Version(t["hybrid"]["seen_in"])
-        for bad in t["known_bad"]:
-            if bad["applies_to"] == "hybrid" and v >= Version(bad["from_version"]):
-                maybe = bad.get("possibly_fixed_in")
-                if maybe and v >= Version(maybe):
-                    out.append(
-                        Problem(
-                            Severity.WARN,
-                            "TQ_HYBRID_BUG",
-                            f"hybrid + TurboQuant crashed on vLLM "
-                            f"{bad['from_version']} ({bad['issue']}); {bad['possibly_fixed_note']}",
-                            "run a short smoke test (start + one request) before production",
-                            flag,
-                        )
-                    )
-                else:
-                    out.append(
-                        Problem(
-                            Severity.ERROR,
-                            "TQ_HYBRID_BUG",
-                            f"vLLM {vllm_version} crashes with "
-                            f"TurboQuant on hybrid models after allocating the KV cache ({bad['issue']}: "
-                            f"{bad['symptom']})",
-                            f"use vLLM {maybe} or later, or --kv-cache-dtype fp8",
-                            flag,
-                        )
-                    )
-        if v < seen:
-            out.append(
-                Problem(
-                    Severity.WARN,
-                    "TQ_HYBRID_SUPPORT",
-                    f"hybrid TurboQuant support came with "
-                    f"{t['hybrid']['pr']}; whether vLLM {vllm_version} has it is not verified",
-                    f"use vLLM >= {t['hybrid']['seen_in']}",
-                    flag,
-                )
-            )
+        out += _hybrid_problems(t, v, vllm_version, flag)
     if compute_capability is not None and tuple(compute_capability) < tuple(t["min_compute_capability"]):
         cc = ".".join(str(x) for x in compute_capability)
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_COMPUTE_CAPABILITY",
                 f"TurboQuant needs compute capability >= 8.0; this GPU has {cc} (T4/Volta fail, issue #43576)",
@@ -262,7 +261,7 @@ def turboquant_problems(
     hs = facts.kv_head_size
     if facts.mla:
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_MLA",
                 "TurboQuant has no MLA backend (decoder GQA/MHA attention only)",
@@ -272,7 +271,7 @@ def turboquant_problems(
         )
     elif hs & (hs - 1):
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_HEAD_DIM",
                 f"head_dim {hs} is not a power of two; the Hadamard rotation needs one (64/128/256 work)",
@@ -285,7 +284,7 @@ def turboquant_problems(
         # and never uses it; its prefill calls flash_attn_varlen_func without softcap, and the unified
         # Triton kernel defers softcap ("Sinks / softcap / ... are deferred to follow-ups").
         out.append(
-            Problem(
+            problem(
                 Severity.WARN,
                 "TQ_SOFTCAP",
                 f"this model soft-caps attention logits "
@@ -305,7 +304,7 @@ def turboquant_problems(
     )
     if asked != "auto" and asked not in t["model_dtypes"]:
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_MODEL_DTYPE",
                 f"--dtype {serving_dtype}: TurboQuant attention runs float16/bfloat16 models only",
@@ -316,7 +315,7 @@ def turboquant_problems(
         )
     if attention_backend and attention_backend.upper() in t["incompatible_attention_backends"]:
         out.append(
-            Problem(
+            problem(
                 Severity.ERROR,
                 "TQ_BACKEND",
                 f"--attention-backend {attention_backend} does not support "
@@ -330,12 +329,12 @@ def turboquant_problems(
 
 def weights_fit_problems(
     facts: ModelFacts, tp: int, gpu_memory_bytes: int, gpu_memory_utilization: float
-) -> list[Problem]:
+) -> list[Finding]:
     """Weights per GPU against the memory vLLM may use (total x gpu_memory_utilization)."""
     from tqdeploy.plan.budget import estimate_weight_bytes
 
     exact = facts.weight_bytes is not None
-    total = facts.weight_bytes if exact else estimate_weight_bytes(facts)
+    total = facts.weight_bytes if facts.weight_bytes is not None else estimate_weight_bytes(facts)
     per_gpu = -(-total // max(tp, 1))
     usable = int(gpu_memory_bytes * gpu_memory_utilization)
     gib = 1 << 30
@@ -346,7 +345,7 @@ def weights_fit_problems(
         )
         fix = f"use --tensor-parallel-size {need}" if need else "use a quantized checkpoint or more GPUs"
         return [
-            Problem(
+            problem(
                 Severity.ERROR,
                 "WEIGHTS_DONT_FIT",
                 f"weights need {per_gpu / gib:.2f} GiB per GPU{how} but "
@@ -357,7 +356,7 @@ def weights_fit_problems(
         ]
     if per_gpu >= usable * 0.9:
         return [
-            Problem(
+            problem(
                 Severity.WARN,
                 "WEIGHTS_TIGHT",
                 f"weights take {per_gpu / gib:.2f} GiB of {usable / gib:.2f} "

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from tqdeploy.findings import Finding, Severity
+
 KNOWN_KEYS = ("preset", "key_bits", "value_bits", "skip_layers")
+FINDING_ID = "TQ202"  # the doctor check that reports them (checks/docs/TQ202.md)
 
 
-def problem(severity: str, message: str, fix: str) -> dict[str, str]:
-    return {"severity": severity, "message": message, "fix": fix}
+def problem(severity: str, message: str, fix: str) -> Finding:
+    return Finding(FINDING_ID, Severity(severity), message, remediation=fix, location="turbo_quant_config")
 
 
-def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[dict[str, str]]]:
-    """(parsed hint or None, problems). Problems carry severity "error" or "warn"."""
+def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[Finding]]:
+    """(parsed hint or None, problems). Problems carry severity error or warn."""
     from tqdeploy.model.tqdata import preset_for_bits, presets
 
     if raw is None:
@@ -29,7 +32,7 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[d
     fix_shape = 'write {"preset": "turboquant_4bit_nc"} or {"key_bits": 4, "value_bits": 4}'
     if not isinstance(raw, dict):
         return None, [problem("error", f"turbo_quant_config is a {type(raw).__name__}, not an object", fix_shape)]
-    problems: list[dict[str, str]] = []
+    problems: list[Finding] = []
     unknown = sorted(k for k in raw if k not in KNOWN_KEYS)
     if unknown:
         problems.append(
@@ -78,8 +81,16 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[d
             )
         )
     chosen = preset or by_bits
-    if chosen is None and not any(p["severity"] == "error" for p in problems):
+    if chosen is None and not any(p.severity is Severity.ERROR for p in problems):
         problems.append(problem("error", "turbo_quant_config names no preset and no bits", fix_shape))
+    skip = _skip_layers(raw, num_layers, problems)
+    if any(p.severity is Severity.ERROR for p in problems):
+        return None, problems
+    return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems
+
+
+def _skip_layers(raw: dict[str, Any], num_layers: int, problems: list[Finding]) -> list[int]:
+    """The hint's skip_layers ([] when absent or not a list of ints); what is wrong goes to problems."""
     skip = raw.get("skip_layers", [])
     if not isinstance(skip, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in skip):
         problems.append(
@@ -87,7 +98,7 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[d
                 "error", "turbo_quant_config skip_layers must be a list of layer indices", 'e.g. "skip_layers": [0, 1]'
             )
         )
-        skip = []
+        return []
     bad = [i for i in skip if not 0 <= i < num_layers]
     if bad:
         problems.append(
@@ -97,6 +108,4 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[d
                 "use layer indices of this model",
             )
         )
-    if any(p["severity"] == "error" for p in problems):
-        return None, problems
-    return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems
+    return skip

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from packaging.version import InvalidVersion, Version
 
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Severity
 from tqdeploy.model.facts import ModelFacts
 from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.plan.budget import make_budget
@@ -104,12 +105,11 @@ def make_plan(
     if prefix_caching is None:
         prefix_caching = _hybrid_prefix_caching(version) if facts.is_hybrid else True
 
-    problems = [
-        p.to_dict()
-        for p in compat.tensor_parallel_problems(facts, tp)
+    problems = (
+        compat.tensor_parallel_problems(facts, tp)
         + compat.max_model_len_problems(facts, max_model_len)
         + compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)
-    ]
+    )
     budget = make_budget(
         facts,
         gpu_memory_bytes=gpu_memory_bytes,
@@ -161,7 +161,7 @@ def make_plan(
             f"{'align' if prefix_caching else 'none'})"
         )
     for p in facts.turbo_quant_config_problems:
-        plan.notes.append(f"turbo_quant_config ({p['severity']}): {p['message']}; {p['fix']}")
+        plan.notes.append(f"turbo_quant_config ({p.severity.value}): {p.title}; {p.remediation}")
     if not facts.weight_bytes:
         plan.notes.append(
             "weights estimated from config.json (no safetensors headers read): point --model at the "
@@ -201,7 +201,7 @@ def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_cachin
     row.fixed_state_bytes_per_seq, row.exact = cap.fixed_state_bytes_per_seq, cap.exact
     if cap.notes:
         row.reason = "; ".join(cap.notes)
-    row.problems = [p.to_dict() for p in compat.turboquant_problems(facts, dtype, version, cc, backend)]
+    row.problems = compat.turboquant_problems(facts, dtype, version, cc, backend)
     if cap.max_concurrency < 1:
         row.status = "does_not_fit"
         row.reason = (
@@ -239,7 +239,7 @@ def _model_summary(facts: ModelFacts) -> dict:
 
 
 def _usable(row: PlanRow) -> bool:
-    return row.status == "ok" and not any(p["severity"] == "error" for p in row.problems)
+    return row.status == "ok" and not any(p.severity is Severity.ERROR for p in row.problems)
 
 
 def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from tqdeploy.findings import Finding, Severity
 
 SCHEMA = "tqdeploy.plan/1"
 GiB = 1 << 30
@@ -22,7 +24,28 @@ class PlanRow:
     exact: bool = True
     reason: str = ""
     availability: str = ""  # backend/platform limits of this dtype
-    problems: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)  # model.compat's TurboQuant rules for this dtype
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["skip_layers"] = list(self.skip_layers)
+        data["problems"] = [problem_dict(p) for p in self.problems]
+        return data
+
+
+def problem_dict(finding: Finding) -> dict[str, Any]:
+    """A model.compat finding in the plan's JSON shape (tqdeploy.plan/1): severity, code, message, fix, flag."""
+    return {
+        "severity": finding.severity.value,
+        "code": finding.evidence.get("code", ""),
+        "message": finding.title,
+        "fix": finding.remediation,
+        "flag": finding.location or None,
+    }
+
+
+def _flagged(problems: list[Finding]) -> list[Finding]:
+    return [p for p in problems if p.severity in (Severity.ERROR, Severity.WARN)]
 
 
 @dataclass
@@ -36,7 +59,7 @@ class Plan:
     vllm_version: str
     recommended: str | None = None
     recommendation_reason: str = ""
-    problems: list[dict[str, Any]] = field(default_factory=list)
+    problems: list[Finding] = field(default_factory=list)  # TP, max-model-len and weights rules
     notes: list[str] = field(default_factory=list)
 
     def row(self, kv_cache_dtype: str) -> PlanRow:
@@ -54,10 +77,10 @@ class Plan:
             "vllm_version": self.vllm_version,
             "tensor_parallel_size": self.tp,
             "max_model_len": self.max_model_len,
-            "rows": [asdict(r) for r in self.rows],
+            "rows": [r.to_dict() for r in self.rows],
             "recommended": self.recommended,
             "recommendation_reason": self.recommendation_reason,
-            "problems": self.problems,
+            "problems": [problem_dict(p) for p in self.problems],
             "notes": self.notes,
         }
 
@@ -72,11 +95,12 @@ class Plan:
             f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
             f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}"
         )
+        reserve = b["activation_bytes"] + b["cuda_graph_bytes"] + b["nccl_bytes"] + b["context_bytes"]
         console.print(
             f"per GPU: {b['gpu_memory_bytes'] / GiB:.2f} GiB x {b['gpu_memory_utilization']} = "
-            f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB ({b['weights_source']}); "
-            f"reserve {(b['activation_bytes'] + b['cuda_graph_bytes'] + b['nccl_bytes'] + b['context_bytes']) / GiB:.2f}"
-            f" GiB (estimate); KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
+            f"{b['requested_bytes'] / GiB:.2f} GiB; weights {b['weights_bytes'] / GiB:.2f} GiB "
+            f"({b['weights_source']}); reserve {reserve / GiB:.2f} GiB (estimate); "
+            f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
         table = Table(show_lines=False)
         for col in (
@@ -93,7 +117,7 @@ class Plan:
             if r.status == "not_applicable":
                 table.add_row(name, "-", "-", "-", "-", Text(r.reason, style="dim"))
                 continue
-            flagged = [f"{p['severity']} {p['code']}" for p in r.problems if p["severity"] in ("error", "warn")]
+            flagged = [f"{p.severity.value} {p.evidence['code']}" for p in _flagged(r.problems)]
             note = ", ".join(flagged) or r.reason or r.availability
             table.add_row(
                 name,
@@ -106,21 +130,16 @@ class Plan:
         console.print(table)
         seen: dict[str, list[str]] = {}
         for r in self.rows:
-            for p in r.problems:
-                if p["severity"] in ("error", "warn"):
-                    seen.setdefault(p["code"], []).append(r.kv_cache_dtype)
-        row_problems = {p["code"]: p for r in self.rows for p in r.problems}
+            for p in _flagged(r.problems):
+                seen.setdefault(p.evidence["code"], []).append(r.kv_cache_dtype)
+        row_problems = {p.evidence["code"]: p for r in self.rows for p in r.problems}
         for code, dtypes in seen.items():
             p = row_problems[code]
             console.print(
-                f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']} {code}[/] "
-                f"({', '.join(dtypes)}): {p['message']}\n  fix: {p['fix']}"
+                f"[{_colour(p)}]{p.severity.value} {code}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
             )
         for p in self.problems:
-            console.print(
-                f"[{'red' if p['severity'] == 'error' else 'yellow'}]{p['severity']}[/]: {p['message']}"
-                f"\n  fix: {p['fix']}"
-            )
+            console.print(f"[{_colour(p)}]{p.severity.value}[/]: {p.title}\n  fix: {p.remediation}")
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
         if self.recommended:
@@ -129,3 +148,7 @@ class Plan:
             )
         else:
             console.print(f"[bold red]no KV dtype fits[/]: {self.recommendation_reason}")
+
+
+def _colour(p: Finding) -> str:
+    return "red" if p.severity is Severity.ERROR else "yellow"

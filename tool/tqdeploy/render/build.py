@@ -214,7 +214,9 @@ def run_build(
     for f in spec.flag_check.findings if spec.flag_check is not None else []:
         sev = getattr(f.severity, "value", f.severity)
         if sev in ("warn", "info"):  # errors refused the spec already
-            notes.append(f"lint {f.id} ({sev}) {f.flag}: {f.message}" + (f"; fix: {f.fix}" if f.fix else ""))
+            notes.append(
+                f"lint {f.id} ({sev}) {f.location}: {f.title}" + (f"; fix: {f.remediation}" if f.remediation else "")
+            )
     if resolve_digests:
         from tqdeploy.render.image import resolve_digest
 

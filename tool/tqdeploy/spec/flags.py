@@ -46,13 +46,13 @@ def check_flags(spec: Spec, model=None) -> FlagCheck:
     for f in report.findings:
         if _severity(f) != "error":
             continue
-        flag = getattr(f, "flag", "") or ""
+        flag = f.location
         key = FLAG_TO_KEY.get(flag.split("=", 1)[0], "vllm.extra_args")
         out.problems.append(
             Problem(
                 key,
-                f"{key}: {f.message} [{f.id}, vLLM {spec.vllm_version}]",
-                getattr(f, "fix", "") or "see `tqdeploy lint`",
+                f"{key}: {f.title} [{f.id}, vLLM {spec.vllm_version}]",
+                f.remediation or "see `tqdeploy lint`",
             )
         )
     return out

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import MIB, mib
+from tqdeploy.doctor.checks.host.common import MIB, mib
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 
 # vLLM 0.32.0 puts the scheduler-to-worker broadcast ring in /dev/shm when it runs worker processes
 # (tensor parallelism): VLLM_MQ_MAX_CHUNK_BYTES_MB (16, vllm/envs.py) x max_chunks (10, MessageQueue in

@@ -1,23 +1,28 @@
-"""Checkpoint audit checks (TQ2xx): read only ctx.model (ModelFacts), ctx.host and ctx.options.
+"""The checkpoint against how it will be served (TQ203-TQ206): read ctx.model (ModelFacts), ctx.host and
+ctx.options.
 
 Options they honour when a caller sets them: vllm_version, tensor_parallel_size, max_model_len,
-kv_cache_dtype, gpu_memory_utilization, attention_backend, dtype (vLLM's --dtype). The rules live in tqdeploy.model.compat
-(shared with the linter); these checks only turn Problems into verdicts.
+kv_cache_dtype, gpu_memory_utilization, attention_backend, dtype (vLLM's --dtype). The rules live in
+tqdeploy.model.compat (shared with lint's TQ340-TQ343); these checks give them the host's and the
+options' values and add the evidence.
 """
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import Verdict, check, error, info, passed, warn
-from tqdeploy.findings import Severity
+from dataclasses import replace
+from typing import Any
+
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.findings import Finding, Severity
 
 GiB = 1 << 30
 
 
-def _verdicts(problems, ok_title: str, ok_evidence: dict) -> list[Verdict]:
+def _results(problems: list[Finding], ok_title: str, ok_evidence: dict[str, Any]) -> list[Finding]:
+    """compat's findings with this check's evidence (each keeps its rule's code), or one pass."""
     if not problems:
         return [passed(ok_evidence, title=ok_title)]
-    make = {Severity.ERROR: error, Severity.WARN: warn, Severity.INFO: info}
-    return [make[p.severity](dict(ok_evidence, code=p.code), p.fix, title=p.message) for p in problems]
+    return [replace(p, evidence=dict(ok_evidence, **p.evidence)) for p in problems]
 
 
 def _tp(ctx) -> tuple[int | None, str]:
@@ -31,76 +36,12 @@ def _tp(ctx) -> tuple[int | None, str]:
 
 
 def _cc(ctx) -> tuple[int, int] | None:
-    ccs = [tuple(g.compute_capability) for g in (getattr(ctx.host, "gpus", None) or []) if g.compute_capability]
+    ccs = [
+        (g.compute_capability[0], g.compute_capability[1])
+        for g in (getattr(ctx.host, "gpus", None) or [])
+        if g.compute_capability
+    ]
     return min(ccs) if ccs else None
-
-
-@check("TQ201", "model", "checkpoint architecture", needs=("model",))
-def architecture(ctx):
-    f = ctx.model
-    ev = {
-        "architecture": f.architecture,
-        "layers": f.num_hidden_layers,
-        "kv_layers": len(f.kv_layers),
-        "attention_heads": f.num_attention_heads,
-        "kv_heads": f.num_key_value_heads,
-        "head_dim": f.head_dim,
-        "dtype": f.dtype,
-        "hybrid": f.is_hybrid,
-        "mla": bool(f.mla),
-        "moe": bool(f.moe),
-        "sliding_window_layers": len(f.sliding_window["layers"]) if f.sliding_window else 0,
-        "weights_gib": round(f.weight_bytes / GiB, 2) if f.weight_bytes else None,
-        "weights_from": f.weight_source,
-    }
-    if f.quantization:
-        ev["quantization"] = ", ".join(f"{k}={v}" for k, v in f.quantization.items() if k != "schemes")
-    if f.notes:
-        return warn(
-            ev,
-            "check that vLLM supports this architecture; tqdeploy sizes unknown layer types as full attention",
-            title=f"{f.architecture}: {'; '.join(f.notes)}",
-        )
-    if f.weight_bytes is None:
-        return info(
-            ev,
-            "download the *.safetensors files (or use REPO@REV) for exact weight bytes",
-            title=f"{f.architecture}: no safetensors headers read, weight size unknown",
-        )
-    kind = "hybrid" if f.is_hybrid else "MLA" if f.mla else "MoE" if f.moe else "dense"
-    return passed(
-        ev,
-        title=f"{f.architecture}: {kind}, {f.num_hidden_layers} layers, "
-        f"{len(f.kv_layers)} hold KV, {f.weight_bytes / GiB:.2f} GiB of weights",
-    )
-
-
-@check("TQ202", "model", "turbo_quant_config in config.json", needs=("model",))
-def turbo_quant_config(ctx):
-    f = ctx.model
-    if f.turbo_quant_config_raw is None:
-        return info(
-            {"turbo_quant_config": "absent"},
-            "nothing to do: enable TurboQuant at launch with --kv-cache-dtype turboquant_4bit_nc",
-            title="no turbo_quant_config: none is needed, vLLM reads no such field; TurboQuant is a "
-            "launch flag, not a checkpoint change",
-        )
-    ev = {"turbo_quant_config": f.turbo_quant_config_raw}
-    out = []
-    for p in f.turbo_quant_config_problems:
-        out.append((error if p["severity"] == "error" else warn)(ev, p["fix"], title=p["message"]))
-    if f.turbo_quant_config:
-        hint = f.turbo_quant_config
-        out.append(
-            info(
-                dict(ev, parsed=hint),
-                "tqdeploy plan/build use it as the default KV dtype; vLLM itself "
-                f"ignores the field, so pass --kv-cache-dtype {hint['kv_cache_dtype']} when launching by hand",
-                title=f"turbo_quant_config is a tqdeploy hint: --kv-cache-dtype {hint['kv_cache_dtype']}"
-                + (f", skip layers {hint['skip_layers']}" if hint["skip_layers"] else ""),
-            )
-        )
-    return out
 
 
 @check("TQ203", "model", "tensor parallel size fits the heads", needs=("model",))
@@ -116,17 +57,17 @@ def tensor_parallel(ctx):
     if tp is None:
         return info(ev, "", title=f"valid tensor parallel sizes: {', '.join(map(str, valid))}")
     ev["tp"], ev["tp_from"] = tp, why
-    verdicts = _verdicts(tensor_parallel_problems(f, tp), f"TP={tp} divides the heads ({why})", ev)
+    results = _results(tensor_parallel_problems(f, tp), f"TP={tp} divides the heads ({why})", ev)
     gpus = len(getattr(ctx.host, "gpus", None) or [])
     if gpus and tp > gpus:  # one GPU per rank on a single node: vLLM waits for ranks that never come
         ev = dict(ev, gpus_on_host=gpus)
-        verdicts = [v for v in verdicts if v.severity is not Severity.OK]
+        results = [v for v in results if v.severity is not Severity.OK]
         fits = [s for s in valid if s <= gpus]
         fix = "add GPUs or nodes (multi-node: --nnodes or Ray)"
         if fits:
             fix = f"use --tensor-parallel-size {max(fits)} on this host, or {fix}"
-        verdicts.append(error(ev, fix, title=f"TP={tp} needs {tp} GPUs; the host has {gpus}"))
-    return verdicts
+        results.append(error(ev, fix, title=f"TP={tp} needs {tp} GPUs; the host has {gpus}"))
+    return results
 
 
 @check("TQ204", "model", "max-model-len within the config's context", needs=("model",))
@@ -150,7 +91,7 @@ def max_model_len(ctx):
             )
         return info(ev, "", title=f"the config supports --max-model-len up to {limit:,}")
     ev["max_model_len"] = int(mml)
-    return _verdicts(max_model_len_problems(f, int(mml)), f"--max-model-len {int(mml):,} <= {limit:,}", ev)
+    return _results(max_model_len_problems(f, int(mml)), f"--max-model-len {int(mml):,} <= {limit:,}", ev)
 
 
 @check("TQ205", "model", "TurboQuant compatibility", needs=("model",))
@@ -177,7 +118,7 @@ def turboquant(ctx):
     problems = turboquant_problems(
         f, dtype, version, cc, ctx.options.get("attention_backend"), ctx.options.get("dtype")
     )
-    return _verdicts(problems, f"{dtype} works with this checkpoint on vLLM {version}", ev)
+    return _results(problems, f"{dtype} works with this checkpoint on vLLM {version}", ev)
 
 
 @check("TQ206", "model", "weights fit per GPU", needs=("model", "host"))
@@ -188,8 +129,6 @@ def weights_fit(ctx):
     f = ctx.model
     gpus = [g for g in (ctx.host.gpus or []) if g.memory_total]
     if not gpus:
-        from tqdeploy.checkbase import skipped
-
         return skipped("no GPU memory in the host snapshot")
     tp, why = _tp(ctx)
     memory = min(g.memory_total for g in gpus)
@@ -203,6 +142,6 @@ def weights_fit(ctx):
         "weights_gib": round(total / GiB, 2) if total else None,
         "weights_from": f.weight_source or "estimate",
     }
-    return _verdicts(
+    return _results(
         weights_fit_problems(f, tp, memory, util), f"weights fit: TP={tp} on {memory / GiB:.1f} GiB GPUs", ev
     )

@@ -1,3 +1,3 @@
 """Checkpoint audit checks (TQ2xx) for `tqdeploy doctor --model`. Importing this package registers them."""
 
-from tqdeploy.modelchecks import checkpoint  # noqa: F401
+from tqdeploy.doctor.checks.model import checkpoint, fit  # noqa: F401

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import no_gpu_verdict, per_gpu
+from tqdeploy.doctor.checks.host.common import no_gpu_verdict, per_gpu
+from tqdeploy.doctor.registry import check, info, passed, skipped, warn
 
 
 @check("TQ112", "topology", "NVLink state")

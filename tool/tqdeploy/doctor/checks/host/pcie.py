@@ -8,8 +8,8 @@ narrow link at idle is a real fault (a slot wired x8, a bad riser, a badly seate
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import per_gpu
+from tqdeploy.doctor.checks.host.common import per_gpu
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 from tqdeploy.probe.pci import sysfs_bdf
 
 # The last line of each aer_dev_* file (Linux drivers/pci/pcie/aer.c)
@@ -130,8 +130,9 @@ def aspm(ctx):
     l1 = {bdf: dev.get("l1_aspm") for bdf, dev in ctx.host.pci.items() if dev.get("l1_aspm") is not None}
     ev = {"policy": policy, "l1_aspm_per_device": l1}
     fix = (
-        "set `echo performance | sudo tee /sys/module/pcie_aspm/parameters/policy` (boot: pcie_aspm.policy=performance) "
-        "or disable ASPM for the GPU's link (`echo 0 | sudo tee /sys/bus/pci/devices/<BDF>/link/l1_aspm`)"
+        "set `echo performance | sudo tee /sys/module/pcie_aspm/parameters/policy` "
+        "(boot: pcie_aspm.policy=performance) or disable ASPM for the GPU's link "
+        "(`echo 0 | sudo tee /sys/bus/pci/devices/<BDF>/link/l1_aspm`)"
     )
     if policy is None and not l1:
         return skipped("no ASPM policy file and no per-device link/ files", ev)

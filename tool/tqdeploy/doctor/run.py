@@ -1,70 +1,28 @@
 """`tqdeploy doctor`, library side: probe (or load) a host snapshot, run the checks, build one result.
 
-The command module only parses options and calls ``run_doctor``. Checks come from the registry:
-the host checks (tqdeploy.hostchecks) always, the model checks (tqdeploy.modelchecks) when that
-package exists. A check whose inputs are missing (e.g. model checks without --model) is left out
-instead of flooding the output with skips.
+The command module only parses options and calls ``run_doctor``. Checks come from the registry
+(tqdeploy.doctor.checks: host checks always, model checks with --model). A check whose inputs are
+missing (e.g. model checks without --model) is left out instead of flooding the output with skips.
+A launch command (`-- vllm serve ...` or --file) is linted (TQ3xx, area "flags") without the model:
+the model-aware rules are the checkpoint checks TQ203-TQ206, fed the command's own values, so no
+problem is reported twice.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.findings import Finding, exit_code_for, sort_worst_first, summarize
+from tqdeploy.doctor.report import DoctorResult
+from tqdeploy.findings import Finding, Severity
 
-SCHEMA = "tqdeploy.doctor/1"
-CHECK_PACKAGES = ("tqdeploy.hostchecks", "tqdeploy.modelchecks")
 FAIL_ON = ("error", "warn")
-
-
-@dataclass
-class DoctorResult:
-    findings: list[Finding]
-    source: str  # "this host" or the snapshot file replayed
-    fail_on: str = "error"
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def exit_code(self) -> int:
-        return exit_code_for(self.findings, self.fail_on)
-
-    def to_dict(self) -> dict[str, Any]:
-        from tqdeploy import __version__
-
-        return {
-            "schema": SCHEMA,
-            "tool_version": __version__,
-            "source": self.source,
-            "options": self.options,
-            "findings": [f.to_dict() for f in sort_worst_first(self.findings)],
-            "summary": summarize(self.findings) | {"fail_on": self.fail_on, "exit_code": self.exit_code},
-        }
-
-    def render(self, console) -> None:
-        from tqdeploy.output import render_findings
-
-        render_findings(console, self.findings, title=f"tqdeploy doctor: {self.source}")
-        s = summarize(self.findings)
-        console.print(
-            f"{s['error']} error(s), {s['warn']} warning(s), {s['info']} info, {s['ok']} ok, "
-            f"{s['skipped']} skipped; `tqdeploy explain ID` explains a check"
-        )
-
-
-def load_check_packages() -> None:
-    for name in CHECK_PACKAGES:
-        if importlib.util.find_spec(name) is not None:
-            importlib.import_module(name)
 
 
 def select_checks(ctx) -> list[str]:
     """Ids of the checks to run: host checks always, others only when their inputs are given."""
-    from tqdeploy.checkbase import REGISTRY
+    from tqdeploy.doctor.registry import REGISTRY
 
     ids = []
     for cid, chk in sorted(REGISTRY.items()):
@@ -86,7 +44,7 @@ def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = N
     try:
         Version(vllm_version)
     except InvalidVersion:
-        raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0")
+        raise TQError(f"--vllm-version {vllm_version!r} is not a version", "pass a release such as 0.32.0") from None
     if image_cuda is not None and not re.fullmatch(r"\d+\.\d+", image_cuda):
         raise TQError(
             f"--cuda {image_cuda!r} is not a CUDA major.minor version", "pass e.g. --cuda 12.9 or --cuda 13.0"
@@ -109,7 +67,7 @@ def run_doctor(
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
-    from tqdeploy.checkbase import CheckContext, run_checks
+    from tqdeploy.doctor.registry import CheckContext, run_checks
     from tqdeploy.snapshot import HostSnapshot
 
     validate_options(vllm_version, fail_on, image_cuda)
@@ -127,15 +85,14 @@ def run_doctor(
     options = {"vllm_version": vllm_version, "offline": offline}
     if image_cuda:
         options["image_cuda"] = image_cuda
-    flag_findings = []
+    flag_findings: list[Finding] = []
     if command or command_file is not None:
-        from tqdeploy.doctorflags import lint_launch
-
         launch_options, flag_findings = lint_launch(command, command_file, vllm_version, host)
         options.update(launch_options)
     options.update({k: v for k, v in (serving or {}).items() if v is not None})  # explicit options win
     ctx = CheckContext(host=host, model=model_facts, options=options)
-    load_check_packages()
+    import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
+
     findings = run_checks(ctx, select_checks(ctx)) + flag_findings
     return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
 
@@ -149,17 +106,29 @@ def _save(host, path: Path) -> None:
         raise TQError(
             f"cannot write snapshot to {path} ({exc.strerror or exc})",
             "pass a --snapshot-out path in a writable folder",
-        )
+        ) from exc
 
 
 def _load_model(source: str):
-    from tqdeploy.errors import TQError
-
-    if importlib.util.find_spec("tqdeploy.model") is None:
-        raise TQError(
-            "--model needs the checkpoint audit (tqdeploy.model), which this install lacks",
-            "reinstall tqdeploy, or run doctor without --model",
-        )
     from tqdeploy.model import load_model_facts
 
     return load_model_facts(source)
+
+
+def lint_launch(
+    command: list[str] | None, command_file: Path | None, vllm_version: str, host
+) -> tuple[dict[str, Any], list[Finding]]:
+    """The launch command's lint findings (area "flags", secrets redacted) and the serving values it sets."""
+    from dataclasses import replace
+
+    from tqdeploy.lint import lint_source
+
+    report = lint_source(command, command_file, vllm_version=vllm_version, host=host, live=False)
+    evidence: dict[str, Any] = {"command": report.command_text}
+    if report.changed:
+        evidence["corrected_command"] = report.fixed_command_text
+    findings = [replace(f, area="flags", evidence={"flag": f.location, **evidence}) for f in report.redacted_findings()]
+    if not findings:
+        title = f"launch command valid for vLLM {report.vllm_version}"
+        findings.append(Finding("TQ300", Severity.OK, title, {"command": report.command_text}, area="flags"))
+    return report.serving_values(), findings

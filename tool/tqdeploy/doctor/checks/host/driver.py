@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.cudacompat import build_cuda, cuda_tuple, driver_cuda_str, min_driver_for, variants_for
+from tqdeploy.doctor.checks.host.cudacompat import build_cuda, cuda_tuple, driver_cuda_str, min_driver_for, variants_for
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 
 
 @check("TQ101", "driver", "NVIDIA driver and visible GPUs")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, error, info, passed, skipped, warn
-from tqdeploy.hostchecks.common import gib, per_gpu
+from tqdeploy.doctor.checks.host.common import gib, per_gpu
+from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 
 VLLM_MIN_CC = (7, 5)  # vLLM's floor (issue 2; FACTS.md: "vLLM needs CC >= 7.5")
 TURBOQUANT_MIN_CC = (8, 0)  # TurboQuant's effective floor: T4 (7.5) fails, vLLM issue #43576 (FACTS.md)

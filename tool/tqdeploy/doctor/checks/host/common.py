@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import skipped
+from tqdeploy.doctor.registry import skipped
 
 GIB = 1024**3
 MIB = 1024**2

@@ -1,48 +1,46 @@
-"""Checks: small self-describing units that turn facts into findings.
+"""The doctor's checks: small self-describing units that turn facts into findings.
 
-A check is a plain function registered with ``@check``. It receives a CheckContext and
-returns a Verdict (or a list of them, e.g. one per GPU). The framework stamps the id, area
-and default title, and turns an exception into an error finding so the other checks run.
-Each check's documentation lives in checks/docs/<ID>.md (``tqdeploy explain ID``).
+A check is a plain function registered with ``@check``. It receives a CheckContext and returns a
+Finding (or a list of them, e.g. one per GPU), made with passed() / skipped() / info() / warn() /
+error(). The registry stamps the id, area and default title, and turns an exception into an error
+finding so the other checks run. Each check's documentation lives in checks/docs/<ID>.md
+(``tqdeploy explain ID``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
 
 
-@dataclass
-class Verdict:
-    severity: Severity
-    evidence: dict[str, Any] = field(default_factory=dict)
-    remediation: str = ""
-    title: str = ""  # overrides the check's title when set (e.g. "GPU 1: PCIe link x8")
+def verdict(severity: Severity, evidence: dict[str, Any], remediation: str = "", title: str = "") -> Finding:
+    """A check's result; id and area are stamped by the check that returns it, title defaults to its own."""
+    return Finding(id="", severity=severity, title=title, evidence=evidence, remediation=remediation)
 
 
-def passed(evidence: dict[str, Any] | None = None, title: str = "") -> Verdict:
-    return Verdict(Severity.OK, evidence or {}, "", title)
+def passed(evidence: dict[str, Any] | None = None, title: str = "") -> Finding:
+    return verdict(Severity.OK, evidence or {}, "", title)
 
 
-def skipped(reason: str, evidence: dict[str, Any] | None = None, title: str = "") -> Verdict:
+def skipped(reason: str, evidence: dict[str, Any] | None = None, title: str = "") -> Finding:
     ev = dict(evidence or {})
     ev.setdefault("reason", reason)
-    return Verdict(Severity.SKIPPED, ev, "", title)
+    return verdict(Severity.SKIPPED, ev, "", title)
 
 
-def info(evidence: dict[str, Any] | None = None, remediation: str = "", title: str = "") -> Verdict:
-    return Verdict(Severity.INFO, evidence or {}, remediation, title)
+def info(evidence: dict[str, Any] | None = None, remediation: str = "", title: str = "") -> Finding:
+    return verdict(Severity.INFO, evidence or {}, remediation, title)
 
 
-def warn(evidence: dict[str, Any], remediation: str, title: str = "") -> Verdict:
-    return Verdict(Severity.WARN, evidence, remediation, title)
+def warn(evidence: dict[str, Any], remediation: str, title: str = "") -> Finding:
+    return verdict(Severity.WARN, evidence, remediation, title)
 
 
-def error(evidence: dict[str, Any], remediation: str, title: str = "") -> Verdict:
-    return Verdict(Severity.ERROR, evidence, remediation, title)
+def error(evidence: dict[str, Any], remediation: str, title: str = "") -> Finding:
+    return verdict(Severity.ERROR, evidence, remediation, title)
 
 
 @dataclass(frozen=True)
@@ -50,7 +48,7 @@ class Check:
     id: str
     area: str
     title: str
-    func: Callable[[CheckContext], Verdict | Iterable[Verdict] | None]
+    func: Callable[[CheckContext], Finding | Iterable[Finding] | None]
     needs: tuple[str, ...] = ("host",)
 
     def run(self, ctx: CheckContext) -> list[Finding]:
@@ -72,18 +70,11 @@ class Check:
             ]
         if out is None:
             return []
-        verdicts = [out] if isinstance(out, Verdict) else list(out)
-        return [self._finding(v) for v in verdicts]
+        results = [out] if isinstance(out, Finding) else list(out)
+        return [self._finding(f) for f in results]
 
-    def _finding(self, v: Verdict) -> Finding:
-        return Finding(
-            id=self.id,
-            severity=v.severity,
-            title=v.title or self.title,
-            evidence=v.evidence,
-            remediation=v.remediation,
-            area=self.area,
-        )
+    def _finding(self, f: Finding) -> Finding:
+        return replace(f, id=self.id, area=self.area, title=f.title or self.title)
 
 
 REGISTRY: dict[str, Check] = {}
@@ -107,7 +98,6 @@ class CheckContext:
 
     host: Any = None  # tqdeploy.snapshot.HostSnapshot
     model: Any = None  # model facts (checkpoint audit)
-    flags: Any = None  # parsed vLLM launch flags
     options: dict[str, Any] = field(default_factory=dict)  # e.g. target vLLM version, image CUDA
 
 

@@ -4,4 +4,14 @@ Each module covers one area; every check reads only ``ctx.host`` (a HostSnapshot
 ``ctx.options`` (target vLLM version, image CUDA...), never the machine.
 """
 
-from tqdeploy.hostchecks import containers, driver, gpu, hfenv, libs, pcie, probes, system, topology  # noqa: F401
+from tqdeploy.doctor.checks.host import (  # noqa: F401
+    containers,
+    driver,
+    gpu,
+    hfenv,
+    libs,
+    pcie,
+    probe_failures,
+    system,
+    topology,
+)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, info, passed, skipped, warn
+from tqdeploy.doctor.registry import check, info, passed, skipped, warn
 
 
 @check("TQ119", "containers", "Docker engine")

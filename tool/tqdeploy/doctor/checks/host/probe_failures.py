@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tqdeploy.checkbase import check, passed, warn
+from tqdeploy.doctor.registry import check, passed, warn
 
 
 @check("TQ125", "probes", "host probes completed")

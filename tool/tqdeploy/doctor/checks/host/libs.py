@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from tqdeploy.checkbase import check, info, passed, skipped, warn
-from tqdeploy.hostchecks.cudacompat import build_cuda, cuda_tuple
+from tqdeploy.doctor.checks.host.cudacompat import build_cuda, cuda_tuple
+from tqdeploy.doctor.registry import check, info, passed, skipped, warn
 
 
 def _wheel_cuda_major(name: str) -> int | None:

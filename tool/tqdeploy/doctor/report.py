@@ -1,0 +1,44 @@
+"""The doctor's one result: its findings, where the host facts came from, and the exit code (tqdeploy.doctor/1)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tqdeploy.findings import Finding, exit_code_for, sort_worst_first, summarize
+
+SCHEMA = "tqdeploy.doctor/1"
+
+
+@dataclass
+class DoctorResult:
+    findings: list[Finding]
+    source: str  # "this host" or the snapshot file replayed
+    fail_on: str = "error"
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.findings, self.fail_on)
+
+    def to_dict(self) -> dict[str, Any]:
+        from tqdeploy import __version__
+
+        return {
+            "schema": SCHEMA,
+            "tool_version": __version__,
+            "source": self.source,
+            "options": self.options,
+            "findings": [f.to_dict() for f in sort_worst_first(self.findings)],
+            "summary": summarize(self.findings) | {"fail_on": self.fail_on, "exit_code": self.exit_code},
+        }
+
+    def render(self, console) -> None:
+        from tqdeploy.output import render_findings
+
+        render_findings(console, self.findings, title=f"tqdeploy doctor: {self.source}")
+        s = summarize(self.findings)
+        console.print(
+            f"{s['error']} error(s), {s['warn']} warning(s), {s['info']} info, {s['ok']} ok, "
+            f"{s['skipped']} skipped; `tqdeploy explain ID` explains a check"
+        )

@@ -1,0 +1,97 @@
+"""Lint rules: one function per finding id, registered with ``@rule`` like the doctor's checks.
+
+A rule receives the LintContext of one command and returns the Findings it reports (an empty list
+when the command is fine). The registry stamps the rule's id and area, and runs the rules in id
+order, so `lint` and its --fix are the same whichever module a rule lives in. Every id has a page
+checks/docs/<ID>.md (`tqdeploy explain ID`) whose Catches / Passes examples the tests run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import Any
+
+from tqdeploy.findings import Finding
+from tqdeploy.lint.command import Invocation
+from tqdeploy.lint.schema import VllmSchema
+from tqdeploy.lint.validate import ParsedArgs
+
+VLLM_KINDS = ("vllm-serve", "api-server", "docker")  # forms whose arguments are vLLM's own
+DOCKER_KINDS = ("docker", "docker-other")
+ALL_KINDS = ("vllm-serve", "api-server", "legacy-api-server", "docker", "docker-other", "unknown")
+
+
+@dataclass
+class LintContext:
+    """One command under lint: where vLLM's arguments are, how its parser reads them, and what else is known."""
+
+    inv: Invocation
+    schema: VllmSchema
+    text: str  # the command line or the whole script (comments included)
+    parsed: ParsedArgs = field(default_factory=ParsedArgs)
+    variables: dict[str, str] = field(default_factory=dict)  # a script's own shell assignments
+    model: Any = None  # tqdeploy.model.facts.ModelFacts (--model)
+    host: Any = None  # tqdeploy.snapshot.HostSnapshot (--snapshot / --gpu)
+    live: bool | None = None  # validate with vLLM's own parser: True, False, None = when importable
+    target: list[Finding] = field(default_factory=list)  # how the vLLM version was chosen (TQ311)
+    text_advice: list[Finding] = field(default_factory=list)  # false advice anywhere in the text (TQ310)
+
+    @cached_property
+    def advice(self) -> list[Finding]:
+        """False-advice entries about vLLM's arguments (TQ310); they replace generic parser findings."""
+        from tqdeploy.lint import catalogue
+
+        if self.inv.kind not in VLLM_KINDS:
+            return []
+        opts = self.schema.options.values()
+        aliases = {n: opt.long_name for opt in opts for n in opt.names if not n.startswith("--")}
+        return catalogue.match_invocation(self.inv, aliases)
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    area: str
+    title: str
+    func: Callable[[LintContext], Iterable[Finding]]
+    kinds: tuple[str, ...] = VLLM_KINDS  # the invocation forms it applies to
+    needs: tuple[str, ...] = ()  # LintContext fields it needs set, e.g. ("model",)
+
+    def applies(self, ctx: LintContext) -> bool:
+        return ctx.inv.kind in self.kinds and all(getattr(ctx, n) is not None for n in self.needs)
+
+    def run(self, ctx: LintContext) -> list[Finding]:
+        return [replace(f, id=self.id, area=self.area) for f in self.func(ctx)]
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, area: str, title: str, kinds: tuple[str, ...] = VLLM_KINDS, needs: tuple[str, ...] = ()):
+    """Register a lint rule under a stable id (TQ30x arguments, TQ31x advice/image, TQ32x TurboQuant and
+    exposure, TQ33x docker, TQ34x model)."""
+
+    def deco(func):
+        if id in RULES:
+            raise RuntimeError(f"duplicate lint rule id {id}")
+        RULES[id] = Rule(id=id, area=area, title=title, func=func, kinds=kinds, needs=needs)
+        return func
+
+    return deco
+
+
+def load_rules() -> dict[str, Rule]:
+    import tqdeploy.lint.rules  # noqa: F401  (importing the package registers every rule)
+
+    return RULES
+
+
+def run_rules(ctx: LintContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for rid in sorted(load_rules()):
+        r = RULES[rid]
+        if r.applies(ctx):
+            findings.extend(r.run(ctx))
+    return findings
