@@ -193,12 +193,18 @@ def test_dry_run_prints_a_diff_and_writes_nothing(run_cli, tmp_path):
     assert run_cli("build", "--out", str(out))[0] == 0
     (out / "compose.yaml").write_text((out / "compose.yaml").read_text().replace("unless-stopped", "always"))
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
+    code, stdout, dry_err = run_cli("build", "--out", str(out), "--dry-run")
     assert code == 0
     assert "--- a/compose.yaml\n+++ b/compose.yaml\n" in stdout
     assert "-    restart: always\n+    restart: unless-stopped\n" in stdout
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    run_cli("build", "--out", str(out))
+    assert "a build would refuse: compose.yaml" in dry_err  # the edit is the user's: a plain build keeps it
+    code, _, err = run_cli("build", "--out", str(out))
+    assert code == 2 and "compose.yaml" in err and "--force" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert run_cli("build", "--out", str(out), "--force")[0] == 0
+    (backup,) = out.glob(".tqdeploy-backup-*")
+    assert "restart: always" in (backup / "compose.yaml").read_text()
     code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
     assert stdout.startswith("no changes")
 

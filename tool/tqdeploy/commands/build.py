@@ -17,7 +17,8 @@ def build(
     check: Path | None = typer.Option(
         None,
         "--check",
-        help="Verify a build directory against its lock (and, given a spec, against what it renders now); exit 1 on drift.",
+        help="Verify a build directory against its lock (and, given a spec, against what it renders now); "
+        "exit 1 on drift.",
     ),
     image: bool = typer.Option(
         False, "--image", help="Also build the container image (Docker engine), or print the command."
@@ -28,7 +29,13 @@ def build(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path.",
+        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; "
+        "default: a local model.path.",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace files in --out that tqdeploy did not write or that were edited (a backup is kept).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> int:
@@ -56,6 +63,7 @@ def build(
             resolve_digests=resolve_digests,
             progress=True,
             model=model,
+            force=force,
         )  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code

@@ -87,6 +87,9 @@ def run_download(
     this repo and revision (checked before anything is fetched). Without it and with ``find_lock``, the
     lock of the build whose models dir ``dest`` is gets it (buildlock.find_build_lock).
     """
+    from tqdeploy.download.urls import check_hf_endpoint_env
+
+    check_hf_endpoint_env()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import is_offline_mode
 
     from tqdeploy.download import buildlock
@@ -100,7 +103,7 @@ def run_download(
         )
     if dest.exists() and not dest.is_dir():
         raise TQError(f"{dest} is a file, not a folder", "pass a folder with --to")
-    endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
+    endpoints = [normalize_endpoint(m) for m in (mirrors or default_endpoints())]
     token = resolve_token(token)
     old = load_manifest(dest)
     if old is not None and old.repo != repo_id:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
+from tqdeploy.download.urls import check_endpoint, shown_url
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 
@@ -38,21 +38,12 @@ class RepoListing:
 
 
 def public_endpoint(url: str) -> str:
-    """The mirror URL without any user:password part, for messages and the manifest."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        parts = parts._replace(netloc=host)
-    return urlunsplit(parts)
+    """The mirror URL without any user:password part or query, for messages and the manifest."""
+    return shown_url(url)
 
 
 def normalize_endpoint(url: str) -> str:
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise TQError(f"mirror {public_endpoint(url)!r} is not an http(s) URL", "pass --mirror https://host[:port]")
-    return url.strip().rstrip("/")
+    return check_endpoint(url)
 
 
 def list_repo(
@@ -73,6 +64,10 @@ def list_repo(
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+
+    from tqdeploy.download.urls import redact_hub_logs
+
+    redact_hub_logs()
 
     not_found: list[str] = []
     failures: list[str] = []

@@ -73,8 +73,8 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
                 base = spec_dir
             else:
                 raise TQError(
-                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build directory, and"
-                    f" {spec_dir} is not one (no {LOCK_NAME} there)",
+                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build "
+                    f"directory, and {spec_dir} is not one (no {LOCK_NAME} there)",
                     "pass the build's copy (`--spec build/tqdeploy.toml`), or add --lock build/tqdeploy.lock.json"
                     " or --to DIR",
                 )

@@ -204,7 +204,8 @@ def _quantization(cfg: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(groups, dict):  # compressed-tensors
         schemes = []
         for name, g in groups.items():
-            w = (g or {}).get("weights") or {}
+            w = g.get("weights") if isinstance(g, dict) else None
+            w = w if isinstance(w, dict) else {}
             schemes.append(
                 {
                     "group": name,

@@ -49,6 +49,34 @@ def _hybrid_prefix_caching(vllm_version: str) -> bool:
         return True
 
 
+# Bounds of plan's numeric options: what vLLM and hardware accept (the spec's own, spec/validate.py), so inf,
+# nan and 10**18 are one usage error instead of an OverflowError or a plan for a machine that cannot exist.
+_INT_OPTIONS = {"--gpus": (1, 1024), "--tp": (1, 64), "--max-model-len": (1, 2**31 - 1)}
+_FLOAT_OPTIONS = {  # (low, low inclusive, high)
+    "--kv-cache-memory-gib": (0.0, False, float(1 << 20)),
+    "--reserve-gib": (0.0, True, float(1 << 20)),
+    "--min-concurrency": (0.0, False, float(1 << 20)),
+}
+
+
+def check_plan_numbers(ints: dict[str, int | None], floats: dict[str, float | None]) -> None:
+    """TQError naming the option for a number outside what vLLM and hardware accept (inf and nan included)."""
+    import math
+
+    for name, value in ints.items():
+        low, high = _INT_OPTIONS[name]
+        if value is not None and not low <= value <= high:
+            raise TQError(f"{name} {value} is outside {low}..{high}", f"pass {name} between {low} and {high}")
+    for name, number in floats.items():
+        low, inclusive, high = _FLOAT_OPTIONS[name]
+        if number is None:
+            continue
+        above = number >= low if inclusive else number > low
+        if not (math.isfinite(number) and above and number <= high):
+            bound = f"{'at least' if inclusive else 'more than'} {low:g} and at most {high:g}"
+            raise TQError(f"{name} {number} must be a finite number {bound}", f"pass {name} in that range")
+
+
 def make_plan(
     facts: ModelFacts,
     *,
