@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from hostile.support import (
+from hostile.seeds import (
     HF_SECRET,
     PASSWORD,
     SECRET,
