@@ -66,10 +66,12 @@ def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
 def fetch_config(repo: str, rev: str) -> dict[str, Any]:
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import disable_progress_bars
 
     from tqdeploy.download.urls import redact_hub_logs
 
     redact_hub_logs()
+    disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
     try:
         path = hf_hub_download(repo, "config.json", revision=rev, endpoint=endpoint)
     except Exception as exc:  # huggingface_hub raises many transport types; all mean "not fetched"
