@@ -81,3 +81,20 @@ def test_a_mirror_without_blobs_falls_back_and_still_verifies(run_cli, repo, tmp
         assert (f.get("sha256") == expected["sha256"]) if expected["lfs"] else f.get("git_oid") == expected["oid"]
     code, out, err = run_cli("download", "--verify", str(dest), "--json")
     assert code == 0 and json.loads(out)["ok"] is True
+
+
+def test_a_second_download_into_the_same_folder_says_another_one_runs(run_cli, repo, tmp_path):
+    import fcntl
+    import os
+
+    dest = tmp_path / "d"
+    (dest / ".tqdeploy").mkdir(parents=True)
+    fd = os.open(dest / ".tqdeploy" / "download.lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # as the first download holds it
+    try:
+        with HubMirror(repo) as m:
+            code, _, err = run_cli("download", "org/tiny@main", "--to", str(dest), "--mirror", m.url)
+    finally:
+        os.close(fd)
+    assert code == 2 and err.startswith(f"tqdeploy: error: another tqdeploy download is writing into {dest}"), err
+    assert not (dest / "tqdeploy-manifest.json").exists()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,7 +110,7 @@ def run_download(
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
     notes: list[str] = []
     build_lock = buildlock.target_lock(lock, dest, repo_id, revision, notes.append) if lock or find_lock else None
-    with Bars(progress, on_event) as bars:
+    with _one_download_at_a_time(dest), Bars(progress, on_event) as bars:
         for note in notes:
             bars.event(note)
         try:
@@ -138,6 +138,39 @@ def run_download(
                 bars.event(outcome.events[-1])
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+@contextmanager
+def _one_download_at_a_time(dest: Path):
+    """An flock on dest/.tqdeploy/download.lock: a second download into the same folder is told so at once
+    instead of racing the first over the same partial files."""
+    import fcntl
+
+    created = not dest.exists()
+    lock = dest / ".tqdeploy" / "download.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise _write_error(err, dest) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TQError(
+                f"another tqdeploy download is writing into {dest}", "wait for it to finish, or pass another --to"
+            ) from None
+        yield
+    except BaseException:
+        if created:  # a download that failed before fetching anything leaves no folder behind
+            for path in (lock, lock.parent, dest):
+                try:
+                    path.unlink() if path == lock else path.rmdir()
+                except OSError:
+                    break
+        raise
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def _write_error(err: OSError, dest: Path) -> TQError:
@@ -223,11 +256,14 @@ def _size(path: Path) -> int:
 
 
 def _shards_of(index: Path) -> set[str] | None:
-    try:
-        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        return set(weight_map.values()) or None
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise TQError(f"{index} is not a safetensors index ({err})", "report it to the repository's owner") from None
+    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+
+    fix = "report it to the repository's owner"
+    data = read_json_file(index, MAX_INDEX_BYTES, fix)  # capped, regular file, no NaN, bounded nesting
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise TQError(f"{index} is not a safetensors index (its weight_map is not tensor -> file)", fix)
+    return set(weight_map.values()) or None
 
 
 @dataclass
