@@ -493,3 +493,19 @@ def test_hostile_input(name, tmp_path, run_cli, monkeypatch):
         code, out, err = run_cli(*case.argv)
         assert time.monotonic() - started < IN_PROCESS_LIMIT_S, f"{name} took {time.monotonic() - started:.1f} s"
     check_outcome(case, tmp_path, code, out, err)
+
+
+def test_the_image_context_holds_only_what_the_dockerfile_copies(tmp_path):
+    import io
+    import tarfile
+
+    from tqdeploy.render.image import context_tar
+
+    out = _built(tmp_path, "qwen36-27b-tq")
+    (out / "secrets").mkdir()
+    (out / "secrets" / "vllm-api-key").write_text(SECRET)
+    (out / "models").mkdir()
+    (out / "models" / "w.safetensors").write_bytes(b"weights")
+    with tarfile.open(fileobj=io.BytesIO(context_tar(out))) as tar:
+        assert sorted(tar.getnames()) == ["Dockerfile", "healthcheck.sh", "serve.sh"]
+        assert tar.getmember("serve.sh").mode & 0o777 == 0o755

@@ -41,7 +41,7 @@ def build(
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
     from tqdeploy.output import emit
-    from tqdeploy.render.build import check_options, run_build, run_check
+    from tqdeploy.render.build import BuildResult, CheckResult, check_options, run_build, run_check
 
     check_options(
         check=check is not None,
@@ -51,6 +51,7 @@ def build(
         resolve_digests=resolve_digests,
         model=model is not None,
     )
+    result: BuildResult | CheckResult
     if check is not None:
         result = run_check(check, spec_file, embedded)
     else:

@@ -41,6 +41,13 @@ class Manifest:
     def file(self, path: str) -> ManifestFile | None:
         return next((f for f in self.files if f.path == path), None)
 
+    def entry(self, path: str) -> ManifestFile:
+        """The entry of a path this manifest lists (KeyError for one it does not)."""
+        found = self.file(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
     @property
     def total_bytes(self) -> int:
         return sum(f.size for f in self.files)

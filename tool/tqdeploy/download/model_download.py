@@ -233,10 +233,10 @@ def _bring(
     for path in paths:
         digest = digests.get(dest / path)
         problem = mismatch(digest, files[path]) if digest else "missing"
-        if problem is None:
+        if problem is None and digest is not None:
             was = old.file(path) if old and old.commit == run.listing.commit else None
-            run.manifest.file(path).endpoint = was.endpoint if was and was.endpoint else LOCAL
-            run.manifest.file(path).sha256 = digest.sha256
+            run.manifest.entry(path).endpoint = was.endpoint if was and was.endpoint else LOCAL
+            run.manifest.entry(path).sha256 = digest.sha256
             run.outcome.reused.append(path)
             continue
         if problem != "missing":

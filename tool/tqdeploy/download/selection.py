@@ -85,7 +85,8 @@ class Selection:
 
 def select_serving_files(repo_paths: list[str], weight_map_files: set[str] | None = None) -> Selection:
     """Apply the rule. ``weight_map_files``: the shard names of the index, when the repo has one."""
-    keep, skip = [], []
+    keep: list[str] = []
+    skip: list[str] = []
     for path in repo_paths:
         wanted = not _never(path) and any(_match(path, pattern) for pattern, _ in SERVING_FILES)
         if wanted and is_weight(path) and weight_map_files:

@@ -18,9 +18,9 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     check_numbers(cfg, config_path)
     archs = config.get("architectures") or cfg.get("architectures") or []
     archs = archs if isinstance(archs, list) else []
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(cfg, "num_attention_heads", "n_head")
-    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers") or 0
+    heads = _int(cfg, "num_attention_heads", "n_head") or 0
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd") or 0
     missing = [
         k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden)) if not v
     ]
@@ -37,16 +37,18 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.num_attention_heads = heads
     facts.hidden_size = hidden
     # model_arch_config_convertor.get_total_num_kv_heads (vLLM 0.32.0): first of these, else the attention heads
-    facts.num_key_value_heads = _int(
-        cfg,
-        "n_head_kv",
-        "num_kv_heads",
-        "num_key_value_heads",
-        "multi_query_group_num",
-        "num_attention_groups",
-        default=heads,
+    facts.num_key_value_heads = (
+        _int(
+            cfg,
+            "n_head_kv",
+            "num_kv_heads",
+            "num_key_value_heads",
+            "multi_query_group_num",
+            "num_attention_groups",
+        )
+        or heads
     )
-    facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head", default=hidden // heads)
+    facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head") or hidden // heads
     facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
     facts.vocab_size = _int(cfg, "vocab_size")
     facts.tie_word_embeddings = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
@@ -57,7 +59,7 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.dtype = str(dtype).replace("torch.", "") if dtype else None
     facts.quantization = _quantization(cfg) or _quantization(config)
     facts.moe = _moe(cfg)
-    facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0)
+    facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers") or 0
     cap = cfg.get("attn_logit_softcapping")  # read by vLLM's gemma2/gemma4 models as logits_soft_cap
     if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
         facts.attn_logit_softcapping = float(cap)
@@ -186,7 +188,7 @@ _MAX_LEN_KEYS = (
 def _derived_max_len(cfg: dict[str, Any]) -> tuple[int | None, str | None]:
     if _int(cfg, "model_max_length"):
         return _int(cfg, "model_max_length"), "model_max_length"
-    found = [(_int(cfg, k), k) for k in _MAX_LEN_KEYS if _int(cfg, k)]
+    found = [(value, k) for k in _MAX_LEN_KEYS if (value := _int(cfg, k))]
     if not found:
         return None, None
     return min(found, key=lambda vk: vk[0])

@@ -64,9 +64,9 @@ def check_plan_numbers(ints: dict[str, int | None], floats: dict[str, float | No
     import math
 
     for name, value in ints.items():
-        low, high = _INT_OPTIONS[name]
-        if value is not None and not low <= value <= high:
-            raise TQError(f"{name} {value} is outside {low}..{high}", f"pass {name} between {low} and {high}")
+        least, most = _INT_OPTIONS[name]
+        if value is not None and not least <= value <= most:
+            raise TQError(f"{name} {value} is outside {least}..{most}", f"pass {name} between {least} and {most}")
     for name, number in floats.items():
         low, inclusive, high = _FLOAT_OPTIONS[name]
         if number is None:
@@ -282,7 +282,7 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
         return
     usable = [rows[d] for d in PREFERENCE if d in rows and _usable(rows[d])]
     for r in usable:
-        if r.max_concurrency >= min_concurrency:
+        if r.max_concurrency is not None and r.max_concurrency >= min_concurrency:
             plan.recommended = r.kv_cache_dtype
             why = {"auto": "full-precision KV is the fastest and", "fp8": "fp8 halves KV memory at little cost and"}
             lead = why.get(r.kv_cache_dtype, "TurboQuant trades throughput for capacity and")
@@ -292,7 +292,7 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
             )
             return
     if usable:
-        best = max(usable, key=lambda r: r.max_concurrency)
+        best = max(usable, key=lambda r: r.max_concurrency or 0.0)
         plan.recommended = best.kv_cache_dtype
         plan.recommendation_reason = (
             f"no dtype reaches {min_concurrency:g} sequences; {best.kv_cache_dtype} holds "

@@ -228,6 +228,18 @@ def spec_problems(spec: Spec) -> list[Problem]:
         "server.api_key_file must be a plain path (no quotes, $ or spaces)",
     )
 
+    return p + _resources_problems(spec)
+
+
+def _resources_problems(spec: Spec) -> list[Problem]:
+    """[resources], [storage] and model.path: sizes, GPU lists and plain paths."""
+    p: list[Problem] = []
+    v, res, sto, m = spec["vllm"], spec["resources"], spec["storage"], spec["model"]
+
+    def need(cond: bool, key: str, message: str, fix: str = "") -> None:
+        if not cond:
+            p.append(Problem(key, message, fix))
+
     gpus = res["gpus"]
     if isinstance(gpus, str):
         need(gpus == "all", "resources.gpus", f'resources.gpus {gpus!r}: use "all" or a list like [0, 1]')
