@@ -92,6 +92,13 @@ def plan(
         min_concurrency=min_concurrency,
     )
     result.host["source"] = host.source
+    from tqdeploy.plan.host import held_memory_problem
+    from tqdeploy.plan.planner import DEFAULT_GPU_MEMORY_UTILIZATION
+
+    util = gpu_memory_utilization if gpu_memory_utilization is not None else DEFAULT_GPU_MEMORY_UTILIZATION
+    held = held_memory_problem(host, util) if kv_cache_memory_gib is None else None
+    if held is not None:
+        result.problems.append(held)
     emit(result, as_json)
     failed = result.recommended is None or any(p["severity"] == "error" for p in result.problems)
     return 1 if failed else 0
