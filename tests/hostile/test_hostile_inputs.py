@@ -518,6 +518,16 @@ def build_check_with_a_fifo_in_place_of_serve_sh(tmp: Path) -> Case:
     return Case(["build", "--check", str(out)], code=1, subprocess=True)
 
 
+def extra_args_password_flag(tmp: Path) -> Case:
+    spec = _extra_args(tmp, f'"--db-password={SECRET}"')
+    return Case(["build", str(spec), "--out", str(tmp / "b")], needle="a secret by its name", inputs=[spec])
+
+
+def extra_args_api_keys_plural(tmp: Path) -> Case:
+    spec = _extra_args(tmp, f'"--api-keys", "{SECRET}"')
+    return Case(["build", str(spec), "--out", str(tmp / "b")], needle="--api-keys is read as --api-key", inputs=[spec])
+
+
 CASES = {name: fn for name, fn in globals().items() if callable(fn) and fn.__module__ == __name__}
 CASES = {name: fn for name, fn in CASES.items() if not name.startswith(("_", "check_", "test_", "run_"))}
 CASES.pop("Case", None)

@@ -5,7 +5,8 @@ A mirror URL may carry user:password@ (httpx sends it as Basic auth) or, pasted 
 (`http://user:pass@[::1` makes urllib raise), so no error path can echo the raw string.
 huggingface_hub logs the URLs it retries (utils/_http.py "thrown while requesting {method} {url}"),
 so its log records pass through `redact_hub_logs` too.
-(Until tqdeploy.redact lands on main, this is the download/model side's one redaction of URLs.)
+The user:password@ pattern is tqdeploy.redact's (redact_rules.URL_USERINFO); the Redactor itself numbers
+hosts and addresses for bundles, which a one-line error about a mirror should keep readable.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ import re
 from urllib.parse import urlsplit
 
 from tqdeploy.errors import TQError
+from tqdeploy.redact_rules import URL_USERINFO  # the one pattern for user:password@ (tqdeploy.redact)
 
-_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^\s/?#@]*@")
 _QUERY = re.compile(r"\?[^\s#'\"]*")
 _FIX = "pass --mirror https://host[:port][/path] (a token for the mirror goes in HF_TOKEN)"
 
 
 def shown_url(text: str) -> str:
     """text with every scheme://user:pass@ cut to scheme://***@ and every ?query to ?***; never raises."""
-    return _QUERY.sub("?***", _USERINFO.sub(r"\1***@", str(text)))
+    return _QUERY.sub("?***", URL_USERINFO.sub(r"\1***@", str(text)))
 
 
 def check_endpoint(url: str, what: str = "mirror") -> str:
@@ -60,7 +61,7 @@ def check_hf_endpoint_env() -> str | None:
 
 
 def has_credentials(url: str) -> bool:
-    return _USERINFO.search(str(url)) is not None
+    return URL_USERINFO.search(str(url)) is not None
 
 
 class _RedactFilter(logging.Filter):

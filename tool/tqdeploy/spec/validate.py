@@ -309,13 +309,17 @@ def _extra_arg_problem(arg: Any) -> Problem | None:
         return Problem("vllm.extra_args", f"vllm.extra_args holds {type(arg).__name__}; every item must be a string")
     if len(arg) > MAX_EXTRA_ARG_CHARS:
         return Problem("vllm.extra_args", f"a vllm.extra_args item is {len(arg)} characters long (at most 4096)")
+    from tqdeploy.redact_rules import secret_flag  # the one reading of vLLM's secret-flag spellings
+
     flag = vllm_flag_name(arg)
     secret = next((known for known in SECRET_FLAGS if names_flag(flag, known)), None)
+    if secret is None and (found := secret_flag(arg)) is not None:
+        secret = f"--{found}" if f"--{found}" in SECRET_FLAGS else f"{flag[:40]} (a secret by its name)"
     if secret or HF_TOKEN_RE.search(arg):
         # The value is not repeated: the message itself must not spread the secret.
-        what = (
-            "a Hugging Face token" if not secret else secret if flag == secret else f"{flag[:40]} is read as {secret}"
-        )
+        what = secret or "a Hugging Face token"
+        if secret and flag != secret and "(a secret" not in secret:
+            what = f"{flag[:40]} is read as {secret}"
         return Problem(
             "vllm.extra_args",
             f"vllm.extra_args puts a secret on vLLM's command line ({what}), "
