@@ -528,6 +528,26 @@ def extra_args_api_keys_plural(tmp: Path) -> Case:
     return Case(["build", str(spec), "--out", str(tmp / "b")], needle="--api-keys is read as --api-key", inputs=[spec])
 
 
+def _manifest(tmp: Path, files) -> Path:
+    folder = tmp / "m"
+    folder.mkdir()
+    manifest = {"schema": "tqdeploy.download.manifest/1", "repo": "org/tiny", "revision": "main", "commit": "0" * 40}
+    (folder / "tqdeploy-manifest.json").write_text(json.dumps({**manifest, "files": files}))
+    return folder
+
+
+def verify_manifest_path_outside_the_folder(tmp: Path) -> Case:
+    folder = _manifest(tmp, [{"path": "../../etc/passwd", "size": 1, "sha256": None, "git_oid": None, "lfs": False}])
+    return Case(["download", "--verify", str(folder)], needle="not inside the model folder")
+
+
+def verify_manifest_as_a_list(tmp: Path) -> Case:
+    folder = tmp / "m"
+    folder.mkdir()
+    (folder / "tqdeploy-manifest.json").write_text("[1, 2]")
+    return Case(["download", "--verify", str(folder)], needle="not a tqdeploy manifest")
+
+
 CASES = {name: fn for name, fn in globals().items() if callable(fn) and fn.__module__ == __name__}
 CASES = {name: fn for name, fn in CASES.items() if not name.startswith(("_", "check_", "test_", "run_"))}
 CASES.pop("Case", None)

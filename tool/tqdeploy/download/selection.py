@@ -69,6 +69,11 @@ def _unsafe(path: str) -> bool:
     return path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts)
 
 
+def is_unsafe_path(path: str) -> bool:
+    """A repo path that would leave the model folder (absolute, .., backslashes, empty parts)."""
+    return _unsafe(path)
+
+
 def _never(path: str) -> bool:
     return _unsafe(path) or any(path.startswith(p[:-1]) if p.endswith("/*") else _match(path, p) for p, _ in NEVER)
 
