@@ -50,6 +50,7 @@ def build(
         image=image,
         resolve_digests=resolve_digests,
         model=model is not None,
+        force=force,
     )
     result: BuildResult | CheckResult
     if check is not None:

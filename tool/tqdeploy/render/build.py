@@ -109,7 +109,9 @@ class CheckResult:
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
 
-def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool) -> None:
+def check_options(
+    *, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool, force: bool = False
+) -> None:
     """Refuse option combinations that would be silently ignored."""
     from tqdeploy.errors import TQError
 
@@ -122,6 +124,7 @@ def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve
                 ("--image", image),
                 ("--resolve-digests", resolve_digests),
                 ("--model", model),
+                ("--force", force),
             )
             if on
         ]
