@@ -102,11 +102,11 @@ def shard_paths(model_dir: Path, index: Path, data: Any) -> list[Path]:
         return []
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
         raise TQError(f"{index}: weight_map is not an object of tensor name -> file name", "re-download the index")
-    root = model_dir.resolve()
     shards = []
     for name in sorted(set(weight_map.values())):
-        path = (model_dir / name).resolve()
-        if Path(name).is_absolute() or ".." in Path(name).parts or root not in path.parents:
+        # By name, not by resolving: in the Hugging Face cache every file of a snapshot folder is a symlink
+        # into ../../blobs/, which is the checkpoint's own layout, not an index escaping it.
+        if not name or Path(name).is_absolute() or ".." in Path(name).parts or "\\" in name:
             raise TQError(
                 f"{index}: weight_map names {name[:120]!r}, outside the checkpoint folder {model_dir}",
                 "re-download the index; tqdeploy reads only files inside the checkpoint folder",
