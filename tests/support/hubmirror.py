@@ -162,6 +162,17 @@ class Faults:
         return False
 
 
+def _damaged(data: bytes, short: bool, flip: bool) -> bytes:
+    """The content as the short-copy and flipped-byte faults serve it."""
+    if short:
+        data = data[: len(data) // 2]
+    if flip:
+        mutable = bytearray(data)
+        mutable[len(mutable) // 2] ^= 0xFF
+        data = bytes(mutable)
+    return data
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -257,13 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
         if status:
             retry = {"Retry-After": server.faults.retry_after} if server.faults.retry_after is not None else {}
             return self._error(status, "Injected", f"injected HTTP {status}", retry)
-        data = (server.repo.root / file_path).read_bytes()
-        if short:
-            data = data[: len(data) // 2]
-        if flip:
-            data = bytearray(data)
-            data[len(data) // 2] ^= 0xFF
-            data = bytes(data)
+        data = _damaged((server.repo.root / file_path).read_bytes(), short, flip)
         headers = {"ETag": f'"{f["sha256"] if f["lfs"] else f["oid"]}"', "Accept-Ranges": "bytes", **(extra or {})}
         start, status = 0, 200
         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "") or "")
