@@ -293,7 +293,10 @@ def test_image_build_is_refused_cleanly_when_no_engine_answers(run_cli, tmp_path
     assert code == 0
     image = json.loads(stdout)["image"]
     assert image["id"] is None and image["reason"] == "no Docker engine answers here"
-    assert image["command"] == f"docker build --build-arg SOURCE_DATE_EPOCH=0 -t {image['tag']} {tmp_path / 'b'}"
+    assert image["command"] == (
+        f"tar -C {tmp_path / 'b'} -c Dockerfile serve.sh healthcheck.sh | "
+        f"docker build --build-arg SOURCE_DATE_EPOCH=0 -t {image['tag']} -"
+    )
 
 
 def test_resolve_digests_fails_clearly_without_a_registry(run_cli, docker_client, tmp_path):

@@ -193,12 +193,18 @@ def test_dry_run_prints_a_diff_and_writes_nothing(run_cli, tmp_path):
     assert run_cli("build", "--out", str(out))[0] == 0
     (out / "compose.yaml").write_text((out / "compose.yaml").read_text().replace("unless-stopped", "always"))
     before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
+    code, stdout, dry_err = run_cli("build", "--out", str(out), "--dry-run")
     assert code == 0
     assert "--- a/compose.yaml\n+++ b/compose.yaml\n" in stdout
     assert "-    restart: always\n+    restart: unless-stopped\n" in stdout
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-    run_cli("build", "--out", str(out))
+    assert "a build would refuse: compose.yaml" in dry_err  # the edit is the user's: a plain build keeps it
+    code, _, err = run_cli("build", "--out", str(out))
+    assert code == 2 and "compose.yaml" in err and "--force" in err
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert run_cli("build", "--out", str(out), "--force")[0] == 0
+    (backup,) = out.glob(".tqdeploy-backup-*")
+    assert "restart: always" in (backup / "compose.yaml").read_text()
     code, stdout, _ = run_cli("build", "--out", str(out), "--dry-run")
     assert stdout.startswith("no changes")
 
@@ -456,3 +462,18 @@ def test_a_second_build_into_the_same_directory_at_once_is_refused(run_cli, tmp_
     finally:
         os.close(fd)
     assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out))[0] == 0
+
+
+def test_every_file_a_build_renders_is_one_the_write_guard_knows():
+    # render/guard.py RENDERABLE: the only names a rebuild may remove; a new template must be added there.
+    from tqdeploy.render.context import build_context
+    from tqdeploy.render.files import SPEC_COPY_NAME, template_plan
+    from tqdeploy.render.guard import RENDERABLE
+    from tqdeploy.render.lock import LOCK_NAME
+
+    rendered = {SPEC_COPY_NAME, LOCK_NAME}
+    for make in CASES.values():
+        spec = make()
+        rendered |= {out for out, _, _ in template_plan(spec, build_context(spec))}
+    assert rendered <= RENDERABLE
+    assert RENDERABLE - rendered <= {"k8s/deployment.yaml", "k8s/leaderworkerset.yaml"}  # one per spec shape

@@ -124,7 +124,15 @@ def test_ctrl_c_exits_130_and_the_next_run_resumes_with_range(repo, tmp_path, tq
     size = repo.files[SHARD1]["size"]
     with HubMirror(repo, Faults(bps=1_000_000)) as m:
         cmd = [tqdeploy_exe, "download", "org/tiny", "--mirror", m.url, "--to", str(dest), "--json"]
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        # Ctrl-C as at a terminal, even when the suite runs with SIGINT ignored (`nohup make test &`):
+        # an ignored disposition would be inherited by the child, so it is reset there.
+        proc = subprocess.Popen(
+            cmd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         assert wait_for(lambda: partial.exists() and partial.stat().st_size > 200_000)
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)

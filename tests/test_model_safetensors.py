@@ -90,3 +90,20 @@ def test_truncated_and_garbage_files_are_named(tmp_path):
     (tmp_path / "model.safetensors.index.json").write_text("{")
     with pytest.raises(TQError, match="index.json is not valid JSON"):
         local_weight_bytes(tmp_path)
+
+
+def test_an_index_in_a_hugging_face_cache_snapshot_reads_its_symlinked_shards(tmp_path):
+    # models--org--name/snapshots/<commit>/ holds symlinks into ../../blobs/: the cache's own layout.
+    import json as _json
+
+    from tqdeploy.model.safetensors_meta import local_weight_bytes
+
+    blobs = tmp_path / "blobs"
+    blobs.mkdir()
+    header = _json.dumps({"w": {"dtype": "BF16", "shape": [4], "data_offsets": [0, 8]}}).encode()
+    (blobs / "abc").write_bytes(struct.pack("<Q", len(header)) + header + b"\0" * 8)
+    snap = tmp_path / "snapshots" / "c0ffee"
+    snap.mkdir(parents=True)
+    (snap / "model-00001.safetensors").symlink_to("../../blobs/abc")
+    (snap / "model.safetensors.index.json").write_text(_json.dumps({"weight_map": {"w": "model-00001.safetensors"}}))
+    assert local_weight_bytes(snap) == (8, {"BF16": 8}, "safetensors headers")

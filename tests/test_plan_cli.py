@@ -194,3 +194,17 @@ def test_json_keys_and_types_are_the_documented_contract(run_cli):
             assert isinstance(row["max_concurrency"], float)
     assert [r["kv_cache_dtype"] for r in data["rows"]][:3] == ["auto", "float16", "bfloat16"]
     assert data["recommended"] in {r["kv_cache_dtype"] for r in data["rows"] if r["status"] == "ok"}
+
+
+def test_memory_other_processes_hold_on_the_gpu_is_said_in_the_plan(run_cli, tmp_path):
+    # Seen on an H200 with 94 GiB held: vLLM refuses to start (free < utilization x total), so the plan says so.
+    snap = json.loads(Path(H200_SNAPSHOT).read_text())
+    snap["gpus"][0]["memory_used"] = 94 << 30
+    held = tmp_path / "held.json"
+    held.write_text(json.dumps(snap))
+    code, out, err = run_cli("plan", "--model", LLAMA, "--snapshot", str(held), "--json")
+    problems = json.loads(out)["problems"]
+    assert code == 1 and [p["code"] for p in problems] == ["held-memory"], (out, err)
+    assert "94.0 GiB" in problems[0]["message"] and "--gpu-memory-utilization 0.32" in problems[0]["fix"]
+    code, out, _ = run_cli("plan", "--model", LLAMA, "--snapshot", str(H200_SNAPSHOT), "--json")
+    assert "held-memory" not in out  # the 0.6 GiB a driver holds leaves vLLM's 0.92 free

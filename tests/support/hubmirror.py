@@ -9,7 +9,8 @@ Serves one generated repository from a folder:
   X-Linked-Size to /cdn/{sha256}/{path}, which serves the bytes with ETag and Range support.
 - Errors with the Hub's X-Error-Code header (RepoNotFound, RevisionNotFound, EntryNotFound).
 Faults (per repo path): status codes before success, a short copy, a flipped byte, a connection cut
-halfway, the whole server process dying after N bytes, a bandwidth limit.
+halfway, the whole server process dying after N bytes, a bandwidth limit, a trickle of one byte at a time;
+for the API: statuses or delays before an answer, a revision API that ignores ?blobs=true, no tree API.
 Run in-process (HubMirror) or as a process (`python hubmirror.py --root DIR ...`) that can be killed.
 
 Pytest fixtures for the download tests (import them into a test module to use them):
@@ -149,12 +150,27 @@ class Faults:
     die_after: dict[str, int] = field(default_factory=dict)  # path -> bytes after which the process exits
     bps: int | None = None  # content bandwidth limit, bytes per second
     api_status: list[int] = field(default_factory=list)  # statuses answered to API calls first
+    api_delays_s: list[float] = field(default_factory=list)  # seconds the next API calls wait before answering
+    ignore_blobs: bool = False  # the revision API answers siblings with names only, as if ?blobs=true were unknown
+    tree_status: int | None = None  # the tree API answers this error status instead of the listing
+    trickle_s: float | None = None  # content is sent one byte every trickle_s seconds
 
     def take(self, table: dict[str, int], path: str) -> bool:
         if table.get(path, 0) > 0:
             table[path] -= 1
             return True
         return False
+
+
+def _damaged(data: bytes, short: bool, flip: bool) -> bytes:
+    """The content as the short-copy and flipped-byte faults serve it."""
+    if short:
+        data = data[: len(data) // 2]
+    if flip:
+        mutable = bytearray(data)
+        mutable[len(mutable) // 2] ^= 0xFF
+        data = bytes(mutable)
+    return data
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -170,6 +186,17 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._route(head=False)
 
+    def _api_fault(self, path: str) -> int | None:
+        """The injected status for this API call, if any, after any injected delay."""
+        if not path.startswith("/api/"):
+            return None
+        with self.server.lock:
+            faults = self.server.faults
+            status = faults.api_status.pop(0) if faults.api_status else None
+            delay = faults.api_delays_s.pop(0) if faults.api_delays_s else 0.0
+        time.sleep(delay)
+        return status
+
     def _route(self, head: bool) -> None:
         url = urlsplit(self.path)
         path = unquote(url.path)
@@ -182,18 +209,13 @@ class _Handler(BaseHTTPRequestHandler):
             }
         )
         repo = self.server.repo
-        with self.server.lock:
-            faults = self.server.faults
-            api_fault = faults.api_status.pop(0) if path.startswith("/api/") and faults.api_status else None
+        faults = self.server.faults
+        api_fault = self._api_fault(path)
         if api_fault:
             return self._error(api_fault, "ServerError" if api_fault >= 500 else "RateLimited", "injected")
         m = re.fullmatch(r"/api/models/(.+?)/tree/([^/]+)(?:/.*)?", path)  # what snapshot_download lists
         if m:
-            if m.group(1) != repo.repo_id:
-                return self._error(404, "RepoNotFound", "Repository not found")
-            if unquote(m.group(2)) not in repo.revisions:
-                return self._error(404, "RevisionNotFound", f"Invalid rev id: {m.group(2)}")
-            return self._send(200, json.dumps(repo.tree()).encode(), {"Content-Type": "application/json"}, head)
+            return self._tree(m.group(1), unquote(m.group(2)), head)
         m = re.fullmatch(r"/api/models/(.+?)(?:/revision/([^/]+))?", path)
         if m:
             if m.group(1) != repo.repo_id:
@@ -201,7 +223,7 @@ class _Handler(BaseHTTPRequestHandler):
             rev = unquote(m.group(2) or "main")
             if rev not in repo.revisions:
                 return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
-            blobs = parse_qs(url.query).get("blobs", ["false"])[0].lower() == "true"
+            blobs = parse_qs(url.query).get("blobs", ["false"])[0].lower() == "true" and not faults.ignore_blobs
             body = {
                 "id": repo.repo_id,
                 "sha": repo.revisions[rev],
@@ -246,13 +268,7 @@ class _Handler(BaseHTTPRequestHandler):
         if status:
             retry = {"Retry-After": server.faults.retry_after} if server.faults.retry_after is not None else {}
             return self._error(status, "Injected", f"injected HTTP {status}", retry)
-        data = (server.repo.root / file_path).read_bytes()
-        if short:
-            data = data[: len(data) // 2]
-        if flip:
-            data = bytearray(data)
-            data[len(data) // 2] ^= 0xFF
-            data = bytes(data)
+        data = _damaged((server.repo.root / file_path).read_bytes(), short, flip)
         headers = {"ETag": f'"{f["sha256"] if f["lfs"] else f["oid"]}"', "Accept-Ranges": "bytes", **(extra or {})}
         start, status = 0, 200
         rng = re.fullmatch(r"bytes=(\d+)-(\d*)", self.headers.get("Range", "") or "")
@@ -277,6 +293,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.wfile.write(piece[: max(0, die_after - start - sent)])
                 self.wfile.flush()
                 os._exit(3)  # the mirror dies mid-file
+            piece = self._trickle(piece)
             self.wfile.write(piece)
             sent += len(piece)
             if server.faults.bps:
@@ -285,6 +302,24 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.connection.shutdown(socket.SHUT_RDWR)
             self.close_connection = True
+
+    def _tree(self, repo_id: str, rev: str, head: bool) -> None:
+        repo = self.server.repo
+        if repo_id != repo.repo_id:
+            return self._error(404, "RepoNotFound", "Repository not found")
+        if rev not in repo.revisions:
+            return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+        if self.server.faults.tree_status:
+            return self._error(self.server.faults.tree_status, "Injected", "no tree API here")
+        return self._send(200, json.dumps(repo.tree()).encode(), {"Content-Type": "application/json"}, head)
+
+    def _trickle(self, piece: bytes) -> bytes:
+        """With the trickle fault, one byte of the piece after a pause; else the piece."""
+        if not self.server.faults.trickle_s:
+            return piece
+        self.wfile.flush()
+        time.sleep(self.server.faults.trickle_s)
+        return piece[:1]
 
     def _error(self, status: int, code: str, message: str, extra: dict | None = None) -> None:
         body = json.dumps({"error": message}).encode()

@@ -17,7 +17,8 @@ def build(
     check: Path | None = typer.Option(
         None,
         "--check",
-        help="Verify a build directory against its lock (and, given a spec, against what it renders now); exit 1 on drift.",
+        help="Verify a build directory against its lock (and, given a spec, against what it renders now); "
+        "exit 1 on drift.",
     ),
     image: bool = typer.Option(
         False, "--image", help="Also build the container image (Docker engine), or print the command."
@@ -28,13 +29,19 @@ def build(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; default: a local model.path.",
+        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; "
+        "default: a local model.path.",
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Replace files in --out that tqdeploy did not write or that were edited (a backup is kept).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
     from tqdeploy.output import emit
-    from tqdeploy.render.build import check_options, run_build, run_check
+    from tqdeploy.render.build import BuildResult, CheckResult, check_options, run_build, run_check
 
     check_options(
         check=check is not None,
@@ -43,7 +50,9 @@ def build(
         image=image,
         resolve_digests=resolve_digests,
         model=model is not None,
+        force=force,
     )
+    result: BuildResult | CheckResult
     if check is not None:
         result = run_check(check, spec_file, embedded)
     else:
@@ -56,6 +65,7 @@ def build(
             resolve_digests=resolve_digests,
             progress=True,
             model=model,
+            force=force,
         )  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code

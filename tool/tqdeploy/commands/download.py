@@ -109,7 +109,7 @@ def _verify(folder: Path, ref: str | None, mirror: list[str] | None, as_json: bo
     from tqdeploy.output import emit
 
     m = load_manifest(folder) if ref else None
-    if m is not None:  # a REPO[@REV] given with --verify must be what the folder holds: say so before hashing
+    if m is not None and ref:  # a REPO[@REV] given with --verify must be what the folder holds: say so before hashing
         repo, rev = split_ref(ref)
         if repo != m.repo or (rev and rev not in (m.revision, m.commit)):
             raise TQError(

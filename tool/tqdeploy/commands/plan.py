@@ -46,6 +46,7 @@ def plan(
     from tqdeploy.output import emit
     from tqdeploy.plan import make_plan
     from tqdeploy.plan.host import resolve_host
+    from tqdeploy.plan.planner import check_plan_numbers
 
     skips: tuple[int, ...] = ()
     if skip_layers:
@@ -56,20 +57,14 @@ def plan(
                 f"--skip-layers {skip_layers!r} is not a comma-separated list of layer indices",
                 "e.g. --skip-layers 0,1,62,63",
             ) from None
-    for name, value in (("--gpus", gpus), ("--tp", tp), ("--max-model-len", max_model_len)):
-        if value is not None and value < 1:
-            raise TQError(f"{name} {value} must be a positive integer", f"pass {name} 1 or more")
-    if kv_cache_memory_gib is not None and not kv_cache_memory_gib > 0:
-        raise TQError(
-            f"--kv-cache-memory-gib {kv_cache_memory_gib} must be more than 0",
-            "pass the KV memory per GPU in GiB, e.g. the 'Available KV cache memory' of a vLLM log",
-        )
-    if reserve_gib is not None and not reserve_gib >= 0:
-        raise TQError(
-            f"--reserve-gib {reserve_gib} must be 0 or more", "pass the non-KV, non-weight memory per GPU in GiB"
-        )
-    if min_concurrency <= 0:
-        raise TQError(f"--min-concurrency {min_concurrency} must be more than 0", "e.g. --min-concurrency 4")
+    check_plan_numbers(
+        {"--gpus": gpus, "--tp": tp, "--max-model-len": max_model_len},
+        {
+            "--kv-cache-memory-gib": kv_cache_memory_gib,
+            "--reserve-gib": reserve_gib,
+            "--min-concurrency": min_concurrency,
+        },
+    )
     host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus)
     facts = load_model_facts(model)
     if max_model_len is None:
@@ -97,6 +92,13 @@ def plan(
         min_concurrency=min_concurrency,
     )
     result.host["source"] = host.source
+    from tqdeploy.plan.host import held_memory_problem
+    from tqdeploy.plan.planner import DEFAULT_GPU_MEMORY_UTILIZATION
+
+    util = gpu_memory_utilization if gpu_memory_utilization is not None else DEFAULT_GPU_MEMORY_UTILIZATION
+    held = held_memory_problem(host, util) if kv_cache_memory_gib is None else None
+    if held is not None:
+        result.problems.append(held)
     emit(result, as_json)
     failed = result.recommended is None or any(p.severity.value == "error" for p in result.problems)
     return 1 if failed else 0

@@ -108,9 +108,9 @@ def target_lock(
     build ``dest`` serves, when it pins the same; otherwise None, and ``on_event`` says why.
     """
     if lock is not None:
-        found = open_build_lock(lock)
-        require_match(found, repo, revision)
-        return found
+        given = open_build_lock(lock)
+        require_match(given, repo, revision)
+        return given
     found = find_build_lock(dest, on_event)
     problem = mismatch(found, repo, revision) if found is not None else None
     if problem:

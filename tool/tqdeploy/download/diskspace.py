@@ -14,7 +14,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 GIB = 1024**3
 MARGIN_FLOOR = 1 * GIB
@@ -27,7 +27,7 @@ class Usage(NamedTuple):
     free: int
 
 
-DiskUsage = Callable[[str], Usage]
+DiskUsage = Callable[[str], Any]  # shutil.disk_usage, or a stand-in returning a Usage
 
 
 def margin_for(needed: int) -> int:

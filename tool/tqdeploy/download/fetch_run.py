@@ -69,7 +69,7 @@ class FetchRun:
         self.down: set[str] = set(listing.unreachable)
         self.lock = threading.Lock()
         self.cancel = threading.Event()
-        self.manifest: Manifest | None = None
+        self.manifest = Manifest(listing.repo, listing.revision, listing.commit)
 
     def event(self, message: str) -> None:
         with self.lock:
@@ -103,7 +103,7 @@ class FetchRun:
                         self.policy,
                         has_fallback=bool(later),
                         on_bytes=counted,
-                        on_retry=lambda m, s=shown: self.event(f"{path} from {s}: {m}"),
+                        on_retry=lambda m, s=shown: self.event(f"{path} from {s}: {m}"),  # type: ignore[misc]
                         cancel=self.cancel,
                     )
                     digest = digest_file(partial)
@@ -136,7 +136,7 @@ class FetchRun:
 
     def record(self, path: str, endpoint: str, sha256: str) -> None:
         with self.lock:
-            entry = self.manifest.file(path)
+            entry = self.manifest.entry(path)
             entry.endpoint = public_endpoint(endpoint) if endpoint != LOCAL else LOCAL
             entry.sha256 = sha256  # small files are known by blob id: record their sha256 too
             save_manifest(self.dest, self.manifest)

@@ -41,6 +41,13 @@ class Manifest:
     def file(self, path: str) -> ManifestFile | None:
         return next((f for f in self.files if f.path == path), None)
 
+    def entry(self, path: str) -> ManifestFile:
+        """The entry of a path this manifest lists (KeyError for one it does not)."""
+        found = self.file(path)
+        if found is None:
+            raise KeyError(path)
+        return found
+
     @property
     def total_bytes(self) -> int:
         return sum(f.size for f in self.files)
@@ -53,7 +60,18 @@ class Manifest:
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
+        from tqdeploy.download.selection import is_unsafe_path
+
         files = [ManifestFile(**f) for f in data["files"]]
+        for f in files:
+            # Every path is hashed and opened under the folder: one that leaves it is a tampered manifest.
+            if not isinstance(f.path, str) or is_unsafe_path(f.path):
+                raise ValueError(f"file path {str(f.path)[:120]!r} is not inside the model folder")
+            if isinstance(f.size, bool) or not isinstance(f.size, int) or f.size < 0:
+                raise ValueError(f"{f.path}: size {f.size!r} is not a byte count")
+        strings = all(isinstance(data[k], str) for k in ("repo", "revision", "commit"))
+        if not strings:
+            raise ValueError("repo, revision and commit must be strings")
         return cls(data["repo"], data["revision"], data["commit"], files, bool(data.get("complete")))
 
 
@@ -66,14 +84,20 @@ def load_manifest(dest: Path) -> Manifest | None:
     path = manifest_path(dest)
     if not path.is_file():
         return None
+    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+
+    fix = "delete it and run `tqdeploy download` again to rebuild it"
+    data = read_json_file(path, MAX_INDEX_BYTES, fix)  # capped, no NaN, bounded nesting
     try:
-        return Manifest.from_dict(json.loads(path.read_text(encoding="utf-8")))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return Manifest.from_dict(data)
     except (ValueError, KeyError, TypeError) as err:
         from tqdeploy.errors import TQError
 
         raise TQError(
-            f"{path} is not a tqdeploy manifest ({err})",
-            "delete it and run `tqdeploy download` again to rebuild it",
+            f"{path} is not a tqdeploy manifest ({str(err)[:200]})",
+            fix,
         ) from None
 
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import errno
-import json
 import os
 import shutil
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -87,6 +87,9 @@ def run_download(
     this repo and revision (checked before anything is fetched). Without it and with ``find_lock``, the
     lock of the build whose models dir ``dest`` is gets it (buildlock.find_build_lock).
     """
+    from tqdeploy.download.urls import check_hf_endpoint_env
+
+    check_hf_endpoint_env()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import is_offline_mode
 
     from tqdeploy.download import buildlock
@@ -100,14 +103,14 @@ def run_download(
         )
     if dest.exists() and not dest.is_dir():
         raise TQError(f"{dest} is a file, not a folder", "pass a folder with --to")
-    endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else default_endpoints()
+    endpoints = [normalize_endpoint(m) for m in (mirrors or default_endpoints())]
     token = resolve_token(token)
     old = load_manifest(dest)
     if old is not None and old.repo != repo_id:
         raise TQError(f"{dest} holds {old.repo}, not {repo_id}", "choose another folder with --to")
     notes: list[str] = []
     build_lock = buildlock.target_lock(lock, dest, repo_id, revision, notes.append) if lock or find_lock else None
-    with Bars(progress, on_event) as bars:
+    with _one_download_at_a_time(dest), Bars(progress, on_event) as bars:
         for note in notes:
             bars.event(note)
         try:
@@ -135,6 +138,39 @@ def run_download(
                 bars.event(outcome.events[-1])
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+@contextmanager
+def _one_download_at_a_time(dest: Path):
+    """An flock on dest/.tqdeploy/download.lock: a second download into the same folder is told so at once
+    instead of racing the first over the same partial files."""
+    import fcntl
+
+    created = not dest.exists()
+    lock = dest / ".tqdeploy" / "download.lock"
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise _write_error(err, dest) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise TQError(
+                f"another tqdeploy download is writing into {dest}", "wait for it to finish, or pass another --to"
+            ) from None
+        yield
+    except BaseException:
+        if created:  # a download that failed before fetching anything leaves no folder behind
+            for path in (lock, lock.parent, dest):
+                try:
+                    path.unlink() if path == lock else path.rmdir()
+                except OSError:
+                    break
+        raise
+    finally:
+        os.close(fd)  # releases the flock
 
 
 def _write_error(err: OSError, dest: Path) -> TQError:
@@ -197,10 +233,10 @@ def _bring(
     for path in paths:
         digest = digests.get(dest / path)
         problem = mismatch(digest, files[path]) if digest else "missing"
-        if problem is None:
+        if problem is None and digest is not None:
             was = old.file(path) if old and old.commit == run.listing.commit else None
-            run.manifest.file(path).endpoint = was.endpoint if was and was.endpoint else LOCAL
-            run.manifest.file(path).sha256 = digest.sha256
+            run.manifest.entry(path).endpoint = was.endpoint if was and was.endpoint else LOCAL
+            run.manifest.entry(path).sha256 = digest.sha256
             run.outcome.reused.append(path)
             continue
         if problem != "missing":
@@ -220,11 +256,14 @@ def _size(path: Path) -> int:
 
 
 def _shards_of(index: Path) -> set[str] | None:
-    try:
-        weight_map = json.loads(index.read_text(encoding="utf-8"))["weight_map"]
-        return set(weight_map.values()) or None
-    except (ValueError, KeyError, TypeError, AttributeError) as err:
-        raise TQError(f"{index} is not a safetensors index ({err})", "report it to the repository's owner") from None
+    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+
+    fix = "report it to the repository's owner"
+    data = read_json_file(index, MAX_INDEX_BYTES, fix)  # capped, regular file, no NaN, bounded nesting
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise TQError(f"{index} is not a safetensors index (its weight_map is not tensor -> file)", fix)
+    return set(weight_map.values()) or None
 
 
 @dataclass

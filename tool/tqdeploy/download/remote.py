@@ -12,9 +12,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit, urlunsplit
 
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
+from tqdeploy.download.urls import check_endpoint, shown_url
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 
@@ -35,24 +35,16 @@ class RepoListing:
     files: dict[str, RemoteFile]
     endpoint: str  # the mirror that answered
     unreachable: tuple[str, ...] = ()  # mirrors that could not be reached at all: skipped for the files
+    hash_source: str = "revision API (?blobs=true)"  # where the sizes and hashes came from (download/fallback.py)
 
 
 def public_endpoint(url: str) -> str:
-    """The mirror URL without any user:password part, for messages and the manifest."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host += f":{parts.port}"
-        parts = parts._replace(netloc=host)
-    return urlunsplit(parts)
+    """The mirror URL without any user:password part or query, for messages and the manifest."""
+    return shown_url(url)
 
 
 def normalize_endpoint(url: str) -> str:
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise TQError(f"mirror {public_endpoint(url)!r} is not an http(s) URL", "pass --mirror https://host[:port]")
-    return url.strip().rstrip("/")
+    return check_endpoint(url)
 
 
 def list_repo(
@@ -73,6 +65,10 @@ def list_repo(
         RepositoryNotFoundError,
         RevisionNotFoundError,
     )
+
+    from tqdeploy.download.urls import redact_hub_logs
+
+    redact_hub_logs()
 
     not_found: list[str] = []
     failures: list[str] = []
@@ -105,12 +101,12 @@ def list_repo(
             unreachable.append(endpoint)
             reason = f"unreachable ({type(err).__name__})"
         else:
-            if not info.sha or info.siblings is None or any(s.size is None and s.lfs is None for s in info.siblings):
-                # Without sizes and hashes (?blobs=true) nothing could be verified: do not use this answer.
-                failures.append(f"{shown}: answer lacks the commit, file sizes or hashes")
-                reason = "answer lacks the commit, file sizes or hashes"
-            else:
-                return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint, tuple(unreachable))
+            ctx = (api, endpoint, repo, revision, token, timeout_s)
+            listing = _listing(info, ctx, tuple(unreachable), lambda m, s=shown: on_event(f"mirror {s}: {m}"))
+            if isinstance(listing, RepoListing):
+                return listing
+            failures.append(f"{shown}: {listing}")
+            reason = "answer lacks the commit, file sizes or hashes"
         if i + 1 < len(endpoints):
             on_event(f"mirror {shown}: {reason}; trying {public_endpoint(endpoints[i + 1])}")
     if not_found and not failures:
@@ -126,6 +122,9 @@ def list_repo(
 
 
 def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
+    """call(), retried like a file (docs/download.md): 408/429/5xx, timeouts and dropped connections; a
+    refused connection is not retried (the mirror is down: the next one is asked)."""
+    import httpx2
     from huggingface_hub.errors import HfHubHTTPError
 
     for attempt in range(1, policy.attempts + 1):
@@ -136,8 +135,37 @@ def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
             if status not in RETRY_STATUSES or attempt == policy.attempts:
                 raise
             wait = policy.wait_s(attempt, retry_after_s(err.response.headers.get("Retry-After")))
-            on_retry(f"HTTP {status}; retry {attempt}/{policy.attempts - 1} in {wait:g} s")
-            sleep(wait)
+            reason = f"HTTP {status}"
+        except httpx2.ConnectError:
+            raise
+        except (httpx2.TransportError, httpx2.StreamError) as err:
+            if attempt == policy.attempts:
+                raise
+            wait, reason = policy.wait_s(attempt, None), type(err).__name__
+        on_retry(f"{reason}; retry {attempt}/{policy.attempts - 1} in {wait:g} s")
+        sleep(wait)
+
+
+def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing | str:
+    """The listing from a revision answer, or why it cannot be verified. When the mirror ignored
+    ?blobs=true, the sizes and hashes are asked where huggingface_hub asks (download/fallback.py)."""
+    api, endpoint, repo, revision, token, timeout_s = ctx
+    if info.sha and info.siblings is not None and all(_complete(s) for s in info.siblings):
+        return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint, unreachable)
+    from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
+
+    try:
+        commit, files, source = listing_without_blobs(api, endpoint, repo, revision, info, token, timeout_s, on_event)
+    except Unverifiable as why:
+        return f"answer lacks the commit, file sizes or hashes ({why})"
+    on_event(f"the revision API has no sizes or hashes; they come from the {source}")
+    return RepoListing(repo, revision, commit, files, endpoint, unreachable, source)
+
+
+def _complete(sibling) -> bool:
+    if sibling.lfs is not None:
+        return bool(sibling.lfs.get("sha256")) and sibling.lfs.get("size") is not None
+    return sibling.size is not None and bool(sibling.blob_id)
 
 
 def _files(siblings) -> dict[str, RemoteFile]:

@@ -41,9 +41,16 @@ def default_dest(repo: str) -> Path:
 
 
 def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
+    import re
+
     repo, rev = split_ref(ref)
-    if not repo or repo.count("/") > 1 or any(c.isspace() for c in repo):
-        raise TQError(f"{ref!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
+    if not re.match(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$", repo):  # the repo ids plan accepts (model/hub.py)
+        raise TQError(f"{ref[:200]!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
+    if rev is not None and ("@" in rev or len(rev) > 255 or any(c.isspace() or ord(c) < 32 for c in rev)):
+        raise TQError(
+            f"revision {rev[:200]!r} of {ref[:200]!r} is not a branch, tag or commit",
+            "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main",
+        )
     if rev is None and lock is not None:  # the build's revision, not main, unless one is named
         from tqdeploy.download.buildlock import open_build_lock
 
@@ -73,8 +80,8 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
                 base = spec_dir
             else:
                 raise TQError(
-                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build directory, and"
-                    f" {spec_dir} is not one (no {LOCK_NAME} there)",
+                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build "
+                    f"directory, and {spec_dir} is not one (no {LOCK_NAME} there)",
                     "pass the build's copy (`--spec build/tqdeploy.toml`), or add --lock build/tqdeploy.lock.json"
                     " or --to DIR",
                 )

@@ -69,6 +69,11 @@ def _unsafe(path: str) -> bool:
     return path.startswith("/") or "\\" in path or any(p in ("", ".", "..") for p in parts)
 
 
+def is_unsafe_path(path: str) -> bool:
+    """A repo path that would leave the model folder (absolute, .., backslashes, empty parts)."""
+    return _unsafe(path)
+
+
 def _never(path: str) -> bool:
     return _unsafe(path) or any(path.startswith(p[:-1]) if p.endswith("/*") else _match(path, p) for p, _ in NEVER)
 
@@ -85,7 +90,8 @@ class Selection:
 
 def select_serving_files(repo_paths: list[str], weight_map_files: set[str] | None = None) -> Selection:
     """Apply the rule. ``weight_map_files``: the shard names of the index, when the repo has one."""
-    keep, skip = [], []
+    keep: list[str] = []
+    skip: list[str] = []
     for path in repo_paths:
         wanted = not _never(path) and any(_match(path, pattern) for pattern, _ in SERVING_FILES)
         if wanted and is_weight(path) and weight_map_files:

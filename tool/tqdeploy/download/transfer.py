@@ -32,6 +32,10 @@ class RetryPolicy:
     base_wait_s: float = 1.0  # then 2, 4, 8 ... seconds
     max_wait_s: float = 30.0
     retry_after_cap_s: float = 120.0  # a mirror asking for longer is skipped sooner
+    # A mirror that trickles (1 byte a second never trips a read timeout) is a broken transfer: fewer than
+    # min_bytes_per_s over rate_window_s is retried like a dropped connection, so every file has a deadline.
+    min_bytes_per_s: float = 1024.0
+    rate_window_s: float = 30.0
 
     def wait_s(self, retry_number: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -92,7 +96,7 @@ def fetch(
         if have == job.size:
             return
         try:
-            _get_once(job, have, on_bytes, cancel)
+            _get_once(job, have, on_bytes, cancel, policy)
             continue  # loop re-reads the size: complete, or a short body to resume
         except _Retry as err:
             retries += 1
@@ -109,46 +113,23 @@ def fetch(
                 sleep(wait)
 
 
-def _get_once(job: Fetch, have: int, on_bytes, cancel) -> None:
+def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | None = None) -> None:
     import httpx2
-    from huggingface_hub.errors import HfHubHTTPError
-    from huggingface_hub.utils import get_session, hf_raise_for_status
 
     headers = dict(job.headers)
     headers["Accept-Encoding"] = "identity"  # sizes must be byte counts of the file itself
     if have:
         headers["Range"] = f"bytes={have}-"
     timeout = httpx2.Timeout(10.0, read=60.0)
+    from huggingface_hub.utils import get_session
+
     try:
         with get_session().stream("GET", job.url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
-            if resp.status_code in RETRY_STATUSES:
-                raise _Retry(f"HTTP {resp.status_code}", retry_after_s(resp.headers.get("Retry-After")))
-            if resp.status_code == 416:  # our partial is not a prefix the mirror recognises: start over
-                job.partial.unlink(missing_ok=True)
-                raise _Retry("HTTP 416 on resume, restarting the file", 0.0)
-            try:
-                hf_raise_for_status(resp)
-            except HfHubHTTPError as err:
-                raise MirrorFailed(f"HTTP {resp.status_code}: {str(err).splitlines()[0]}") from None
-            _check_commit(resp, job.commit)
-            offset = have
-            if have and resp.status_code == 200:
-                offset = 0  # the mirror ignored Range and sends the whole file
-            elif have and not resp.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
-                job.partial.unlink(missing_ok=True)
-                raise _Retry(f"mirror answered Range {have}- with {resp.headers.get('Content-Range')!r}", 0.0)
+            offset = _start_offset(job, have, resp)
             with open(job.partial, "r+b" if offset else "wb") as out:
                 out.seek(offset)
                 out.truncate()
-                for chunk in resp.iter_bytes():  # as received: a broken connection loses nothing already read
-                    if cancel is not None and cancel.is_set():
-                        raise Cancelled()
-                    if offset + len(chunk) > job.size:
-                        raise BadCopy(f"mirror sent more than the {job.size} bytes the repository lists")
-                    out.write(chunk)
-                    offset += len(chunk)
-                    if on_bytes:
-                        on_bytes(len(chunk))
+                offset = _write_body(job, resp, out, offset, on_bytes, cancel, policy or RetryPolicy())
             if offset < job.size:
                 # The body ended early but cleanly: the mirror's copy is short (not a dropped connection).
                 raise BadCopy(f"size {offset} bytes, expected {job.size}")
@@ -156,6 +137,53 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel) -> None:
         raise _Retry(f"cannot connect: {err}", refused=True) from None
     except (httpx2.TransportError, httpx2.StreamError) as err:
         raise _Retry(f"transfer broke off: {type(err).__name__}") from None
+
+
+def _start_offset(job: Fetch, have: int, resp) -> int:
+    """Where the response body goes in the partial file; _Retry / MirrorFailed for answers that cannot be used."""
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import hf_raise_for_status
+
+    if resp.status_code in RETRY_STATUSES:
+        raise _Retry(f"HTTP {resp.status_code}", retry_after_s(resp.headers.get("Retry-After")))
+    if resp.status_code == 416:  # our partial is not a prefix the mirror recognises: start over
+        job.partial.unlink(missing_ok=True)
+        raise _Retry("HTTP 416 on resume, restarting the file", 0.0)
+    try:
+        hf_raise_for_status(resp)
+    except HfHubHTTPError as err:
+        raise MirrorFailed(f"HTTP {resp.status_code}: {str(err).splitlines()[0]}") from None
+    _check_commit(resp, job.commit)
+    if have and resp.status_code == 200:
+        return 0  # the mirror ignored Range and sends the whole file
+    if have and not resp.headers.get("Content-Range", "").startswith(f"bytes {have}-"):
+        job.partial.unlink(missing_ok=True)
+        raise _Retry(f"mirror answered Range {have}- with {resp.headers.get('Content-Range')!r}", 0.0)
+    return have
+
+
+def _write_body(job: Fetch, resp, out, offset: int, on_bytes, cancel, policy: RetryPolicy) -> int:
+    window_start, window_bytes = time.monotonic(), 0
+    for chunk in resp.iter_bytes():  # as received: a broken connection loses nothing already read
+        if cancel is not None and cancel.is_set():
+            raise Cancelled()
+        if offset + len(chunk) > job.size:
+            raise BadCopy(f"mirror sent more than the {job.size} bytes the repository lists")
+        out.write(chunk)
+        offset += len(chunk)
+        window_bytes += len(chunk)
+        if on_bytes:
+            on_bytes(len(chunk))
+        elapsed = time.monotonic() - window_start
+        if elapsed >= policy.rate_window_s:
+            if window_bytes < policy.min_bytes_per_s * elapsed:
+                out.flush()  # what arrived is kept: the retry resumes after it
+                raise _Retry(
+                    f"mirror sends {window_bytes / elapsed:.0f} B/s, under the minimum "
+                    f"{policy.min_bytes_per_s:.0f} B/s over {policy.rate_window_s:g} s"
+                )
+            window_start, window_bytes = time.monotonic(), 0
+    return offset
 
 
 def _check_commit(resp, commit: str) -> None:

@@ -83,7 +83,10 @@ def verify_dir(
     the endpoints recorded in the manifest) answers, so an edited manifest cannot hide a bad file.
     """
     from tqdeploy.download.model_download import resolve_token
+    from tqdeploy.download.urls import check_hf_endpoint_env
 
+    check_hf_endpoint_env()  # a bad URL is exit 2 before any hashing, not after
+    mirrors = [normalize_endpoint(m) for m in mirrors] if mirrors else None
     dest = Path(dest).expanduser().absolute()
     manifest = load_manifest(dest)
     if manifest is None:

@@ -7,7 +7,6 @@ the turbo_quant_config hint, from a local folder or a Hub repo at a pinned revis
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from tqdeploy.errors import TQError
@@ -31,13 +30,12 @@ def facts_from_config(config: dict, source: str = "<config>", config_path: str =
 
 
 def _read_local_config(model_dir: Path) -> dict:
+    from tqdeploy.model.jsonfile import read_json_file
+
     path = model_dir / "config.json"
-    if not path.is_file():
+    if not path.exists():
         raise TQError(f"{model_dir} has no config.json", "point --model at a Hugging Face checkpoint folder")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TQError(f"{path} is not valid JSON ({exc})", "restore the checkpoint's original config.json") from None
+    return read_json_file(path, fix="restore the checkpoint's original config.json")
 
 
 def load_model_facts(source: str) -> ModelFacts:

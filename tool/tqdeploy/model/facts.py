@@ -54,7 +54,7 @@ class ModelFacts:
     weight_source: str | None = None  # "safetensors headers" | "index metadata" | "hub metadata"
     turbo_quant_config: dict[str, Any] | None = None  # parsed hint (see tqdeploy.model.tqhint)
     turbo_quant_config_raw: Any = None
-    turbo_quant_config_problems: list[str] = field(default_factory=list)
+    turbo_quant_config_problems: list[dict[str, str]] = field(default_factory=list)
     mtp_layers: int = 0
     attn_logit_softcapping: float | None = None  # Gemma 2 style tanh cap on attention scores
     config_path: str = ""
@@ -204,7 +204,8 @@ def _quantization(cfg: dict[str, Any]) -> dict[str, Any] | None:
     if isinstance(groups, dict):  # compressed-tensors
         schemes = []
         for name, g in groups.items():
-            w = (g or {}).get("weights") or {}
+            w = g.get("weights") if isinstance(g, dict) else None
+            w = w if isinstance(w, dict) else {}
             schemes.append(
                 {
                     "group": name,

@@ -7,12 +7,13 @@ mirror set after import (or per call) is honoured. Safetensors headers come from
 
 from __future__ import annotations
 
-import json
 import os
 import re
+from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.model.jsonfile import MAX_CONFIG_BYTES
 
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
@@ -28,7 +29,16 @@ def parse_repo_ref(source: str) -> tuple[str, str]:
 
 
 def _endpoint() -> str:
-    return os.environ.get("HF_ENDPOINT", "").rstrip("/") or "https://huggingface.co"
+    """HF_ENDPOINT checked like a --mirror (an unparsable one is exit 2, shown without credentials)."""
+    from tqdeploy.download.urls import check_hf_endpoint_env
+
+    return check_hf_endpoint_env() or "https://huggingface.co"
+
+
+def _shown_endpoint() -> str:
+    from tqdeploy.download.urls import shown_url
+
+    return shown_url(_endpoint())
 
 
 def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
@@ -36,17 +46,17 @@ def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
     offline = os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0")
     if "RepositoryNotFound" in name or "GatedRepo" in name:
         return TQError(
-            f"{repo} is not accessible on {_endpoint()} ({name})",
+            f"{repo} is not accessible on {_shown_endpoint()} ({name})",
             "check the repo id; for gated repos set HF_TOKEN (it is never printed)",
         )
     if "RevisionNotFound" in name:
         return TQError(
-            f"revision {rev!r} of {repo} does not exist on {_endpoint()}",
+            f"revision {rev!r} of {repo} does not exist on {_shown_endpoint()}",
             "pass a commit sha, branch or tag that exists",
         )
     if "EntryNotFound" in name and "Local" not in name:
         return TQError(f"{repo}@{rev} has no config.json", "point --model at a model repository")
-    why = "HF_HUB_OFFLINE is set" if offline else f"{_endpoint()} is unreachable ({name})"
+    why = "HF_HUB_OFFLINE is set" if offline else f"{_shown_endpoint()} is unreachable ({name})"
     return TQError(
         f"cannot fetch {repo}@{rev}: {why}",
         "download the checkpoint and pass its folder, or set HF_ENDPOINT to a reachable mirror",
@@ -54,32 +64,43 @@ def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
 
 
 def fetch_config(repo: str, rev: str) -> dict[str, Any]:
+    endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import hf_hub_download
+    from huggingface_hub.utils import disable_progress_bars
 
+    from tqdeploy.download.urls import redact_hub_logs
+
+    redact_hub_logs()
+    disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
     try:
-        path = hf_hub_download(repo, "config.json", revision=rev, endpoint=_endpoint())
+        path = hf_hub_download(repo, "config.json", revision=rev, endpoint=endpoint)
     except Exception as exc:  # huggingface_hub raises many transport types; all mean "not fetched"
         raise _unreachable(repo, rev, exc) from None
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise TQError(f"config.json of {repo}@{rev} is not valid JSON ({exc})", "check the repository") from None
+    from tqdeploy.model.jsonfile import parse_json, read_regular
+
+    fix = "check the repository"
+    return parse_json(read_regular(Path(path), MAX_CONFIG_BYTES, fix), f"config.json of {repo}@{rev}", fix)
 
 
 def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int], str | None]:
     """Exact bytes per dtype from the repo's safetensors headers; (None, {}, None) when it has none."""
+    endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import HfApi
 
+    from tqdeploy.download.urls import redact_hub_logs
+
+    redact_hub_logs()
     try:
-        meta = HfApi(endpoint=_endpoint()).get_safetensors_metadata(repo, revision=rev)
+        meta = HfApi(endpoint=endpoint).get_safetensors_metadata(repo, revision=rev)
     except Exception as exc:
         if "NotASafetensorsRepo" in type(exc).__name__:
             return None, {}, None
         raise _unreachable(repo, rev, exc) from None
+    from tqdeploy.model.safetensors_meta import bytes_by_dtype
+
     per: dict[str, int] = {}
-    for fmeta in meta.files_metadata.values():
-        for info in fmeta.tensors.values():
-            start, end = info.data_offsets
-            per[info.dtype] = per.get(info.dtype, 0) + int(end) - int(start)
+    for name, fmeta in meta.files_metadata.items():
+        header = {t: {"dtype": i.dtype, "data_offsets": list(i.data_offsets)} for t, i in fmeta.tensors.items()}
+        for dtype, size in bytes_by_dtype(header, f"{repo}@{rev}/{name}").items():
+            per[dtype] = per.get(dtype, 0) + size
     return sum(per.values()), per, "hub metadata"

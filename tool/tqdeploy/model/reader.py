@@ -15,10 +15,12 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     if not isinstance(config, dict):
         raise TQError(f"{config_path} is not a JSON object", "point --model at a Hugging Face checkpoint folder")
     cfg = text_config(config)
+    check_numbers(cfg, config_path)
     archs = config.get("architectures") or cfg.get("architectures") or []
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers")
-    heads = _int(cfg, "num_attention_heads", "n_head")
-    hidden = _int(cfg, "hidden_size", "d_model", "n_embd")
+    archs = archs if isinstance(archs, list) else []
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers") or 0
+    heads = _int(cfg, "num_attention_heads", "n_head") or 0
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd") or 0
     missing = [
         k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden)) if not v
     ]
@@ -35,16 +37,18 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.num_attention_heads = heads
     facts.hidden_size = hidden
     # model_arch_config_convertor.get_total_num_kv_heads (vLLM 0.32.0): first of these, else the attention heads
-    facts.num_key_value_heads = _int(
-        cfg,
-        "n_head_kv",
-        "num_kv_heads",
-        "num_key_value_heads",
-        "multi_query_group_num",
-        "num_attention_groups",
-        default=heads,
+    facts.num_key_value_heads = (
+        _int(
+            cfg,
+            "n_head_kv",
+            "num_kv_heads",
+            "num_key_value_heads",
+            "multi_query_group_num",
+            "num_attention_groups",
+        )
+        or heads
     )
-    facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head", default=hidden // heads)
+    facts.head_dim = _int(cfg, "head_dim", "hidden_size_per_head") or hidden // heads
     facts.intermediate_size = _int(cfg, "intermediate_size", "ffn_hidden_size")
     facts.vocab_size = _int(cfg, "vocab_size")
     facts.tie_word_embeddings = bool(cfg.get("tie_word_embeddings", config.get("tie_word_embeddings", False)))
@@ -55,17 +59,17 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.dtype = str(dtype).replace("torch.", "") if dtype else None
     facts.quantization = _quantization(cfg) or _quantization(config)
     facts.moe = _moe(cfg)
-    facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers", default=0)
+    facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers") or 0
     cap = cfg.get("attn_logit_softcapping")  # read by vLLM's gemma2/gemma4 models as logits_soft_cap
     if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
         facts.attn_logit_softcapping = float(cap)
 
-    if cfg.get("kv_lora_rank") is not None:
+    if cfg.get("kv_lora_rank") is not None:  # check_numbers made these ints (or absent)
         facts.mla = {
-            "kv_lora_rank": int(cfg["kv_lora_rank"]),
-            "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0),
-            "qk_nope_head_dim": int(cfg.get("qk_nope_head_dim") or 0),
-            "v_head_dim": int(cfg.get("v_head_dim") or 0),
+            "kv_lora_rank": cfg["kv_lora_rank"],
+            "qk_rope_head_dim": cfg.get("qk_rope_head_dim") or 0,
+            "qk_nope_head_dim": cfg.get("qk_nope_head_dim") or 0,
+            "v_head_dim": cfg.get("v_head_dim") or 0,
             "q_lora_rank": cfg.get("q_lora_rank"),
         }
 
@@ -98,6 +102,74 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     return facts
 
 
+# Integers of config.json that sizes are computed from, with the range a real checkpoint stays in (the
+# largest published models: ~200 layers, hidden 32k, 256k vocab, 10M context). Outside it (a typo, 10**12, a
+# string, 0 kv heads) the config is refused rather than planned: vLLM would refuse or divide by it.
+_BOUNDS: dict[str, tuple[int, int]] = {
+    "num_hidden_layers": (1, 4096),
+    "num_attention_heads": (1, 1 << 16),
+    "num_key_value_heads": (1, 1 << 16),
+    "num_kv_heads": (1, 1 << 16),
+    "n_head_kv": (1, 1 << 16),
+    "multi_query_group_num": (1, 1 << 16),
+    "hidden_size": (1, 1 << 20),
+    "head_dim": (0, 1 << 16),  # 0 / null: derived from hidden_size (vLLM get_head_size)
+    "intermediate_size": (0, 1 << 24),
+    "vocab_size": (0, 1 << 26),
+    "kv_lora_rank": (1, 1 << 16),
+    "qk_rope_head_dim": (0, 1 << 16),
+    "qk_nope_head_dim": (0, 1 << 16),
+    "v_head_dim": (0, 1 << 16),
+    "q_lora_rank": (0, 1 << 20),
+    "num_experts": (0, 1 << 16),
+    "num_local_experts": (0, 1 << 16),
+    "n_routed_experts": (0, 1 << 16),
+    "num_experts_per_tok": (0, 1 << 16),
+    "mtp_num_hidden_layers": (0, 4096),
+    "num_nextn_predict_layers": (0, 4096),
+    "full_attention_interval": (0, 4096),
+    "linear_num_key_heads": (0, 1 << 16),
+    "linear_num_value_heads": (0, 1 << 16),
+    "linear_key_head_dim": (0, 1 << 16),
+    "linear_value_head_dim": (0, 1 << 16),
+    "linear_conv_kernel_dim": (0, 1 << 10),
+    **{key: (0, 1 << 32) for key in ("max_position_embeddings", "n_positions", "max_seq_len", "seq_length")},
+    **{key: (0, 1 << 32) for key in ("model_max_length", "max_target_positions", "max_sequence_length")},
+    **{key: (0, 1 << 32) for key in ("max_seq_length", "seq_len")},
+}
+# Keys vLLM itself requires to be integers; for the rest a non-integer was always ignored (and still is).
+_STRICT = (
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "num_kv_heads",
+    "n_head_kv",
+    "hidden_size",
+    "head_dim",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+)
+
+
+def check_numbers(cfg: dict[str, Any], config_path: str) -> None:
+    """TQError naming the key for a sizing integer of the wrong type or out of range (null means unset)."""
+    for key, (low, high) in _BOUNDS.items():
+        value = cfg.get(key)
+        if value is None or (key not in _STRICT and (isinstance(value, bool) or not isinstance(value, int))):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+            shown = repr(value) if not isinstance(value, (dict, list)) else type(value).__name__
+            raise TQError(
+                f"{config_path}: {key} = {shown[:40]} is not an integer in {low}..{high}",
+                "restore the checkpoint's original config.json (a real checkpoint stays inside that range)",
+            )
+    layer_list = cfg.get("layer_types")
+    if isinstance(layer_list, list) and len(layer_list) > _BOUNDS["num_hidden_layers"][1]:
+        raise TQError(f"{config_path}: layer_types lists {len(layer_list)} layers", "restore the original config.json")
+
+
 # vllm/transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (vLLM 0.32.0): the
 # smallest of these keys, except that model_max_length (Command-R / Cohere) overrides the rest.
 _MAX_LEN_KEYS = (
@@ -116,7 +188,7 @@ _MAX_LEN_KEYS = (
 def _derived_max_len(cfg: dict[str, Any]) -> tuple[int | None, str | None]:
     if _int(cfg, "model_max_length"):
         return _int(cfg, "model_max_length"), "model_max_length"
-    found = [(_int(cfg, k), k) for k in _MAX_LEN_KEYS if _int(cfg, k)]
+    found = [(value, k) for k in _MAX_LEN_KEYS if (value := _int(cfg, k))]
     if not found:
         return None, None
     return min(found, key=lambda vk: vk[0])

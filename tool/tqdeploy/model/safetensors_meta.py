@@ -8,7 +8,7 @@ bytes per dtype. Sharded checkpoints list their shards in model.safetensors.inde
 
 from __future__ import annotations
 
-import json
+import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -16,32 +16,57 @@ from typing import Any
 from tqdeploy.errors import TQError
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit on the header
+_FIX = "re-download the file"
 
 
-def bytes_by_dtype(header: dict[str, Any], where: str) -> dict[str, int]:
-    """Sum tensor bytes per dtype from a parsed header (``__metadata__`` skipped)."""
+def _offsets(name: str, info: Any, where: str, data_bytes: int | None) -> tuple[str, int]:
+    """(dtype, bytes) of one tensor entry; TQError unless data_offsets are two ints 0 <= start <= end <= data."""
+    offsets = info.get("data_offsets") if isinstance(info, dict) else None
+    dtype = info.get("dtype") if isinstance(info, dict) else None
+    if (
+        not isinstance(dtype, str)
+        or not isinstance(offsets, list)
+        or len(offsets) != 2
+        or not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+    ):
+        raise TQError(f"{where}: tensor {name[:80]!r} has no dtype and [start, end] integer data_offsets", _FIX)
+    start, end = offsets
+    limit = data_bytes if data_bytes is not None else 1 << 50
+    if not 0 <= start <= end <= limit:
+        raise TQError(
+            f"{where}: tensor {name[:80]!r} has data_offsets [{start}, {end}] outside its data "
+            f"({'0..' + str(data_bytes) + ' bytes' if data_bytes is not None else 'negative or reversed'})",
+            _FIX,
+        )
+    return dtype, end - start
+
+
+def bytes_by_dtype(header: dict[str, Any], where: str, data_bytes: int | None = None) -> dict[str, int]:
+    """Sum tensor bytes per dtype from a parsed header (``__metadata__`` skipped); data_bytes, when known,
+    is the size of the file's data section, which every tensor must lie inside."""
     out: dict[str, int] = {}
     for name, info in header.items():
         if name == "__metadata__":
             continue
-        try:
-            start, end = info["data_offsets"]
-            dtype = str(info["dtype"])
-        except (KeyError, TypeError, ValueError):
-            raise TQError(f"{where}: tensor {name!r} has no dtype/data_offsets", "re-download the file") from None
-        out[dtype] = out.get(dtype, 0) + int(end) - int(start)
+        dtype, size = _offsets(str(name), info, where, data_bytes)
+        out[dtype] = out.get(dtype, 0) + size
     return out
 
 
-def read_header(path: Path) -> dict[str, Any]:
+def read_header(path: Path) -> tuple[dict[str, Any], int]:
+    """(parsed header, size of the data section) of a local safetensors file; regular files only."""
+    from tqdeploy.model.jsonfile import open_regular, parse_json
+
+    fd = open_regular(path, _FIX)
     try:
-        with open(path, "rb") as fh:
+        with os.fdopen(fd, "rb") as fh:
+            total = os.fstat(fh.fileno()).st_size
             raw = fh.read(8)
             if len(raw) < 8:
-                raise TQError(f"{path} is not a safetensors file (shorter than 8 bytes)", "re-download the file")
+                raise TQError(f"{path} is not a safetensors file (shorter than 8 bytes)", _FIX)
             (size,) = struct.unpack("<Q", raw)
             if size > MAX_HEADER_BYTES:
-                raise TQError(f"{path} is not a safetensors file (header length {size})", "re-download the file")
+                raise TQError(f"{path} is not a safetensors file (header length {size})", _FIX)
             text = fh.read(size)
     except OSError as exc:
         raise TQError(f"cannot read {path}: {exc.strerror}", "check the file's permissions") from None
@@ -51,12 +76,12 @@ def read_header(path: Path) -> dict[str, Any]:
             "re-download the file; a *.incomplete download was probably renamed",
         )
     try:
-        header = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise TQError(f"{path} has a corrupt safetensors header", "re-download the file") from None
+        header = parse_json(text, "it", _FIX)
+    except TQError as err:
+        raise TQError(f"{path} has a corrupt safetensors header: {err.message}", _FIX) from None
     if not isinstance(header, dict):
-        raise TQError(f"{path} has a corrupt safetensors header", "re-download the file")
-    return header
+        raise TQError(f"{path} has a corrupt safetensors header", _FIX)
+    return header, total - 8 - size
 
 
 def _merge(total: dict[str, int], part: dict[str, int]) -> None:
@@ -64,23 +89,49 @@ def _merge(total: dict[str, int], part: dict[str, int]) -> None:
         total[k] = total.get(k, 0) + v
 
 
+def _file_bytes(path: Path) -> dict[str, int]:
+    header, data_bytes = read_header(path)
+    return bytes_by_dtype(header, str(path), data_bytes)
+
+
+def shard_paths(model_dir: Path, index: Path, data: Any) -> list[Path]:
+    """The shards an index names, each inside model_dir; TQError for a weight_map that is not
+    {tensor: file} or names a file outside the checkpoint folder (never opened)."""
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if weight_map is None:
+        return []
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise TQError(f"{index}: weight_map is not an object of tensor name -> file name", "re-download the index")
+    shards = []
+    for name in sorted(set(weight_map.values())):
+        # By name, not by resolving: in the Hugging Face cache every file of a snapshot folder is a symlink
+        # into ../../blobs/, which is the checkpoint's own layout, not an index escaping it.
+        if not name or Path(name).is_absolute() or ".." in Path(name).parts or "\\" in name:
+            raise TQError(
+                f"{index}: weight_map names {name[:120]!r}, outside the checkpoint folder {model_dir}",
+                "re-download the index; tqdeploy reads only files inside the checkpoint folder",
+            )
+        shards.append(model_dir / name)
+    return shards
+
+
 def local_weight_bytes(model_dir: Path) -> tuple[int | None, dict[str, int], str | None]:
     """(total bytes, bytes per dtype, how it was read) for a local checkpoint folder."""
+    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+
     index = model_dir / "model.safetensors.index.json"
-    if index.is_file():
-        try:
-            data = json.loads(index.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TQError(f"{index} is not valid JSON ({exc})", "re-download the index file") from None
-        shards = sorted(set((data.get("weight_map") or {}).values()))
-        present = [model_dir / s for s in shards if (model_dir / s).is_file()]
+    if index.exists():
+        data = read_json_file(index, MAX_INDEX_BYTES, "re-download the index file")
+        shards = shard_paths(model_dir, index, data)
+        present = [s for s in shards if s.exists()]
         if shards and len(present) == len(shards):
             per: dict[str, int] = {}
             for shard in present:
-                _merge(per, bytes_by_dtype(read_header(shard), str(shard)))
+                _merge(per, _file_bytes(shard))
             return sum(per.values()), per, "safetensors headers"
-        total = (data.get("metadata") or {}).get("total_size")
-        if isinstance(total, int) and total > 0:
+        meta = data.get("metadata") if isinstance(data, dict) else None
+        total = meta.get("total_size") if isinstance(meta, dict) else None
+        if isinstance(total, int) and not isinstance(total, bool) and 0 < total < 1 << 50:
             return total, {}, "index metadata"
         return None, {}, None
     files = sorted(model_dir.glob("*.safetensors"))
@@ -88,5 +139,5 @@ def local_weight_bytes(model_dir: Path) -> tuple[int | None, dict[str, int], str
         return None, {}, None
     per = {}
     for f in files:
-        _merge(per, bytes_by_dtype(read_header(f), str(f)))
+        _merge(per, _file_bytes(f))
     return sum(per.values()), per, "safetensors headers"

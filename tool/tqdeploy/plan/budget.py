@@ -86,8 +86,8 @@ def estimate_weight_bytes(facts: ModelFacts) -> int:
     elif la:
         attn_total += len(la.get("layers", [])) * attn  # unknown mixer: sized like attention
     linear = attn_total + mlp_total
-    q = facts.quantization or {}
-    bits, group = q.get("bits"), q.get("group_size")
+    quant = facts.quantization or {}
+    bits, group = quant.get("bits"), quant.get("group_size")
     if isinstance(bits, int) and not isinstance(bits, bool) and 0 < bits < 8 * facts.dtype_bytes:
         # AWQ/GPTQ/compressed-tensors/FP8 store the linear layers' weights at `bits` each, plus one
         # model-dtype scale per group; embeddings and norms stay at the model dtype.

@@ -15,6 +15,30 @@ class PlanHost:
     count: int
     compute_capability: tuple[int, int] | None
     source: str
+    memory_used_bytes: int | None = None  # the most any planned GPU has in use already (snapshot / live)
+
+
+def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> dict | None:
+    """An error when other processes hold more of a GPU than vLLM leaves free: vLLM 0.32.0 refuses to start
+    when free memory is under gpu_memory_utilization x total ("Free memory on device ... is less than desired
+    GPU memory utilization", vllm/v1/worker/utils.py), so a plan of the full budget would not be true."""
+    used = host.memory_used_bytes
+    if not used:
+        return None
+    gib = 1 << 30
+    free = host.memory_bytes - used
+    wanted = gpu_memory_utilization * host.memory_bytes
+    if free >= wanted:
+        return None
+    fits = max(0.0, free / host.memory_bytes - 0.01)
+    return {
+        "code": "held-memory",
+        "severity": "error",
+        "message": f"{used / gib:.1f} GiB of a GPU on {host.source} is already in use by other processes: "
+        f"{free / gib:.1f} GiB is free, under the {wanted / gib:.1f} GiB that gpu_memory_utilization "
+        f"{gpu_memory_utilization:g} asks, so vLLM refuses to start",
+        "fix": f"stop what holds that memory (nvidia-smi lists it), or plan with --gpu-memory-utilization {fits:.2f}",
+    }
 
 
 def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
@@ -31,12 +55,14 @@ def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
         count = gpus
     used = sorted(known, key=lambda g: g.memory_total)[:count] if gpus else known
     ccs = [tuple(g.compute_capability) for g in used if g.compute_capability]
+    held = [g.memory_used for g in used if isinstance(g.memory_used, int)]
     return PlanHost(
         name=used[0].name,
         memory_bytes=min(g.memory_total for g in used),
         count=count,
         compute_capability=min(ccs) if ccs else None,
         source=source,
+        memory_used_bytes=max(held) if held else None,
     )
 
 

@@ -50,6 +50,34 @@ def _hybrid_prefix_caching(vllm_version: str) -> bool:
         return True
 
 
+# Bounds of plan's numeric options: what vLLM and hardware accept (the spec's own, spec/validate.py), so inf,
+# nan and 10**18 are one usage error instead of an OverflowError or a plan for a machine that cannot exist.
+_INT_OPTIONS = {"--gpus": (1, 1024), "--tp": (1, 64), "--max-model-len": (1, 2**31 - 1)}
+_FLOAT_OPTIONS = {  # (low, low inclusive, high)
+    "--kv-cache-memory-gib": (0.0, False, float(1 << 20)),
+    "--reserve-gib": (0.0, True, float(1 << 20)),
+    "--min-concurrency": (0.0, False, float(1 << 20)),
+}
+
+
+def check_plan_numbers(ints: dict[str, int | None], floats: dict[str, float | None]) -> None:
+    """TQError naming the option for a number outside what vLLM and hardware accept (inf and nan included)."""
+    import math
+
+    for name, value in ints.items():
+        least, most = _INT_OPTIONS[name]
+        if value is not None and not least <= value <= most:
+            raise TQError(f"{name} {value} is outside {least}..{most}", f"pass {name} between {least} and {most}")
+    for name, number in floats.items():
+        low, inclusive, high = _FLOAT_OPTIONS[name]
+        if number is None:
+            continue
+        above = number >= low if inclusive else number > low
+        if not (math.isfinite(number) and above and number <= high):
+            bound = f"{'at least' if inclusive else 'more than'} {low:g} and at most {high:g}"
+            raise TQError(f"{name} {number} must be a finite number {bound}", f"pass {name} in that range")
+
+
 def make_plan(
     facts: ModelFacts,
     *,
@@ -254,7 +282,7 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
         return
     usable = [rows[d] for d in PREFERENCE if d in rows and _usable(rows[d])]
     for r in usable:
-        if r.max_concurrency >= min_concurrency:
+        if r.max_concurrency is not None and r.max_concurrency >= min_concurrency:
             plan.recommended = r.kv_cache_dtype
             why = {"auto": "full-precision KV is the fastest and", "fp8": "fp8 halves KV memory at little cost and"}
             lead = why.get(r.kv_cache_dtype, "TurboQuant trades throughput for capacity and")
@@ -264,7 +292,7 @@ def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
             )
             return
     if usable:
-        best = max(usable, key=lambda r: r.max_concurrency)
+        best = max(usable, key=lambda r: r.max_concurrency or 0.0)
         plan.recommended = best.kv_cache_dtype
         plan.recommendation_reason = (
             f"no dtype reaches {min_concurrency:g} sequences; {best.kv_cache_dtype} holds "

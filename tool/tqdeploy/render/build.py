@@ -50,12 +50,14 @@ class BuildResult:
                 sys.stdout.flush()
             else:
                 console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
+            for note in self.notes:  # stderr: the diff on stdout stays a clean patch
+                print(f"note: {note}", file=sys.stderr)
             return
         console.print(
             f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}",
             soft_wrap=True,
         )
-        for key in ("written", "unchanged", "removed"):
+        for key in ("written", "unchanged", "removed", "kept", "backup"):
             if self.changes.get(key):
                 console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
         for what, why in self.skipped.items():
@@ -107,7 +109,9 @@ class CheckResult:
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
 
-def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool) -> None:
+def check_options(
+    *, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool, force: bool = False
+) -> None:
     """Refuse option combinations that would be silently ignored."""
     from tqdeploy.errors import TQError
 
@@ -120,6 +124,7 @@ def check_options(*, check: bool, out: bool, dry_run: bool, image: bool, resolve
                 ("--image", image),
                 ("--resolve-digests", resolve_digests),
                 ("--model", model),
+                ("--force", force),
             )
             if on
         ]
@@ -192,6 +197,7 @@ def run_build(
     resolve_digests: bool = False,
     progress: bool = True,
     model: str | None = None,
+    force: bool = False,
 ) -> BuildResult:
     from tqdeploy.render.files import render_files, skipped_outputs
     from tqdeploy.render.lock import pins
@@ -251,9 +257,17 @@ def run_build(
         pins=pins(spec),
     )
     if dry_run:
+        from tqdeploy.render.guard import guard
+
         result.diff = diff_build(out, files)
+        conflicts = guard(out, {rel: f.data for rel, f in files.items()}).conflicts
+        if conflicts and not force:
+            result.notes.append(
+                f"a build would refuse: {', '.join(conflicts)} in {out} are not what tqdeploy wrote; "
+                "--force replaces them after a backup"
+            )
         return result
-    result.changes = write_build(out, files)
+    result.changes = write_build(out, files, force=force)
     if image:
         result.image = _image(spec, out, progress)
     return result

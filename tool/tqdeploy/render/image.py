@@ -48,8 +48,47 @@ def resolve_digest(ref: str, client=None) -> str:
     return digest
 
 
+def context_names(build_dir: Path) -> list[str]:
+    """The files an image build needs: the Dockerfile and the sources of its COPY/ADD lines. Only these are
+    sent to the engine, never the whole build folder (secrets/ and models/ live there too)."""
+    dockerfile = Path(build_dir) / "Dockerfile"
+    names = ["Dockerfile"]
+    for line in dockerfile.read_text(encoding="utf-8").splitlines():
+        words = line.split()
+        if not words or words[0].upper() not in ("COPY", "ADD") or any(w.startswith("--from") for w in words):
+            continue
+        for source in [w for w in words[1:] if not w.startswith("--")][:-1]:
+            if source.startswith("/") or ".." in Path(source).parts or any(c in source for c in "*?[$"):
+                raise TQError(f"{dockerfile}: COPY source {source!r} is not a plain file of the build", "rebuild it")
+            if source not in names:
+                names.append(source)
+    return names
+
+
+def context_tar(build_dir: Path) -> bytes:
+    """A tar of context_names, with fixed owner and times so the context does not depend on the checkout."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name in context_names(build_dir):
+            info = tar.gettarinfo(str(Path(build_dir) / name), arcname=name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            info.mtime = int(SOURCE_DATE_EPOCH)
+            with open(Path(build_dir) / name, "rb") as fh:
+                tar.addfile(info, fh)
+    return buffer.getvalue()
+
+
 def docker_build_command(build_dir: Path, tag: str) -> str:
-    return f"docker build --build-arg SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH} -t {tag} {build_dir}"
+    """The same build by hand, with the same context: only the files the Dockerfile copies (a tar on stdin)."""
+    try:
+        names = " ".join(context_names(build_dir))
+    except (OSError, TQError):
+        names = "Dockerfile serve.sh healthcheck.sh"
+    return f"tar -C {build_dir} -c {names} | docker build --build-arg SOURCE_DATE_EPOCH={SOURCE_DATE_EPOCH} -t {tag} -"
 
 
 def build_image(
@@ -64,8 +103,18 @@ def build_image(
     args = {"SOURCE_DATE_EPOCH": SOURCE_DATE_EPOCH, **(buildargs or {})}
     image_id = ""
     try:
+        import io
+
+        context = io.BytesIO(context_tar(build_dir))
         for chunk in client.api.build(
-            path=str(build_dir), tag=tag, buildargs=args, decode=True, rm=True, forcerm=True, pull=False
+            fileobj=context,
+            custom_context=True,
+            tag=tag,
+            buildargs=args,
+            decode=True,
+            rm=True,
+            forcerm=True,
+            pull=False,
         ):
             if "error" in chunk:
                 detail = chunk.get("errorDetail", {}).get("message") or chunk["error"]

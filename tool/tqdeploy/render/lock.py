@@ -81,14 +81,16 @@ def make_lock(spec: Spec, files: dict[str, bytes]) -> bytes:
 def read_lock(build_dir: Path) -> dict[str, Any]:
     path = Path(build_dir) / LOCK_NAME
     try:
+        if path.exists() and (not path.is_file() or path.stat().st_size > 1 << 20):  # a FIFO would block
+            raise json.JSONDecodeError("not a regular file of at most 1 MiB", "", 0)
         lock = json.loads(path.read_text(encoding="utf-8"))
     except (FileNotFoundError, NotADirectoryError):
         raise TQError(
             f"{path} not found: {build_dir} is not a tqdeploy build directory",
             "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)",
         ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise TQError(f"{path}: not valid JSON ({err})", "re-run `tqdeploy build` to rewrite it") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise TQError(f"{path}: not valid JSON ({str(err)[:120]})", "re-run `tqdeploy build` to rewrite it") from None
     files = lock.get("files") if isinstance(lock, dict) else None
     if (
         not isinstance(lock, dict)
@@ -109,6 +111,9 @@ def verify(build_dir: Path) -> dict[str, list[str]]:
         path = (root / rel).resolve()
         if root not in path.parents:
             drift["modified"].append(rel)  # a lock pointing outside its directory is itself tampered
+            continue
+        if path.exists() and not path.is_file():  # a folder, FIFO or device where a rendered file was
+            drift["modified"].append(rel)
             continue
         try:
             data = path.read_bytes()

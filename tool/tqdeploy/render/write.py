@@ -2,8 +2,9 @@
 
 All files are written to a temporary folder inside the build dir first (same filesystem), then each
 is renamed over its target; the lock goes last, so an interrupted swap shows up in `build --check`.
-Only files this tool created (listed in the previous lock) are ever removed; anything else in the
-directory (models, caches, secrets) is left alone. One build writes into a directory at a time.
+Only files whose current bytes are what this tool wrote (render/guard.py) are ever replaced or removed;
+anything else in the directory (models, caches, secrets, hand edits) is left alone, or with --force backed
+up first. One build writes into a directory at a time.
 """
 
 from __future__ import annotations
@@ -18,21 +19,8 @@ from pathlib import Path
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_bytes
 from tqdeploy.render.files import RenderedFile
-from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
-
-
-def previous_files(out_dir: Path) -> list[str]:
-    """Files the last build recorded, or [] when there is no readable lock."""
-    import json
-
-    try:
-        lock = json.loads((out_dir / LOCK_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    if not isinstance(lock, dict) or lock.get("schema") != LOCK_SCHEMA or not isinstance(lock.get("files"), dict):
-        return []
-    return [p for p in lock["files"] if isinstance(p, str)]
-
+from tqdeploy.render.guard import back_up, guard, refusal, refuse_system_dir
+from tqdeploy.render.lock import LOCK_NAME
 
 STAGING_PREFIX = ".tqdeploy-staging-"
 
@@ -78,14 +66,18 @@ def check_targets(out_dir: Path, files: dict[str, RenderedFile]) -> None:
             raise TQError(f"{target} resolves outside {out_dir}", "choose another --out directory")
 
 
-def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list[str]]:
-    """Write files into out_dir; returns {"written": [...], "unchanged": [...], "removed": [...]}.
+def write_build(out_dir: Path, files: dict[str, RenderedFile], force: bool = False) -> dict[str, list[str]]:
+    """Write files into out_dir; returns {"written", "unchanged", "removed", "kept", "backup"} lists.
+
+    Files tqdeploy did not write (or that were edited since) are refused before anything is written,
+    unless force: then they are copied into a backup folder first (render/guard.py).
 
     A build dir that cannot take the files is refused before anything is written (check_targets);
     an OS error while staging leaves the build dir as it was; one while swapping files in is reported
     with the advice to rebuild (the lock goes last, so `build --check` names what was left behind).
     """
     out_dir = Path(out_dir)
+    refuse_system_dir(out_dir)
     check_targets(out_dir, files)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -94,7 +86,7 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list
             f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory"
         ) from None
     with _exclusive(out_dir):
-        return _write_locked(out_dir, files)
+        return _write_locked(out_dir, files, force)
 
 
 @contextmanager
@@ -115,7 +107,11 @@ def _exclusive(out_dir: Path):
         os.close(fd)  # closing the descriptor releases the lock
 
 
-def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, list[str]]:
+def _write_locked(out_dir: Path, files: dict[str, RenderedFile], force: bool) -> dict[str, list[str]]:
+    guarded = guard(out_dir, {rel: f.data for rel, f in files.items()})  # under the lock: no build races it
+    if guarded.conflicts and not force:
+        raise refusal(out_dir, guarded.conflicts)
+    backup = back_up(out_dir, guarded.conflicts) if guarded.conflicts else None
     try:
         _remove_old_staging(out_dir)  # safe under the lock: no other build is staging here
         staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=out_dir))
@@ -123,8 +119,10 @@ def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, li
         raise TQError(
             f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory"
         ) from None
-    stale = [p for p in previous_files(out_dir) if p not in files]
-    report: dict[str, list[str]] = {"written": [], "unchanged": [], "removed": []}
+    stale = guarded.removable + [r for r in guarded.conflicts if r not in files]  # conflicts: backed up (force)
+    report: dict[str, list[str]] = {"written": [], "unchanged": [], "removed": [], "kept": guarded.kept}
+    if backup:
+        report["backup"] = [backup]
     try:
         try:
             for rel, f in files.items():
@@ -159,7 +157,7 @@ def _write_locked(out_dir: Path, files: dict[str, RenderedFile]) -> dict[str, li
         shutil.rmtree(staging, ignore_errors=True)
     for rel in stale:
         path = _inside(out_dir, rel)
-        if path is not None and path.is_file():
+        if path is not None and path.is_file() and not path.is_symlink():
             path.unlink()
             report["removed"].append(rel)
             _prune_empty_dirs(path.parent, out_dir)
@@ -187,9 +185,11 @@ def _prune_empty_dirs(folder: Path, root: Path) -> None:
 def diff_build(out_dir: Path, files: dict[str, RenderedFile]) -> str:
     """Unified diff from what is in out_dir to what a build would write (empty: no change)."""
     out_dir = Path(out_dir)
+    refuse_system_dir(out_dir)
     check_targets(out_dir, files)  # a dry run refuses what the real build would refuse
     chunks: list[str] = []
-    names = sorted(set(files) | set(previous_files(out_dir)))
+    removable = guard(out_dir, {rel: f.data for rel, f in files.items()})
+    names = sorted(set(files) | {r for r in removable.removable + removable.conflicts})
     for rel in names:
         target = out_dir / rel
         old = target.read_bytes() if target.is_file() else None

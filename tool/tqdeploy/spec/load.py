@@ -75,6 +75,7 @@ def _toml_error(source: str, err: tomllib.TOMLDecodeError) -> TQError:
     text = str(err)
     where = re.search(r"\(at line (\d+), column (\d+)\)", text)
     msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", text).strip()
+    msg = msg if len(msg) <= 200 else msg[:200] + "..."  # tomllib quotes whole keys, which can be long
     if where:
         loc = f"{source}:{where.group(1)}:{where.group(2)}"
     else:
@@ -169,11 +170,64 @@ def raise_problems(problems: list[Problem], source: str, text: str | None) -> No
     raise TQError(f"{loc}: {first.message}{more}", first.fix or "see docs/build.md for every key")
 
 
+# A spec is a few KiB. The caps keep the worst TOML to well under a second: 64 KiB in all, 4096 characters
+# a line, and at most 32 dots outside strings and comments on a line, since tomllib's Flags.set walks the
+# whole dotted key for every part (quadratic: 15 keys of 2000 parts took 10 s) and nests recursively.
+MAX_SPEC_BYTES = 64 * 1024
+MAX_LINE_CHARS = 4096
+MAX_KEY_DOTS = 32
+
+
+def _bare_dots(line: str) -> int:
+    """Dots on a line outside quoted strings and before a comment (the dots of dotted keys and floats)."""
+    dots, quote = 0, ""
+    for char in line:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "\"'":
+            quote = char
+        elif char == "#":
+            break
+        elif char == ".":
+            dots += 1
+    return dots
+
+
+def check_spec_text(text: str, source: str) -> None:
+    """The size, BOM and line-length checks made before the text reaches tomllib."""
+    if text.startswith("\ufeff"):
+        raise TQError(
+            f"{source}:1:1: the file starts with a UTF-8 byte order mark (BOM), which TOML does not allow",
+            "save the spec as UTF-8 without BOM (e.g. `sed -i '1s/^\\xEF\\xBB\\xBF//' FILE`)",
+        )
+    if len(text) > MAX_SPEC_BYTES:
+        raise TQError(
+            f"{source}: {len(text)} characters is not a deployment spec (at most {MAX_SPEC_BYTES // 1024} KiB)",
+            "pass the tqdeploy.toml that `tqdeploy init` writes",
+        )
+    for number, line in enumerate(text.split("\n"), start=1):
+        if len(line) > MAX_LINE_CHARS:
+            raise TQError(
+                f"{source}:{number}: line of {len(line)} characters (at most {MAX_LINE_CHARS})",
+                "split the value over several lines or shorten it",
+            )
+        if _bare_dots(line) > MAX_KEY_DOTS:
+            raise TQError(
+                f"{source}:{number}: a key of more than {MAX_KEY_DOTS} dotted parts is not a spec key",
+                "write keys under their [section] header (see docs/build.md)",
+            )
+
+
 def parse_spec_text(text: str, source: str) -> dict[str, dict[str, Any]]:
+    check_spec_text(text, source)
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(source, err) from None
+    except (RecursionError, MemoryError):
+        raise TQError(
+            f"{source}: nested too deeply to be a deployment spec", "see docs/build.md for the format"
+        ) from None
     raise_problems(check_shape(raw), source, text)
     return with_defaults(raw)
 
@@ -182,13 +236,18 @@ def read_spec_file(path: str | Path) -> tuple[str, str]:
     """(text, source label) of a spec file, with a clear error for a missing or unreadable file."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        if p.exists() and not p.is_file():
+            raise IsADirectoryError(21, "not a regular file (a folder, FIFO or device)")
+        with open(p, "rb") as fh:
+            data = fh.read(MAX_SPEC_BYTES * 4 + 1)  # UTF-8 of at most 64 Ki characters; more is refused
     except FileNotFoundError:
         raise TQError(
             f"spec file {p} not found", "pass an existing file, or run `tqdeploy init` to write one"
         ) from None
     except (IsADirectoryError, PermissionError) as err:
         raise TQError(f"cannot read spec file {p}: {err.strerror}", "pass a readable tqdeploy.toml") from None
+    if len(data) > MAX_SPEC_BYTES * 4:
+        raise TQError(f"{p} is larger than a deployment spec (at most 64 KiB)", "pass a tqdeploy.toml")
     try:
         return data.decode("utf-8"), str(p)
     except UnicodeDecodeError:

@@ -24,6 +24,26 @@ SECRET_FLAGS = {
     "--hf-token": "remove it: serve.sh serves the downloaded model offline (HF_HUB_OFFLINE=1), and "
     "download.sh reads HF_TOKEN from the environment",
 }
+# Every number the spec renders, bounded by what vLLM and hardware accept, so a typo (or 2**63-1) is refused
+# instead of rendered into serve.sh and the manifests.
+NUMBER_BOUNDS = {
+    "vllm.tensor_parallel_size": (1, 64),
+    "vllm.max_model_len": (1, 2**31 - 1),
+    "vllm.max_num_seqs": (1, 1 << 20),
+    "resources.nodes": (1, 256),
+    "resources.replicas": (1, 10_000),
+}
+OPTIONAL_NUMBERS = ("vllm.max_model_len", "vllm.max_num_seqs")
+BOUND_WHY = {
+    "vllm.tensor_parallel_size": "tensor parallelism spans the GPUs of one node; no host holds more than 64",
+    # vllm/v1/worker/gpu_model_runner.py keeps sequence lengths in torch.int32 buffers (vLLM 0.32.0).
+    "vllm.max_model_len": "vLLM keeps sequence lengths in int32; real contexts are at most a few million tokens",
+    # vllm/config/scheduler.py: max_num_seqs sizes the model runner's per-request buffers.
+    "vllm.max_num_seqs": "vLLM sizes its per-request buffers by max_num_seqs; leave it out for vLLM's default",
+    "resources.nodes": "one node per pipeline stage; set it to the nodes you have",
+    "resources.replicas": "set the number of copies you run",
+}
+SERVED_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.\-/:@+]{0,127}$")
 SAFE_ARG_RE = re.compile(r"^[\w@%+=:,./\-\[\]{}\"' ]*$")
 
 
@@ -60,14 +80,32 @@ def official_vllm_tag(base: str | None) -> str | None:
     return tag if name.split("/")[-2:] == ["vllm", "vllm-openai"] else None
 
 
-def _has_credentials(url: str) -> bool:
-    from urllib.parse import urlsplit
+def _mirror_problems(mirrors: list[Any]) -> list[Problem]:
+    """Each mirror must be a plain http(s) endpoint: download.sh and the spec copy carry the URLs verbatim,
+    so one with user:password@ or a ?token= query would put the secret in the build. Messages show the URL
+    with those parts cut (tqdeploy.download.urls.shown_url), even when it does not parse."""
+    from tqdeploy.download.urls import check_endpoint, has_credentials, shown_url
+    from tqdeploy.errors import TQError
 
-    try:
-        parts = urlsplit(url)
-        return bool(parts.username or parts.password)
-    except ValueError:
-        return False
+    if not mirrors or not all(isinstance(u, str) for u in mirrors):
+        return [Problem("model.mirrors", "model.mirrors must be a non-empty list of http(s) URLs")]
+    for url in mirrors:
+        if has_credentials(url):
+            return [
+                Problem(
+                    "model.mirrors",
+                    f"a model.mirrors URL carries credentials (user:password@host: {shown_url(url)!r}), which would "
+                    "be written into download.sh",
+                    "drop them from the URL; a token for the mirror goes in HF_TOKEN when download.sh runs",
+                )
+            ]
+        if re.search(r"[\s\"'`$\\]", url):
+            return [Problem("model.mirrors", f"model.mirrors URL {shown_url(url)!r} holds quotes, $ or spaces")]
+        try:
+            check_endpoint(url, "model.mirrors URL")
+        except TQError as err:
+            return [Problem("model.mirrors", err.message, "a plain https://host[:port][/path]; tokens go in HF_TOKEN")]
+    return []
 
 
 def spec_problems(spec: Spec) -> list[Problem]:
@@ -112,23 +150,14 @@ def spec_problems(spec: Spec) -> list[Problem]:
             "set it to the commit sha you tested (a branch name like main is accepted but not pinned)",
         )
     need(
-        bool(m["served_name"]),
+        bool(m["served_name"]) and bool(SERVED_NAME_RE.match(m["served_name"] or "")),
         "model.served_name",
-        "model.served_name is required",
-        'the model name clients send, e.g. served_name = "qwen3.6-27b"',
+        "model.served_name is required"
+        if not m["served_name"]
+        else f"model.served_name {m['served_name'][:60]!r} must be 1-128 of A-Z a-z 0-9 . _ - / : @ +",
+        'the model name clients send, e.g. served_name = "qwen3.6-27b" (no spaces, quotes or control characters)',
     )
-    need(
-        bool(m["mirrors"]) and all(isinstance(u, str) and re.match(r"^https?://[^\s\"'`$]+$", u) for u in m["mirrors"]),
-        "model.mirrors",
-        "model.mirrors must be a non-empty list of http(s) URLs",
-    )
-    # download.sh and the spec copy carry the URLs verbatim: a password in one would land in the build.
-    need(
-        not any(isinstance(u, str) and _has_credentials(u) for u in m["mirrors"]),
-        "model.mirrors",
-        "a model.mirrors URL carries credentials (user:password@host), which would be written into download.sh",
-        "drop them from the URL; a token for the mirror goes in HF_TOKEN when download.sh runs",
-    )
+    p += _mirror_problems(m["mirrors"])
 
     need(
         is_exact_release(v["version"]),
@@ -136,9 +165,17 @@ def spec_problems(spec: Spec) -> list[Problem]:
         f"vllm.version {v['version']!r} is not an exact release like 0.32.0",
         "pin the exact vLLM release",
     )
-    need(v["tensor_parallel_size"] >= 1, "vllm.tensor_parallel_size", "vllm.tensor_parallel_size must be >= 1")
-    for key in ("max_model_len", "max_num_seqs"):
-        need(v[key] is None or v[key] >= 1, f"vllm.{key}", f"vllm.{key} must be >= 1 (or left out)")
+    for key, (low, high) in NUMBER_BOUNDS.items():
+        section, name = key.split(".")
+        value = spec[section][name]
+        need(
+            value is None or low <= value <= high,
+            key,
+            f"{key} must be >= {low}" + (" (or left out)" if key in OPTIONAL_NUMBERS else "")
+            if value is not None and value < low
+            else f"{key} {value} is more than {high}, more than vLLM or the hardware accept",
+            BOUND_WHY[key],
+        )
     gmu = v["gpu_memory_utilization"]
     need(
         gmu is None or 0 < gmu <= 1,
@@ -171,7 +208,7 @@ def spec_problems(spec: Spec) -> list[Problem]:
         "remove it, or run `tqdeploy build --resolve-digests` where a registry is reachable",
     )
 
-    need(1 <= srv["port"] <= 65535, "server.port", f"server.port {srv['port']} is not a TCP port")
+    need(1 <= srv["port"] <= 65535, "server.port", f"server.port {srv['port']} is not a TCP port (1-65535)")
     need(
         bool(re.match(r"^[0-9A-Za-z.:\-]+$", srv["host"])),
         "server.host",
@@ -191,6 +228,18 @@ def spec_problems(spec: Spec) -> list[Problem]:
         "server.api_key_file must be a plain path (no quotes, $ or spaces)",
     )
 
+    return p + _resources_problems(spec)
+
+
+def _resources_problems(spec: Spec) -> list[Problem]:
+    """[resources], [storage] and model.path: sizes, GPU lists and plain paths."""
+    p: list[Problem] = []
+    v, res, sto, m = spec["vllm"], spec["resources"], spec["storage"], spec["model"]
+
+    def need(cond: bool, key: str, message: str, fix: str = "") -> None:
+        if not cond:
+            p.append(Problem(key, message, fix))
+
     gpus = res["gpus"]
     if isinstance(gpus, str):
         need(gpus == "all", "resources.gpus", f'resources.gpus {gpus!r}: use "all" or a list like [0, 1]')
@@ -206,8 +255,6 @@ def spec_problems(spec: Spec) -> list[Problem]:
                 f"{len(gpus)} GPU(s) listed but tensor_parallel_size is {v['tensor_parallel_size']}",
                 "list at least tensor_parallel_size GPUs per node",
             )
-    need(res["nodes"] >= 1, "resources.nodes", "resources.nodes must be >= 1")
-    need(res["replicas"] >= 1, "resources.replicas", "resources.replicas must be >= 1")
     need(
         bool(SIZE_RE.match(res["shm_size"])),
         "resources.shm_size",
@@ -232,38 +279,70 @@ def _plain_path(value: Any) -> bool:
     return isinstance(value, str) and bool(re.match(r"^[\w./~\-]+$", value))
 
 
+def vllm_flag_name(arg: str) -> str:
+    """The long option an argv item names, spelled the way vLLM 0.32.0 reads it: FlexibleArgumentParser.parse_args
+    (vllm/utils/argparse_utils.py) turns '_' into '-' between the leading -- and the first '.'."""
+    flag = arg.split("=", 1)[0]
+    if not flag.startswith("--"):
+        return flag
+    head, dot, rest = flag[2:].partition(".")
+    return "--" + head.replace("_", "-") + dot + rest
+
+
+def names_flag(flag: str, known: str) -> bool:
+    """Whether argparse would read `flag` as `known`: the same option, a dotted JSON sub-key of it, or a
+    prefix of it (FlexibleArgumentParser keeps argparse's default allow_abbrev=True: vLLM 0.32.0 passes no
+    allow_abbrev anywhere), so --api, --api_k and --api-key.x all reach --api-key. Prefixes shorter than
+    "--" plus two characters are not counted (argparse refuses them as ambiguous in practice)."""
+    if not flag.startswith("--"):
+        return flag == known
+    base = flag.split(".", 1)[0]
+    return base == known or (len(base) >= 4 and known.startswith(base)) or flag.startswith(known + "s")
+
+
+MAX_EXTRA_ARGS = 1000  # far more than any vLLM launch line; keeps every check on them linear and small
+MAX_EXTRA_ARG_CHARS = 4096
+
+
+def _extra_arg_problem(arg: Any) -> Problem | None:
+    if not isinstance(arg, str):
+        return Problem("vllm.extra_args", f"vllm.extra_args holds {type(arg).__name__}; every item must be a string")
+    if len(arg) > MAX_EXTRA_ARG_CHARS:
+        return Problem("vllm.extra_args", f"a vllm.extra_args item is {len(arg)} characters long (at most 4096)")
+    from tqdeploy.redact_rules import secret_flag  # the one reading of vLLM's secret-flag spellings
+
+    flag = vllm_flag_name(arg)
+    secret = next((known for known in SECRET_FLAGS if names_flag(flag, known)), None)
+    if secret is None and (found := secret_flag(arg)) is not None:
+        secret = f"--{found}" if f"--{found}" in SECRET_FLAGS else f"{flag[:40]} (a secret by its name)"
+    if secret or HF_TOKEN_RE.search(arg):
+        # The value is not repeated: the message itself must not spread the secret.
+        what = secret or "a Hugging Face token"
+        if secret and flag != secret and "(a secret" not in secret:
+            what = f"{flag[:40]} is read as {secret}"
+        return Problem(
+            "vllm.extra_args",
+            f"vllm.extra_args puts a secret on vLLM's command line ({what}), "
+            "where it would be written into serve.sh and the image and show in `ps`",
+            SECRET_FLAGS.get(secret or "", "remove it from the spec"),
+        )
+    managed = next((known for known in MANAGED_FLAGS if names_flag(flag, known)), None)
+    if managed:
+        return Problem(
+            "vllm.extra_args",
+            f"vllm.extra_args sets {managed}, which the spec owns",
+            f"use {MANAGED_FLAGS[managed]} instead",
+        )
+    if not SAFE_ARG_RE.match(arg):
+        return Problem(
+            "vllm.extra_args",
+            f"vllm.extra_args item {arg[:80]!r} holds shell metacharacters",
+            "pass plain flag values only",
+        )
+    return None
+
+
 def _extra_args_problems(args: list[Any]) -> list[Problem]:
-    out: list[Problem] = []
-    for arg in args:
-        if not isinstance(arg, str):
-            out.append(Problem("vllm.extra_args", f"vllm.extra_args holds {arg!r}; every item must be a string"))
-            continue
-        flag = arg.split("=", 1)[0]
-        if flag in SECRET_FLAGS or HF_TOKEN_RE.search(arg):
-            # The value is not repeated: the message itself must not spread the secret.
-            out.append(
-                Problem(
-                    "vllm.extra_args",
-                    f"vllm.extra_args puts a secret on vLLM's command line "
-                    f"({flag if flag in SECRET_FLAGS else 'a Hugging Face token'}), where it would "
-                    "be written into serve.sh and the image and show in `ps`",
-                    SECRET_FLAGS.get(flag, "remove it from the spec"),
-                )
-            )
-        elif flag in MANAGED_FLAGS:
-            out.append(
-                Problem(
-                    "vllm.extra_args",
-                    f"vllm.extra_args sets {flag}, which the spec owns",
-                    f"use {MANAGED_FLAGS[flag]} instead",
-                )
-            )
-        elif not SAFE_ARG_RE.match(arg):
-            out.append(
-                Problem(
-                    "vllm.extra_args",
-                    f"vllm.extra_args item {arg!r} holds shell metacharacters",
-                    "pass plain flag values only",
-                )
-            )
-    return out
+    if len(args) > MAX_EXTRA_ARGS:
+        return [Problem("vllm.extra_args", f"vllm.extra_args has {len(args)} items (at most {MAX_EXTRA_ARGS})")]
+    return [problem for problem in map(_extra_arg_problem, args) if problem is not None]

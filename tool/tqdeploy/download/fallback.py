@@ -1,0 +1,91 @@
+"""The listing of a mirror whose revision API ignores ?blobs=true, read the way huggingface_hub reads it.
+
+Some mirrors answer /api/models/{repo}/revision/{rev} with siblings that carry names only. huggingface_hub's
+snapshot_download does not need more from that call: it takes the commit from it (or from HEAD on a resolve
+URL, X-Repo-Commit) and the files from /api/models/{repo}/tree/{commit}?recursive=true (HfApi.list_repo_tree:
+size, git blob id, and for LFS files lfs.oid = sha256), and each file's size and hash from HEAD on its resolve
+URL (file_download.get_hf_file_metadata: X-Linked-Size / X-Linked-Etag for LFS files, Content-Length / ETag
+otherwise). The same order here; every file still gets a hash to verify (LFS sha256, or the git blob sha1 of
+a small file), and the listing says which source the hashes came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tqdeploy.download.remote import RemoteFile
+
+TREE = "tree API (/api/models/{repo}/tree/{commit})"
+HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+
+
+class Unverifiable(Exception):
+    """Neither source gives a commit, a size and a hash for every file."""
+
+
+def listing_without_blobs(
+    api, endpoint: str, repo: str, revision: str, info, token, timeout_s: float, on_event: Callable[[str], None]
+) -> tuple[str, dict[str, RemoteFile], str]:
+    """(commit, files, hash source) for a revision answer that lacks sizes or hashes; Unverifiable if none."""
+    names = [s.rfilename for s in (info.siblings or [])]
+    commit = info.sha if isinstance(info.sha, str) and _SHA1.match(info.sha) else None
+    try:
+        files = _from_tree(api, repo, commit or revision)
+        source = TREE
+    except Unverifiable as why:
+        on_event(f"tree API: {why}; asking HEAD on each file")
+        files, head_commit = _from_heads(endpoint, repo, commit or revision, names, token, timeout_s)
+        commit, source = commit or head_commit, HEADERS
+    if commit is None:
+        _, commit = _from_heads(endpoint, repo, revision, names[:1] or ["config.json"], token, timeout_s)
+    if commit is None or not files:
+        raise Unverifiable("no commit or no files")
+    return commit, files, source
+
+
+def _from_tree(api, repo: str, revision: str) -> dict[str, RemoteFile]:
+    try:
+        entries = list(api.list_repo_tree(repo, revision=revision, recursive=True))
+    except Exception as err:  # any transport or HTTP error: this source is not available
+        raise Unverifiable(f"unavailable ({type(err).__name__})") from None
+    files = {}
+    for e in entries:
+        if not hasattr(e, "blob_id"):  # RepoFolder
+            continue
+        lfs = getattr(e, "lfs", None)
+        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
+        size = getattr(lfs, "size", None) if lfs is not None else e.size
+        if not isinstance(size, int) or (lfs is not None and not (sha256 and _SHA256.match(sha256))):
+            raise Unverifiable(f"{e.path} has no size or LFS sha256")
+        if lfs is None and not (isinstance(e.blob_id, str) and _SHA1.match(e.blob_id)):
+            raise Unverifiable(f"{e.path} has no git blob id")
+        files[e.path] = RemoteFile(e.path, size, sha256, e.blob_id, lfs is not None)
+    return files
+
+
+def _from_heads(
+    endpoint: str, repo: str, revision: str, names: list[str], token, timeout_s: float
+) -> tuple[dict[str, RemoteFile], str | None]:
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    files, commit = {}, None
+    for name in names:
+        url = hf_hub_url(repo, name, revision=revision, endpoint=endpoint)
+        try:
+            meta = get_hf_file_metadata(url, token=token, timeout=timeout_s)
+        except Exception as err:
+            raise Unverifiable(f"HEAD {name}: {type(err).__name__}") from None
+        etag = (meta.etag or "").strip('"').removeprefix("W/").strip('"')
+        commit = commit or meta.commit_hash
+        if not isinstance(meta.size, int):
+            raise Unverifiable(f"HEAD {name}: no size")
+        if _SHA256.match(etag):
+            files[name] = RemoteFile(name, meta.size, etag, None, True)
+        elif _SHA1.match(etag):
+            files[name] = RemoteFile(name, meta.size, None, etag, False)
+        else:
+            raise Unverifiable(f"HEAD {name}: its ETag is neither a sha256 nor a git blob id")
+    return files, commit
