@@ -82,20 +82,18 @@ def test_the_api_key_is_still_required_through_the_proxy(proxy, keyed):
 
 
 def test_time_to_first_byte_through_nginx_is_within_100_ms_of_direct(proxy, keyed):
-    body = chat(256, ignore_eos=True)
+    # Short streams, interleaved, medians: on a loaded 2-core machine the CPU vLLM's API server sends a long
+    # stream's events in bursts, which would measure vLLM's scheduling rather than the proxy.
+    body = chat(32, ignore_eos=True)
     stream(proxy.base_url, keyed.key, body)  # warm both paths (keepalive connection, prefix cache)
     direct, proxied = [], []
-    for _ in range(5):
+    for _ in range(9):
         for base, into in ((keyed.base_url, direct), (proxy.base_url, proxied)):
             st = stream(base, keyed.key, body)
-            assert st.status == 200 and st.done and len(st.events) > 200
+            assert st.status == 200 and st.done and len(st.events) > 30
             into.append(st.first_byte_s)
-    # Best of five on each path: the proxy's own cost, without the noise of a loaded 2-core machine.
-    print(
-        f"ttfb best direct {min(direct):.4f} s, nginx {min(proxied):.4f} s; median {statistics.median(direct):.4f} s, "
-        f"{statistics.median(proxied):.4f} s"
-    )
-    assert min(proxied) - min(direct) < 0.100
+    print(f"ttfb median direct {statistics.median(direct):.4f} s, nginx {statistics.median(proxied):.4f} s")
+    assert statistics.median(proxied) - statistics.median(direct) < 0.100
 
 
 def _decode_rate(keyed) -> float:
@@ -106,10 +104,11 @@ def _decode_rate(keyed) -> float:
 
 
 def test_streams_longer_and_quieter_than_60_s_pass_where_the_default_cuts_them(proxy, rendered, keyed, tmp_path):
-    # One stream (A) long enough to run > 75 s on this machine, capped at the model's context; a second one
+    # One stream (A) sized to run ~90 s here: 45 s of tokens at the rate measured at a short context, since
+    # decoding slows as the context grows (measured: 20k tokens ~90 s, 50k ~360 s); a second one
     # (B) through the rendered conf waits silent in vLLM's queue behind A; a third (C) through a copy with
     # nginx's default read timeout waits the same way and is cut off.
-    max_tokens = min(int(_decode_rate(keyed) * 75), LONG_CONTEXT - 64)
+    max_tokens = min(int(_decode_rate(keyed) * 45), LONG_CONTEXT - 64)
     control = start_nginx(
         rendered, keyed.server.port, tmp_path / "nginx-default-timeout", {"proxy_read_timeout": "60s"}
     )
@@ -135,10 +134,11 @@ def test_streams_longer_and_quieter_than_60_s_pass_where_the_default_cuts_them(p
     a_res, b_res, c_res = results["A"], results["B"], results["C"]
     print(f"A {a_res.total_s:.1f} s {len(a_res.events)} events; B {b_res.total_s:.1f} s; C {c_res.total_s:.1f} s")
     assert a_res.status == 200 and a_res.done, a_res.error
-    assert a_res.total_s > NGINX_DEFAULT_READ_TIMEOUT_S
+    assert a_res.total_s > NGINX_DEFAULT_READ_TIMEOUT_S, f"A ran {a_res.total_s:.0f} s: raise its max_tokens"
     assert b_res.status == 200 and b_res.done, b_res.error
     assert b_res.total_s > NGINX_DEFAULT_READ_TIMEOUT_S  # silent in the queue that long, then streamed
-    assert not c_res.done and "IncompleteRead" in c_res.error, (c_res.status, c_res.error)
+    # Cut by nginx: a 504 while vLLM had sent nothing yet, or a stream broken off after its headers.
+    assert not c_res.done and (c_res.status == 504 or "IncompleteRead" in c_res.error), (c_res.status, c_res.error)
     assert "upstream timed out" in control.error_log
 
 

@@ -29,8 +29,8 @@ from support.vllm_server import (
 )
 
 SERVED_NAME = "tiny"
-LONG_CONTEXT = 32768
-KV_BYTES = 256 << 20  # 1 KiB per token for this model: room for the long context with headroom
+LONG_CONTEXT = 131072  # room for a stream of well over a minute even on a fast idle machine
+KV_BYTES = 256 << 20  # 1 KiB per token for this model (2 layers x 2 KV heads x 64 x K,V x bf16): 2x the context
 
 
 @dataclass
@@ -49,7 +49,7 @@ class KeyedServer:
 
 def long_context_model_dir() -> Path:
     """The tiny checkpoint with max_position_embeddings raised (weights symlinked; made once per checkout)."""
-    src, out = tiny_model_dir(), CACHE / "tiny-qwen2-long"
+    src, out = tiny_model_dir(), CACHE / f"tiny-qwen2-ctx{LONG_CONTEXT}"
     if (out / ".complete").exists():
         return out
     out.mkdir(parents=True, exist_ok=True)
