@@ -1,8 +1,8 @@
 """The rendered nginx.conf (tiny-cpu-demo build) run by Debian's nginx in front of a real CPU vLLM.
 
-Proves: streams pass unbuffered (time to first byte within 100 ms of direct), a stream that runs longer
-than nginx's default 60 s read timeout passes, so does one that waits silent for more than 60 s in
-vLLM's queue (where nginx's default 60 s cuts it: shown with a control copy), and the key is still
+Proves: streams pass unbuffered (proxy_buffering off; time to first byte within 100 ms of direct), a stream
+that runs longer than nginx's default 60 s read timeout passes, so does one that waits silent for more
+than 60 s in vLLM's queue (where nginx's default 60 s cuts it: shown with a control copy), and the key is still
 required through the proxy. vLLM runs with --max-num-seqs 1 so that a second request waits in the queue.
 """
 
@@ -82,8 +82,10 @@ def test_the_api_key_is_still_required_through_the_proxy(proxy, keyed):
 
 
 def test_time_to_first_byte_through_nginx_is_within_100_ms_of_direct(proxy, keyed):
-    # Short streams, interleaved, medians: on a loaded 2-core machine the CPU vLLM's API server sends a long
-    # stream's events in bursts, which would measure vLLM's scheduling rather than the proxy.
+    # Short streams, interleaved, medians. Long streams do not give a stable figure here: the CPU vLLM's API
+    # server shares two loaded cores with its engine and sends a long stream's events in bursts (medians of
+    # 0.2-0.7 s swinging either way between direct and nginx). That buffering is off is asserted on the
+    # rendered text above; docs/connect.md has a one-off measurement against a proxy_buffering-on copy.
     body = chat(32, ignore_eos=True)
     stream(proxy.base_url, keyed.key, body)  # warm both paths (keepalive connection, prefix cache)
     direct, proxied = [], []
