@@ -107,6 +107,18 @@ def test_the_run_state_of_up_wins_over_the_spec(run_cli, tmp_path):
     assert data["endpoint"]["api_key_file"] == str((tmp_path / "keys" / "k").resolve())
 
 
+def test_the_state_written_by_ups_own_writer_is_read(run_cli, tmp_path):
+    from tqdeploy.runtime import state
+
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(tmp_path))[0] == 0
+    key = tmp_path / "key"
+    state.new_state(tmp_path, base_url="http://127.0.0.1:18001", served_model_name="tiny", api_key_file=str(key))
+    data = _json(run_cli, "claude-code", str(tmp_path))
+    assert data["endpoint"]["source"] == "state"
+    assert data["settings"]["settings_json"]["env"]["ANTHROPIC_BASE_URL"] == "http://127.0.0.1:18001"
+    assert data["settings"]["settings_json"]["apiKeyHelper"] == f"cat {key.resolve()}"
+
+
 def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
     code, _, err = run_cli("connect", "cursor", str(tmp_path))
     assert code == 2 and "unknown client 'cursor'" in err and "openai, claude-code, comfyui" in err
