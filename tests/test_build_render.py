@@ -213,7 +213,7 @@ def test_check_passes_on_a_fresh_build_and_names_drifted_files(run_cli, tmp_path
     out = tmp_path / "build"
     run_cli("build", "--out", str(out))
     code, stdout, _ = run_cli("build", "--check", str(out))
-    assert code == 0 and "all 12 files match" in stdout
+    assert code == 0 and "all 13 files match" in stdout
     with open(out / "serve.sh", "a") as fh:
         fh.write("echo tampered\n")
     (out / "k8s" / "service.yaml").unlink()
@@ -247,7 +247,13 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
     code, stdout, _ = run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out), "--json")
     assert code == 0
     removed = json.loads(stdout)["changes"]["removed"]
-    assert sorted(removed) == ["download.sh", "k8s/deployment.yaml", "k8s/pvc.yaml", "k8s/service.yaml"]
+    assert sorted(removed) == [
+        "download.sh",
+        "gpustack-backend.yaml",
+        "k8s/deployment.yaml",
+        "k8s/pvc.yaml",
+        "k8s/service.yaml",
+    ]
     assert (out / "models" / "weights.bin").read_bytes() == b"operator data"
     assert (out / "k8s" / "my-extra.yaml").exists()
     assert not list(out.glob(".tqdeploy-staging-*"))

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 0f099c876765a936aa6dd9ad05832f7624a7caeb885f3d4480b4ad1da935bd9b).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 8e5dcee51a5998f9663ab2da8968ec28cf25312dbe26ff09d2859dc5700b619d).
 # Fetches Qwen/Qwen3.6-27B at revision 0123456789abcdef0123456789abcdef01234567 into the models directory, through the
 # spec's mirrors in order. Run it on the host before `docker compose up`.
 set -eu

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 401eff964f0f08b2d41b28e362c3e8de829505c36e8114e0272f08a4c1d5aca2).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 bf321ebfa03b1cc6f4a6465ae2730919782261c91f7d7ef9dd174aad78fcd0c6).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

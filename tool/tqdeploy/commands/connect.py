@@ -1,0 +1,46 @@
+"""`tqdeploy connect CLIENT [BUILD_DIR]`: a client's settings for the deployment, and --check to prove them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+ORDER = 60
+
+
+def connect(
+    client: str = typer.Argument(..., help="openai, claude-code or comfyui."),
+    build_dir: Path = typer.Argument(Path("."), help="The directory `tqdeploy build --out` wrote (default: .)."),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="The address clients use, e.g. http://10.0.0.5:8000 (default: from the build)."
+    ),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="File holding the API key (default: the spec's server.api_key_file)."
+    ),
+    model: str | None = typer.Option(None, "--model", help="Served model name (default: model.served_name)."),
+    check: bool = typer.Option(False, "--check/--no-check", help="Prove the settings against the running server."),
+    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request with --check."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON (schema tqdeploy.connect/1)."),
+) -> int:
+    """Print the settings a client needs for this deployment (never the key itself)."""
+    from tqdeploy.connect import connect as make_settings
+    from tqdeploy.connect import resolve_endpoint
+    from tqdeploy.connect.clients import CLIENTS
+    from tqdeploy.errors import TQError
+    from tqdeploy.output import emit
+
+    if client not in CLIENTS:
+        raise TQError(f"unknown client {client!r}", f"pick one of: {', '.join(CLIENTS)}")
+    if not build_dir.is_dir():
+        raise TQError(f"build directory {build_dir} not found", "pass the directory `tqdeploy build --out` wrote")
+    if timeout <= 0:
+        raise TQError(f"--timeout {timeout} must be more than 0", "e.g. --timeout 60")
+    endpoint = resolve_endpoint(build_dir, base_url=base_url, api_key_file=api_key_file, model=model)
+    result = make_settings(client, endpoint, check=check, timeout=timeout)
+    emit(result, as_json)
+    return result.exit_code
+
+
+def register(app: typer.Typer) -> None:
+    app.command("connect")(connect)

@@ -1,0 +1,138 @@
+"""Where a deployment answers: base URL, served model name and API key file, read from its build directory.
+
+Sources, strongest first: the command line (--base-url, --api-key-file, --model); the run state that
+`tqdeploy up` writes (BUILD_DIR/.tqdeploy/state.json, schema tqdeploy.state/1) while the server runs; the
+spec copy `build` wrote (BUILD_DIR/tqdeploy.toml: model.served_name, server.host/port/api_key_file).
+Relative key file paths are relative to the build directory, as compose.yaml reads them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from tqdeploy.errors import TQError
+
+STATE_PATH = ".tqdeploy/state.json"
+STATE_SCHEMA = "tqdeploy.state/1"
+SPEC_NAME = "tqdeploy.toml"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    root_url: str  # scheme://host:port (plus any path prefix of a proxy), never a trailing /v1
+    served_name: str
+    api_key_file: Path | None
+    source: str  # what the address came from: "--base-url", "state", "spec"
+
+    @property
+    def openai_base_url(self) -> str:
+        """What OpenAI SDKs take as base_url: the /v1 prefix included."""
+        return self.root_url + "/v1"
+
+    @property
+    def host(self) -> str:
+        return urlsplit(self.root_url).hostname or ""
+
+    def read_key(self) -> str | None:
+        """The API key, for requests only (never printed). None when the deployment has no key file."""
+        if self.api_key_file is None:
+            return None
+        try:
+            key = self.api_key_file.read_text(encoding="utf-8").strip()
+        except OSError as err:
+            raise TQError(
+                f"cannot read the API key file {self.api_key_file}: {err.strerror}",
+                "create it (the same file the server reads), or pass --api-key-file",
+            ) from None
+        if not key:
+            raise TQError(f"the API key file {self.api_key_file} is empty", "put the server's API key in it")
+        return key
+
+
+def normalize_base_url(url: str) -> str:
+    """http://h:p, http://h:p/ and http://h:p/v1 all name the same deployment root."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TQError(f"--base-url {url!r} is not an http(s) URL", "e.g. --base-url http://10.0.0.5:8000")
+    if parts.username or parts.password:
+        # Credentials in a URL end up in logs and shell history; the key belongs in --api-key-file.
+        raise TQError("--base-url carries credentials", "drop user:password@ and pass --api-key-file instead")
+    path = parts.path.rstrip("/")
+    if path.endswith("/v1"):
+        path = path[: -len("/v1")]
+    return f"{parts.scheme}://{parts.netloc}{path}"
+
+
+def _local_address(host: str) -> str:
+    """The address a client on this machine uses for a server bound to `host`."""
+    if host in ("0.0.0.0", ""):
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def read_state(build_dir: Path) -> dict | None:
+    path = build_dir / STATE_PATH
+    if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise TQError(f"{path} is not readable JSON: {err}", "run `tqdeploy up` again, or delete the file") from None
+    if not isinstance(state, dict) or state.get("schema") != STATE_SCHEMA:
+        raise TQError(f"{path} is not a {STATE_SCHEMA} file", "run `tqdeploy up` again, or delete the file")
+    return state
+
+
+def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
+    """(root URL, served name, key file) from the build's spec copy, or None without one."""
+    path = build_dir / SPEC_NAME
+    if not path.is_file():
+        return None
+    from tqdeploy.spec import load_spec
+
+    spec = load_spec(path, check_vllm_flags=False)
+    srv = spec["server"]
+    root = f"http://{_local_address(srv['host'])}:{srv['port']}"
+    return root, spec["model"]["served_name"], srv["api_key_file"]
+
+
+def _key_path(value: str | None, base: Path) -> Path | None:
+    if not value:
+        return None
+    p = Path(value).expanduser()
+    return (p if p.is_absolute() else base / p).resolve()
+
+
+def resolve_endpoint(
+    build_dir: Path, *, base_url: str | None = None, api_key_file: Path | None = None, model: str | None = None
+) -> Endpoint:
+    state = read_state(build_dir)
+    from_spec = _spec_endpoint(build_dir)
+    if state is None and from_spec is None and not (base_url and model):
+        raise TQError(
+            f"{build_dir} holds no {SPEC_NAME} and no {STATE_PATH}",
+            "pass the build directory `tqdeploy build --out` wrote, or --base-url URL and --model NAME",
+        )
+    root = served = key = None
+    source = ""
+    if from_spec:
+        root, served, key = from_spec
+        source = "spec"
+    if state:
+        root = state.get("base_url") and normalize_base_url(state["base_url"]) or root
+        served = state.get("served_model_name") or served
+        key = state.get("api_key_file") or key
+        source = "state"
+    if base_url:
+        root, source = normalize_base_url(base_url), "--base-url"
+    served = model or served
+    if not served:
+        raise TQError("the deployment names no served model", "set model.served_name in the spec, or pass --model")
+    key_path = api_key_file.expanduser().resolve() if api_key_file else _key_path(key, build_dir.resolve())
+    assert root is not None
+    return Endpoint(root, served, key_path, source)
