@@ -4,8 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdeploy.errors import TQError
+
+if TYPE_CHECKING:
+    from tqdeploy.findings import Finding
 
 
 @dataclass
@@ -18,7 +22,7 @@ class PlanHost:
     memory_used_bytes: int | None = None  # the most any planned GPU has in use already (snapshot / live)
 
 
-def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> dict | None:
+def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> Finding | None:
     """An error when other processes hold more of a GPU than vLLM leaves free: vLLM 0.32.0 refuses to start
     when free memory is under gpu_memory_utilization x total ("Free memory on device ... is less than desired
     GPU memory utilization", vllm/v1/worker/utils.py), so a plan of the full budget would not be true."""
@@ -31,14 +35,17 @@ def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> dict |
     if free >= wanted:
         return None
     fits = max(0.0, free / host.memory_bytes - 0.01)
-    return {
-        "code": "held-memory",
-        "severity": "error",
-        "message": f"{used / gib:.1f} GiB of a GPU on {host.source} is already in use by other processes: "
+    from tqdeploy.findings import Severity
+    from tqdeploy.model.compat import problem
+
+    return problem(
+        Severity.ERROR,
+        "held-memory",
+        f"{used / gib:.1f} GiB of a GPU on {host.source} is already in use by other processes: "
         f"{free / gib:.1f} GiB is free, under the {wanted / gib:.1f} GiB that gpu_memory_utilization "
         f"{gpu_memory_utilization:g} asks, so vLLM refuses to start",
-        "fix": f"stop what holds that memory (nvidia-smi lists it), or plan with --gpu-memory-utilization {fits:.2f}",
-    }
+        f"stop what holds that memory (nvidia-smi lists it), or plan with --gpu-memory-utilization {fits:.2f}",
+    )
 
 
 def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:

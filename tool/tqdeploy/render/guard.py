@@ -32,6 +32,7 @@ RENDERABLE = frozenset(
         "monitoring/grafana-dashboard.json",
         "compose.yaml",
         "download.sh",
+        "gpustack-backend.yaml",
         "k8s/deployment.yaml",
         "k8s/leaderworkerset.yaml",
         "k8s/service.yaml",
