@@ -68,7 +68,7 @@ def live_members(build: Path, pgid: int | None = None) -> list[tuple[int, str]]:
     from tqdeploy.runtime.procs import deployment_procs
     from tqdeploy.runtime.state import deployment_marker
 
-    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid)]
+    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid, str(build.resolve()))]
 
 
 def port_listening(port: int) -> bool:

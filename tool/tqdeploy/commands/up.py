@@ -20,6 +20,14 @@ def up(
         None, "--python", help="Python that has vLLM (default: $TQDEPLOY_VLLM_PYTHON, else python3 on PATH)."
     ),
     image: str | None = typer.Option(None, "--image", help="docker runtime: image to run (default: the lock's tag)."),
+    replace: Path | None = typer.Option(
+        None, "--replace", help="Blue-green: take over from this running build dir behind nginx, then stop it."
+    ),
+    nginx_conf: Path | None = typer.Option(
+        None, "--nginx-conf", help="--replace: the nginx.conf nginx includes (default: the old build's nginx.conf)."
+    ),
+    nginx_pid: Path = typer.Option(Path("/run/nginx.pid"), "--nginx-pid", help="--replace: nginx's pid file."),
+    drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
@@ -47,6 +55,10 @@ def up(
             on_doctor=progress.note,
             runtime=runtime,
             image=image,
+            replace=replace,
+            nginx_conf=nginx_conf,
+            nginx_pid=nginx_pid,
+            drain_timeout=drain_timeout,
         )
     emit(result, as_json)
     return result.exit_code

@@ -67,7 +67,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     else:
         live = procs.alive(st.get("pid")) or procs.alive(st.get("supervisor_pid"))
     marker = state.deployment_marker(build_dir)
-    members = procs.deployment_procs(marker, st.get("pgid")) if live else []
+    members = procs.deployment_procs(marker, st.get("pgid"), str(build_dir)) if live else []
     health = http.health(st["base_url"]) if (probe and live and st.get("base_url")) else None
     ready = bool(live and st.get("ready") and health == 200)
     started = st.get("started_at")
