@@ -53,9 +53,11 @@ def env() -> dict[str, str]:
     return e
 
 
-def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60) -> tuple[int, dict | None, str]:
+def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60, extra_env: dict | None = None) -> tuple[int, dict | None, str]:
     """Run the real CLI; (exit code, parsed JSON stdout or None, stderr)."""
-    proc = subprocess.run([str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env())
+    proc = subprocess.run(
+        [str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env() | (extra_env or {})
+    )
     try:
         data = json.loads(proc.stdout)
     except ValueError:

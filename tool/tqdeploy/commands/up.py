@@ -31,6 +31,8 @@ def up(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
+    import sys
+
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
     from tqdeploy.runtime import up as start
@@ -43,7 +45,8 @@ def up(
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
         if not value > 0:
             raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
-    with ProgressLine() as progress:  # stderr: stdout stays the result, JSON or not
+    # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
+    with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
         result = start(
             build_dir,
             python=python,

@@ -120,7 +120,23 @@ def up(
         result.findings.append(already_running(dep.build_dir, st))
         return result
     old = _replace_target(dep, replace) if replace is not None else None
-    vllm_python = preflight_python(python) if runtime == "process" else None
+    vllm_python = preflight_python(python, dep.build_dir) if runtime == "process" else None
+    if vllm_python is not None:
+        from tqdeploy.runtime.process import PYTHON_ENV, has_vllm
+
+        if not has_vllm(vllm_python):
+            result.findings.append(
+                Finding(
+                    "TQ424",
+                    Severity.ERROR,
+                    f"{vllm_python} cannot import vllm",
+                    {"python": vllm_python},
+                    f"pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
+                    f"{PYTHON_ENV}; a vLLM installed elsewhere needs its PYTHONPATH",
+                    AREA,
+                )
+            )
+            return result
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
@@ -165,10 +181,14 @@ def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
     return st | {"build_dir": str(old_dir)}
 
 
-def preflight_python(python: str | None) -> str:
+def preflight_python(python: str | None, build_dir: Path) -> str:
     from tqdeploy.runtime.process import resolve_python
 
-    return resolve_python(python)
+    try:
+        previous = (state.read_state(build_dir) or {}).get("python")
+    except TQError:
+        previous = None
+    return resolve_python(python, previous)
 
 
 def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):
