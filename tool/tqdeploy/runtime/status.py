@@ -69,7 +69,8 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     marker = state.deployment_marker(build_dir)
     members = procs.deployment_procs(marker, st.get("pgid"), str(build_dir)) if live else []
     health = http.health(st["base_url"]) if (probe and live and st.get("base_url")) else None
-    ready = bool(live and st.get("ready") and health == 200)
+    # `up --no-wait` never records ready: what /health answers now is the truth.
+    ready = bool(live and health == 200)
     started = st.get("started_at")
     if live:
         label = "ready" if ready else ("unhealthy" if st.get("ready") else "starting")
