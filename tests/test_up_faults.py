@@ -205,3 +205,12 @@ def test_corrupt_state_file_is_a_clear_error_and_down_force_still_stops_everythi
     assert rc == 0 and down["status"] == "stopped" and down["left"] == []
     assert [f["id"] for f in down["findings"]] == ["TQ420"]
     assert_nothing_left(b, None, port)
+
+
+def test_a_python_without_vllm_is_refused_before_anything_starts(build):
+    b, _ = build
+    import sys
+
+    rc, up, _ = tq("up", str(b), "--json", "--python", sys.executable, timeout=60)  # tqdeploy's venv: no vllm
+    assert rc == 1 and up["status"] == "refused" and _ids(up) == ["TQ424"]
+    assert up["findings"][-1]["evidence"]["python"] == sys.executable

@@ -53,9 +53,11 @@ def env() -> dict[str, str]:
     return e
 
 
-def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60) -> tuple[int, dict | None, str]:
+def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60, extra_env: dict | None = None) -> tuple[int, dict | None, str]:
     """Run the real CLI; (exit code, parsed JSON stdout or None, stderr)."""
-    proc = subprocess.run([str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env())
+    proc = subprocess.run(
+        [str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env() | (extra_env or {})
+    )
     try:
         data = json.loads(proc.stdout)
     except ValueError:
@@ -68,7 +70,7 @@ def live_members(build: Path, pgid: int | None = None) -> list[tuple[int, str]]:
     from tqdeploy.runtime.procs import deployment_procs
     from tqdeploy.runtime.state import deployment_marker
 
-    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid)]
+    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid, str(build.resolve()))]
 
 
 def port_listening(port: int) -> bool:

@@ -20,9 +20,19 @@ def up(
         None, "--python", help="Python that has vLLM (default: $TQDEPLOY_VLLM_PYTHON, else python3 on PATH)."
     ),
     image: str | None = typer.Option(None, "--image", help="docker runtime: image to run (default: the lock's tag)."),
+    replace: Path | None = typer.Option(
+        None, "--replace", help="Blue-green: take over from this running build dir behind nginx, then stop it."
+    ),
+    nginx_conf: Path | None = typer.Option(
+        None, "--nginx-conf", help="--replace: the nginx.conf nginx includes (default: the old build's nginx.conf)."
+    ),
+    nginx_pid: Path = typer.Option(Path("/run/nginx.pid"), "--nginx-pid", help="--replace: nginx's pid file."),
+    drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
+    import sys
+
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
     from tqdeploy.runtime import up as start
@@ -35,7 +45,8 @@ def up(
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
         if not value > 0:
             raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
-    with ProgressLine() as progress:  # stderr: stdout stays the result, JSON or not
+    # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
+    with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
         result = start(
             build_dir,
             python=python,
@@ -47,6 +58,10 @@ def up(
             on_doctor=progress.note,
             runtime=runtime,
             image=image,
+            replace=replace,
+            nginx_conf=nginx_conf,
+            nginx_pid=nginx_pid,
+            drain_timeout=drain_timeout,
         )
     emit(result, as_json)
     return result.exit_code

@@ -23,8 +23,11 @@ from tqdeploy.runtime.supervisor import CHILD_PYTHONPATH_ENV
 PYTHON_ENV = "TQDEPLOY_VLLM_PYTHON"
 
 
-def resolve_python(python: str | None) -> str:
-    """--python, else $TQDEPLOY_VLLM_PYTHON, else python3 on PATH; an absolute path, symlinks kept (a venv)."""
+def resolve_python(python: str | None, previous: str | None = None) -> str:
+    """--python, else $TQDEPLOY_VLLM_PYTHON, else the one the last `up` of this build used, else python3 on
+    PATH; an absolute path, symlinks kept (a venv's python finds its venv through its own path)."""
+    if not python and not os.environ.get(PYTHON_ENV) and previous and os.access(previous, os.X_OK):
+        return previous
     choice = python or os.environ.get(PYTHON_ENV) or "python3"
     found = shutil.which(choice) if os.sep not in choice else (choice if os.access(choice, os.X_OK) else None)
     if not found:
@@ -33,6 +36,15 @@ def resolve_python(python: str | None) -> str:
             f"pass --python /path/to/python (the interpreter that has vLLM) or set {PYTHON_ENV}",
         )
     return os.path.abspath(found)
+
+
+def has_vllm(python: str) -> bool:
+    """Whether that interpreter can import vllm (found, not imported: importing takes seconds)."""
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    try:
+        return subprocess.run([python, "-c", probe], capture_output=True, timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def write_shims(build_dir: Path, python: str) -> Path:

@@ -57,19 +57,31 @@ def has_marker(pid: int, marker: str) -> bool:
     return f"TQDEPLOY_DEPLOYMENT={marker}".encode() in env.split(b"\0")
 
 
-def deployment_procs(marker: str, pgid: int | None = None) -> list[Proc]:
-    """Live (non-zombie) processes of this deployment, this process excluded."""
-    found = []
-    me = os.getpid()
-    for entry in PROC.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        proc = read_proc(int(entry.name))
-        if proc is None or proc.state == "Z":
-            continue
-        if (pgid is not None and proc.pgid == pgid) or has_marker(proc.pid, marker):
-            found.append(proc)
-    return sorted(found, key=lambda p: p.pid)
+def _cwd(pid: int) -> str | None:
+    try:
+        return os.readlink(PROC / str(pid) / "cwd")
+    except OSError:
+        return None
+
+
+def deployment_procs(marker: str, pgid: int | None = None, cwd: str | None = None) -> list[Proc]:
+    """Live (non-zombie) processes of this deployment, this process excluded.
+
+    Members: the recorded process group; processes with the marker in their environment and everyone in
+    their process groups (setproctitle may overwrite the environment block of `VLLM::` children, so their
+    own environ can lose the marker); and `VLLM::` processes whose working directory is the build dir
+    (serve.sh runs there), which finds an orphaned EngineCore even without state.json.
+    """
+    me, mine = os.getpid(), os.getpgrp()
+    procs = [p for p in (read_proc(int(e.name)) for e in PROC.iterdir() if e.name.isdigit()) if p is not None]
+    procs = [p for p in procs if p.state != "Z" and p.pid != me]
+    groups = {pgid} if pgid else set()
+    found = {p.pid for p in procs if has_marker(p.pid, marker)}
+    groups |= {p.pgid for p in procs if p.pid in found and p.pgid > 1 and p.pgid != mine}
+    for p in procs:
+        if p.pgid in groups or (cwd is not None and p.is_vllm and _cwd(p.pid) == cwd):
+            found.add(p.pid)
+    return sorted((p for p in procs if p.pid in found), key=lambda p: p.pid)
 
 
 def alive(pid: int | None) -> bool:
@@ -95,25 +107,27 @@ def signal_all(procs: list[Proc], sig: int) -> None:
                 pass
 
 
-def wait_gone(marker: str, pgid: int | None, timeout: float) -> list[Proc]:
+def wait_gone(marker: str, pgid: int | None, timeout: float, cwd: str | None = None) -> list[Proc]:
     """Poll until no process of the deployment is left or the timeout passes; what is left."""
     deadline = time.monotonic() + timeout
-    left = deployment_procs(marker, pgid)
+    left = deployment_procs(marker, pgid, cwd)
     while left and time.monotonic() < deadline:
         time.sleep(0.2)
-        left = deployment_procs(marker, pgid)
+        left = deployment_procs(marker, pgid, cwd)
     return left
 
 
-def stop_procs(marker: str, pgid: int | None, grace: float) -> tuple[list[Proc], list[Proc], list[Proc]]:
+def stop_procs(
+    marker: str, pgid: int | None, grace: float, cwd: str | None = None
+) -> tuple[list[Proc], list[Proc], list[Proc]]:
     """SIGTERM the deployment, SIGKILL what is left after `grace` s. (found, killed, left)."""
-    found = deployment_procs(marker, pgid)
+    found = deployment_procs(marker, pgid, cwd)
     if not found:
         return [], [], []
     signal_all(found, signal.SIGTERM)
-    left = wait_gone(marker, pgid, grace)
+    left = wait_gone(marker, pgid, grace, cwd)
     killed = list(left)
     if left:
         signal_all(left, signal.SIGKILL)
-        left = wait_gone(marker, pgid, 5.0)
+        left = wait_gone(marker, pgid, 5.0, cwd)
     return found, killed, left

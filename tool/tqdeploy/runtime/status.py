@@ -67,9 +67,10 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     else:
         live = procs.alive(st.get("pid")) or procs.alive(st.get("supervisor_pid"))
     marker = state.deployment_marker(build_dir)
-    members = procs.deployment_procs(marker, st.get("pgid")) if live else []
+    members = procs.deployment_procs(marker, st.get("pgid"), str(build_dir)) if live else []
     health = http.health(st["base_url"]) if (probe and live and st.get("base_url")) else None
-    ready = bool(live and st.get("ready") and health == 200)
+    # `up --no-wait` never records ready: what /health answers now is the truth.
+    ready = bool(live and health == 200)
     started = st.get("started_at")
     if live:
         label = "ready" if ready else ("unhealthy" if st.get("ready") else "starting")

@@ -54,7 +54,7 @@ def stop_deployment(
     t0 = time.monotonic()
     marker = deployment_marker(build_dir)
     server_alive = procs.alive(server_pid)
-    found, killed, left = procs.stop_procs(marker, pgid, grace)
+    found, killed, left = procs.stop_procs(marker, pgid, grace, str(Path(build_dir).resolve()))
     report = StopReport([p.to_dict() for p in found], [p.to_dict() for p in killed], [p.to_dict() for p in left])
     # vLLM children left without their API server, or outside the group: what a bare `kill PID` leaves.
     strays = [

@@ -31,6 +31,7 @@ class UpResult:
     phase: str | None = None
     doctor: str | None = None
     findings: list[Finding] = field(default_factory=list)
+    replaced: dict[str, Any] | None = None
 
     @property
     def exit_code(self) -> int:
@@ -51,6 +52,7 @@ class UpResult:
             "phase": self.phase,
             "doctor": self.doctor,
             "findings": [f.to_dict() for f in self.findings],
+            "replaced": self.replaced,
         }
 
     def render(self, console) -> None:
@@ -105,6 +107,10 @@ def up(
     on_doctor: Callable[[str], None] | None = None,
     runtime: str = "process",
     image: str | None = None,
+    replace: Path | None = None,
+    nginx_conf: Path | None = None,
+    nginx_pid: Path = Path("/run/nginx.pid"),
+    drain_timeout: float = 60.0,
 ) -> UpResult:
     """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped)."""
     dep = load_deployment(build_dir)
@@ -113,7 +119,24 @@ def up(
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
         return result
-    vllm_python = preflight_python(python) if runtime == "process" else None
+    old = _replace_target(dep, replace) if replace is not None else None
+    vllm_python = preflight_python(python, dep.build_dir) if runtime == "process" else None
+    if vllm_python is not None:
+        from tqdeploy.runtime.process import PYTHON_ENV, has_vllm
+
+        if not has_vllm(vllm_python):
+            result.findings.append(
+                Finding(
+                    "TQ424",
+                    Severity.ERROR,
+                    f"{vllm_python} cannot import vllm",
+                    {"python": vllm_python},
+                    f"pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
+                    f"{PYTHON_ENV}; a vLLM installed elsewhere needs its PYTHONPATH",
+                    AREA,
+                )
+            )
+            return result
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
@@ -129,13 +152,43 @@ def up(
         if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
 
-    return _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime, image)
+    result = _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime, image)
+    if old is not None and result.status == "ready":
+        from tqdeploy.runtime.down import down
+        from tqdeploy.runtime.replace import switch_and_drain
+
+        conf = nginx_conf or Path(old["build_dir"]) / "nginx.conf"
+        switch = switch_and_drain(conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout)
+        stopped = down(Path(old["build_dir"]), timeout=grace)
+        result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
+        result.findings += stopped.findings
+    return result
 
 
-def preflight_python(python: str | None) -> str:
+def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
+    """The running deployment --replace takes over from; it must be ready and on another port."""
+    old_dir = Path(replace).resolve()
+    if old_dir == dep.build_dir:
+        raise TQError("--replace names the build being started", "pass the build dir of the running deployment")
+    st = running_state(old_dir)
+    if st is None or not st.get("ready"):
+        raise TQError(f"--replace {old_dir}: no ready deployment there", f"`tqdeploy status {old_dir}` shows it")
+    if st.get("port") == dep.port:
+        raise TQError(
+            f"{dep.build_dir} uses port {dep.port}, as the deployment it replaces",
+            "set another server.port in the new spec and build again: both serve during the switch",
+        )
+    return st | {"build_dir": str(old_dir)}
+
+
+def preflight_python(python: str | None, build_dir: Path) -> str:
     from tqdeploy.runtime.process import resolve_python
 
-    return resolve_python(python)
+    try:
+        previous = (state.read_state(build_dir) or {}).get("python")
+    except TQError:
+        previous = None
+    return resolve_python(python, previous)
 
 
 def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):

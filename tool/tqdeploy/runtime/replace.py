@@ -1,0 +1,122 @@
+"""`up NEW --replace OLD`: blue-green behind nginx with no failed request.
+
+1. start NEW (its own port) and wait until it is ready; OLD keeps serving (a failed NEW leaves OLD alone);
+2. point the rendered nginx upstream (`upstream <name>_vllm { server HOST:PORT; }` in the conf nginx
+   includes) at NEW, atomically, and reload nginx (SIGHUP to its master: new workers take the new
+   upstream, old workers finish their requests on OLD and exit);
+3. drain: wait until the old workers are gone and OLD reports no running or waiting request
+   (`vllm:num_requests_running` / `vllm:num_requests_waiting` on /metrics), then stop OLD.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.runtime import http
+from tqdeploy.runtime.procs import PROC, alive, read_proc
+
+_UPSTREAM = re.compile(r"(upstream\s+\w+_vllm\s*\{[^}]*?\bserver\s+)([^;\s]+)(\s*;)", re.S)
+
+
+@dataclass
+class SwitchReport:
+    nginx_conf: str
+    old_upstream: str
+    new_upstream: str
+    reload_pid: int
+    drained_s: float = 0.0
+    old_workers: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+def rewrite_upstream(conf: Path, new: str) -> str:
+    """Point the conf's vLLM upstream at new (host:port); returns the old server. Atomic rename."""
+    text = conf.read_text(encoding="utf-8")
+    match = _UPSTREAM.search(text)
+    if match is None:
+        raise TQError(
+            f"{conf} has no `upstream <name>_vllm {{ server ...; }}` block", "pass the nginx.conf build rendered"
+        )
+    tmp = conf.with_name(f".{conf.name}.tqdeploy-{os.getpid()}")
+    tmp.write_text(text[: match.start(2)] + new + text[match.end(2) :], encoding="utf-8")
+    os.chmod(tmp, conf.stat().st_mode & 0o777)
+    os.replace(tmp, conf)
+    return match.group(2)
+
+
+def nginx_master(pid_file: Path) -> int:
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        raise TQError(
+            f"no nginx master pid in {pid_file}", "pass --nginx-pid with the pid file of the running nginx"
+        ) from None
+    if not alive(pid):
+        raise TQError(
+            f"nginx master {pid} (from {pid_file}) is not running", "start nginx, or pass the right --nginx-pid"
+        )
+    return pid
+
+
+def workers(master: int) -> list[int]:
+    out = []
+    for entry in PROC.iterdir():
+        if entry.name.isdigit():
+            p = read_proc(int(entry.name))
+            if p is not None and p.ppid == master and p.state != "Z":
+                out.append(p.pid)
+    return sorted(out)
+
+
+def in_flight(base_url: str) -> float | None:
+    """Running + waiting requests from vLLM's /metrics; None when it does not answer."""
+    status, body = http.get(base_url + "/metrics", timeout=5)
+    if status != 200:
+        return None
+    total = 0.0
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def _reloaded(master: int, before: list[int], timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if set(workers(master)) - set(before):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def switch_and_drain(
+    conf: Path, pid_file: Path, new_upstream: str, old_base_url: str, drain_timeout: float
+) -> SwitchReport:
+    master = nginx_master(pid_file)
+    before = workers(master)
+    old = rewrite_upstream(conf, new_upstream)
+    os.kill(master, signal.SIGHUP)  # nginx's reload: re-read the conf, start new workers, retire the old
+    if not _reloaded(master, before):
+        rewrite_upstream(conf, old)  # nginx kept the old conf (a syntax error?): leave both as they were
+        raise TQError(
+            f"nginx (master {master}) did not start new workers after the reload; {conf} restored",
+            "run `nginx -t` to see why it rejected the configuration; the old deployment still serves",
+        )
+    t0 = time.monotonic()
+    deadline = t0 + drain_timeout
+    while time.monotonic() < deadline:
+        retiring = [w for w in before if alive(w)]
+        busy = in_flight(old_base_url)
+        if not retiring and not busy:
+            break
+        time.sleep(0.2)
+    return SwitchReport(str(conf), old, new_upstream, master, round(time.monotonic() - t0, 2), before)
