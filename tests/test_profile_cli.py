@@ -94,22 +94,6 @@ def test_every_profile_finding_id_has_a_doc_page(run_cli):
         assert code == 0 and out.startswith(f"# {fid}:") and "## Fix" in out
 
 
-def test_build_start_without_up_is_one_line(tmp_path):
-    import tqdeploy.commands as pkg
-
-    if (Path(pkg.__file__).parent / "up.py").exists():
-        pytest.skip("`tqdeploy up` is installed: tests/test_profile_live.py-style starts apply")
-    build = tmp_path / "b"
-    build.mkdir()
-    proc = subprocess.run(
-        [sys.executable, "-m", "tqdeploy", "profile", str(build), "--start", "cold"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 2 and "no `up` command" in proc.stderr and "Traceback" not in proc.stderr
-
-
 def test_cold_start_refuses_an_operator_set_cache_root(tmp_path):
     build = tmp_path / "b"
     (build / ".tqdeploy" / "cache" / "vllm").mkdir(parents=True)
@@ -124,3 +108,16 @@ def test_cold_start_refuses_an_operator_set_cache_root(tmp_path):
     )
     assert proc.returncode == 2 and "VLLM_CACHE_ROOT is set" in proc.stderr, proc.stderr
     assert shared.is_dir() and (build / ".tqdeploy" / "cache" / "vllm").is_dir()  # nothing removed
+
+
+def test_a_failed_up_is_named_in_one_line(tmp_path):
+    empty = tmp_path / "not-a-build"
+    empty.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", str(empty), "--start", "warm"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and f"tqdeploy up {empty} failed" in proc.stderr, proc.stderr
+    assert "tqdeploy build" in proc.stderr and "Traceback" not in proc.stderr

@@ -58,14 +58,9 @@ def start(build: Path, mode: str) -> Started:
         shutil.rmtree(cache, ignore_errors=True)
     launched = time.time()
     proc = subprocess.run([*_cli(), "up", str(build), "--json"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
-    if proc.returncode != 0 and "No such command 'up'" in proc.stderr:
-        raise TQError(
-            "this tqdeploy has no `up` command: profile BUILD --start needs it",
-            "profile a running server with --url http://127.0.0.1:PORT --log LOG, or a saved log with --log",
-        )
     if proc.returncode != 0:
         raise TQError(
-            f"tqdeploy up {build} failed (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}",
+            f"tqdeploy up {build} failed (exit {proc.returncode}): {_why(proc.stdout, proc.stderr)}",
             f"run `tqdeploy up {build}` and `tqdeploy logs {build}` to see why",
         )
     try:
@@ -83,6 +78,19 @@ def start(build: Path, mode: str) -> Started:
         "not dropped (weights may come from the OS page cache)",
         data.get("seconds_to_ready"),
     )
+
+
+def _why(stdout: str, stderr: str) -> str:
+    """up's own reason: the first finding of its JSON, else its last line on stderr."""
+    try:
+        findings = json.loads(stdout).get("findings") or []
+        if findings:
+            return str(findings[0].get("title"))
+    except (ValueError, AttributeError):
+        pass
+    lines = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    errors = [line.split("error:", 1)[1].strip() for line in lines if "error:" in line]
+    return errors[0] if errors else (lines[-1] if lines else "no output")
 
 
 def stop(build: Path) -> None:
