@@ -111,6 +111,7 @@ def test_bounded_load_samples_kv_usage(tq_server):
     assert server["samples"] >= 3
     assert server["kv_usage_max"] > 0, load["samples"]
     assert server["running_max"] >= 1
+    assert server["gpu_used_mib_max"] is None  # a CPU host: no NVML, no GPU figures claimed
     assert server["generation_tokens"] >= 2 * 8 * 128
 
 

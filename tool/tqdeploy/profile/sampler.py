@@ -18,10 +18,16 @@ class MetricsSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._t0 = time.perf_counter()
+        self._gpus = False
 
     def scrape(self):
         scrape = parse_metrics(fetch_metrics(self.base_url))
-        self.samples.append({"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values})
+        sample = {"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values}
+        if self._gpus:  # NVML memory per GPU on GPU hosts (runtime/gpu.py; None without a driver)
+            from tqdeploy.runtime.gpu import gpu_memory
+
+            sample["gpu_used_mib"] = [g["used_mib"] for g in gpu_memory() or []]
+        self.samples.append(sample)
         if self.first is None:
             self.first = scrape
         self.last = scrape
@@ -36,6 +42,9 @@ class MetricsSampler:
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> MetricsSampler:
+        from tqdeploy.runtime.gpu import gpu_memory
+
+        self._gpus = bool(gpu_memory())
         self.scrape()
         self._thread.start()
         return self
@@ -64,4 +73,6 @@ class MetricsSampler:
         out["kv_usage_max"] = max(usage) if usage else None
         out["running_max"] = max((s.get("running", 0) for s in self.samples), default=None)
         out["waiting_max"] = max((s.get("waiting", 0) for s in self.samples), default=None)
+        gpu = [s["gpu_used_mib"] for s in self.samples if s.get("gpu_used_mib")]
+        out["gpu_used_mib_max"] = [max(col) for col in zip(*gpu, strict=False)] if gpu else None
         return out
