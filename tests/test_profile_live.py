@@ -95,24 +95,31 @@ def test_turboquant_not_in_effect_on_the_cpu_build(tq_server):
 
 
 def test_bounded_load_samples_kv_usage(tq_server):
-    # the tiny model answers 8 x 24 tokens in under a second: 128-token answers and 5 scrapes a second
-    # keep the load long enough to be sampled while requests hold KV blocks
-    spec = LoadSpec(concurrency=[1, 4], prompt_tokens=200, output_tokens=128, requests=8, sample_interval_s=0.2)
+    # 16 x 256-token answers keep each step busy for several seconds, with 5 scrapes a second
+    spec = LoadSpec(concurrency=[1, 4], prompt_tokens=200, output_tokens=256, requests=16, sample_interval_s=0.2)
     started = time.monotonic()
     result = profile(Inputs(url=tq_server["url"], load=spec), "running")
     assert time.monotonic() - started < 300  # bounded: it stops by itself
     load = result.load
     assert [s["concurrency"] for s in load["steps"]] == [1, 4]
     for step in load["steps"]:
-        assert step["completed"] == 8 and step["errors"] == 0, step
+        assert step["completed"] == 16 and step["errors"] == 0, step
         assert step["ttft_p50_s"] > 0 and step["itl_p50_s"] > 0
-        assert step["output_tokens"] == 8 * 128
+        assert step["output_tokens"] == 16 * 256
     server = load["server"]
     assert server["samples"] >= 3
-    assert server["kv_usage_max"] > 0, load["samples"]
-    assert server["running_max"] >= 1
+    assert server["generation_tokens"] >= 2 * 16 * 256
     assert server["gpu_used_mib_max"] is None  # a CPU host: no NVML, no GPU figures claimed
-    assert server["generation_tokens"] >= 2 * 8 * 128
+    # With the tiny model (1.4 ms a token) vLLM's API server answers /metrics mostly between streamed
+    # requests (vllm:generation_tokens_total is a multiple of 256 at most scrapes: measured), so a load
+    # may end without one scrape inside a request. Up to two more bounded loads, then it must have been seen.
+    seen = [server]
+    for _ in range(2):
+        if max(s["kv_usage_max"] or 0 for s in seen) > 0:
+            break
+        seen.append(profile(Inputs(url=tq_server["url"], load=spec), "running").load["server"])
+    assert max(s["kv_usage_max"] or 0 for s in seen) > 0, seen
+    assert max(s["running_max"] or 0 for s in seen) >= 1
 
 
 def test_cli_writes_profile_json_and_png(tq_server, tmp_path, tqdeploy_exe):
