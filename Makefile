@@ -17,6 +17,14 @@ $(VENV)/.installed: pyproject.toml
 
 install: $(VENV)/.installed
 
+# Quality gates (config in pyproject.toml): ruff lint (with a complexity limit), ruff format, mypy on tool/.
+# Needs only the tool venv, so CI runs it before the slow test dependencies.
+.PHONY: check
+check: install
+	$(VENV)/bin/ruff check tool tests
+	$(VENV)/bin/ruff format --check tool tests
+	$(VENV)/bin/mypy
+
 # The whole loop on the tiny CPU demo, no network: audit this host, render the tiny-cpu-demo spec into
 # build/demo, generate its model where serve.sh expects it (models/tiny, random weights), start it with
 # the CPU build of vLLM, send one chat completion, show its status, stop it. build/demo stays, so

@@ -76,6 +76,67 @@ def _group_layout(bucket_sizes: list[int]) -> list[list[int]]:
     return out
 
 
+@dataclass
+class _HybridPages:
+    """Block size after hybrid alignment, and the linear-attention page (None without linear layers)."""
+
+    block_size: int
+    mamba_page: int | None = None
+    mamba_padded: int | None = None
+    mode: str | None = None
+
+
+def _align_block_size(
+    facts: ModelFacts,
+    kv_cache_dtype: str,
+    tp: int,
+    bs: int,
+    kernel_min: int,
+    pages: tuple[int, int, bool],
+    prefix_caching: bool,
+    notes: list[str],
+) -> tuple[_HybridPages, bool]:
+    """vLLM's block-size raises for hybrids and skip layers; returns the pages and whether they are exact."""
+    primary, skipped, has_skip = pages
+    n_linear = len(facts.linear_attention["layers"]) if facts.is_hybrid and facts.linear_attention else 0
+    if n_linear:
+        mamba_page = mamba_state_bytes(facts, tp)
+        if mamba_page is None:
+            raise ValueError("linear-attention state size unknown for this architecture")
+        attn_1 = math.lcm(primary, skipped) if has_skip and kv_cache_dtype.startswith("turboquant_") else primary
+        align = max(kernel_min, bs) if not facts.mla else max(kernel_min, bs, 128)
+        attn_bs = align * cdiv(mamba_page, align * attn_1)
+        attn_bs = kernel_min * cdiv(attn_bs, kernel_min)
+        bs = max(bs, attn_bs)
+        hybrid = _HybridPages(bs, mamba_page, bs * attn_1, "align" if prefix_caching else "none")
+        if has_skip:
+            notes.append("hybrid model with skip layers: vLLM pads mixed pages in ways not modelled here")
+        return hybrid, not has_skip
+    if has_skip and skipped != primary:
+        align = max(kernel_min, bs)
+        bs = max(bs, align * cdiv(skipped * kernel_min, align * primary))
+    return _HybridPages(bs), True
+
+
+def _cache_groups(
+    buckets: list[tuple[str, list[int]]], mixed_pages: bool, notes: list[str]
+) -> tuple[list[list[list[int]]], bool]:
+    """Layers per cache group, per bucket; False when mixed page sizes make the packing inexact."""
+    if len(buckets) == 1:
+        return [[buckets[0][1]]], True  # one type: one group, every layer's page in each block
+    exact = True
+    if mixed_pages:
+        exact = False
+        notes.append(
+            "sliding-window model with skip layers: mixed page sizes are packed by vLLM in ways not modelled exactly"
+        )
+    layout = _group_layout([len(b) for _, b in buckets])
+    groups = [
+        [layers[i::n] for i in range(n)] for (_, layers), n in zip(buckets, (len(g) for g in layout), strict=False)
+    ]
+    return groups, exact
+
+
 def kv_capacity(
     facts: ModelFacts,
     kv_cache_dtype: str,
@@ -97,56 +158,40 @@ def kv_capacity(
     skipped = layer_token_bytes(facts, "auto", tp)
     has_skip = any(v != primary for v in per_layer.values())
     notes: list[str] = []
-    exact = True
-    bs = block_size or default_block_size(platform, facts, kv_cache_dtype)
     kernel_min = 32 if platform == "cpu" else 16  # CPU_ATTN MultipleOf(32); FA/TQ/Triton smallest 16
+    hybrid, exact = _align_block_size(
+        facts,
+        kv_cache_dtype,
+        tp,
+        block_size or default_block_size(platform, facts, kv_cache_dtype),
+        kernel_min,
+        (primary, skipped, has_skip),
+        prefix_caching,
+        notes,
+    )
+    bs = hybrid.block_size
 
-    mamba_page = mamba_padded = None
-    n_linear = len(facts.linear_attention["layers"]) if facts.is_hybrid and facts.linear_attention else 0
-    mode = None
-    if n_linear:
-        mamba_page = mamba_state_bytes(facts, tp)
-        if mamba_page is None:
-            raise ValueError("linear-attention state size unknown for this architecture")
-        mode = "align" if prefix_caching else "none"
-        attn_1 = math.lcm(primary, skipped) if has_skip and kv_cache_dtype.startswith("turboquant_") else primary
-        align = max(kernel_min, bs) if not facts.mla else max(kernel_min, bs, 128)
-        attn_bs = align * cdiv(mamba_page, align * attn_1)
-        attn_bs = kernel_min * cdiv(attn_bs, kernel_min)
-        bs = max(bs, attn_bs)
-        mamba_padded = bs * attn_1
-        if has_skip:
-            exact = False
-            notes.append("hybrid model with skip layers: vLLM pads mixed pages in ways not modelled here")
-    elif has_skip and skipped != primary:
-        align = max(kernel_min, bs)
-        bs = max(bs, align * cdiv(skipped * kernel_min, align * primary))
-
-    sliding = facts.sliding_window["layers"] if facts.sliding_window else []
-    if sliding and facts.sliding_window.get("size") is None:
+    window_spec = facts.sliding_window or {}
+    sliding: list[int] = window_spec["layers"] if window_spec else []
+    window = window_spec.get("size")
+    if sliding and window is None:
         raise ValueError("sliding-window layers without a window size in config.json")
     full = [i for i in per_layer if i not in set(sliding)]
-    linear = list(facts.linear_attention["layers"]) if n_linear else []
+    linear = list(facts.linear_attention["layers"]) if hybrid.mamba_page is not None and facts.linear_attention else []
     buckets = [(kind, layers) for kind, layers in (("full", full), ("sliding", sliding), ("linear", linear)) if layers]
-    if len(buckets) == 1:
-        groups = [[buckets[0][1]]]  # one type: one group, every layer's page in each block
-    else:
-        if has_skip and not n_linear:
-            exact = False
-            notes.append(
-                "sliding-window model with skip layers: mixed page sizes are packed by vLLM in ways "
-                "not modelled exactly"
-            )
-        groups = [
-            [layers[i::n] for i in range(n)]
-            for (_, layers), n in zip(buckets, (len(g) for g in _group_layout([len(b) for _, b in buckets])))
-        ]
+    groups, groups_exact = _cache_groups(buckets, has_skip and hybrid.mamba_page is None, notes)
+    exact = exact and groups_exact
 
     def page(layer: int, kind: str) -> int:
-        return mamba_padded if kind == "linear" else bs * per_layer[layer]
+        if kind == "linear":
+            assert hybrid.mamba_padded is not None  # linear layers only exist with a mamba page
+            return hybrid.mamba_padded
+        return bs * per_layer[layer]
 
     # One block spans the pages of a group's layers; the pool's block is the largest group's.
-    bytes_per_block = max(sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups) for g in gs)
+    bytes_per_block = max(
+        sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups, strict=True) for g in gs
+    )
     if sliding:
         notes.append(
             f"sliding-window groups sized for {max_in_flight_tokens} in-flight tokens "
@@ -156,13 +201,13 @@ def kv_capacity(
     num_blocks = max(kv_memory_bytes, 0) // bytes_per_block
     per_request = 0
     mamba_blocks = 0
-    for (kind, _), gs in zip(buckets, groups):
+    for (kind, _), gs in zip(buckets, groups, strict=True):
         for _ in gs:
             if kind == "sliding":
-                window = facts.sliding_window["size"]
+                assert window is not None  # checked above: sliding layers come with a size
                 per_request += cdiv(min(window - 1 + max_in_flight_tokens, max_model_len), bs) + 1
             elif kind == "linear":
-                blocks = 2 if mode == "align" else 1  # MambaSpec.max_memory_usage_bytes
+                blocks = 2 if hybrid.mode == "align" else 1  # MambaSpec.max_memory_usage_bytes
                 per_request += blocks
                 mamba_blocks += blocks
             else:
@@ -176,9 +221,9 @@ def kv_capacity(
         max_concurrency=concurrency,
         tokens=int(concurrency * max_model_len),
         group_sizes=[len(g) for gs in groups for g in gs],
-        mamba_page_bytes=mamba_page,
-        mamba_page_padded=mamba_padded,
-        mamba_cache_mode=mode,
+        mamba_page_bytes=hybrid.mamba_page,
+        mamba_page_padded=hybrid.mamba_padded,
+        mamba_cache_mode=hybrid.mode,
         fixed_state_bytes_per_seq=mamba_blocks * bytes_per_block,
         exact=exact,
         notes=notes,

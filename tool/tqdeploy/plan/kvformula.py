@@ -98,6 +98,11 @@ def layer_token_bytes(facts: ModelFacts, kv_cache_dtype: str, tp: int = 1) -> in
         return heads * (hs + hv)
     if facts.mla:
         raise NotApplicable(f"{kv_cache_dtype} has no MLA attention backend in vLLM 0.32.0")
+    return _packed_token_bytes(kv_cache_dtype, heads, hs, hv)
+
+
+def _packed_token_bytes(kv_cache_dtype: str, heads: int, hs: int, hv: int) -> int:
+    """The per-token-head, NVFP4, TurboQuant and UltraQuant layouts (attention without MLA)."""
     if kv_cache_dtype in ("int8_per_token_head", "fp8_per_token_head"):
         return heads * ((hs + hv) + 2 * 4)
     if kv_cache_dtype == "int4_per_token_head":

@@ -52,7 +52,7 @@ def parse_kv_log(text: str) -> LoggedKv:
     missing = [
         n for n, m in (("KV cache memory", mem), ("KV cache size", size), ("maximum concurrency", conc)) if not m
     ]
-    if missing:
+    if mem is None or size is None or conc is None:
         raise ValueError(f"log has no {', '.join(missing)} line (did the engine reach KV cache allocation?)")
     args: dict = {}
     if (a := _ARGS.search(text)) is not None:

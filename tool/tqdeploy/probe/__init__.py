@@ -11,7 +11,8 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timezone
+from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +61,7 @@ def collect(
             from tqdeploy.probe.pci import probe_pci_device, sysfs_bdf
 
             bdf = sysfs_bdf(gpu.pci_bus_id)
-            snap.pci[bdf] = run(f"pci:{bdf}", lambda: probe_pci_device(roots.sys, bdf)) or {}
+            snap.pci[bdf] = run(f"pci:{bdf}", partial(probe_pci_device, roots.sys, bdf)) or {}
     from tqdeploy.probe import pci, system
 
     snap.aspm_policy = run("aspm", lambda: pci.probe_aspm_policy(roots.sys))

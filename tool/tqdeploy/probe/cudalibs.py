@@ -25,10 +25,11 @@ LDCONFIG_LIBS = {
 
 
 def probe_wheels(distributions: Callable[[], Any] | None = None) -> dict[str, str]:
-    if distributions is None:
-        from importlib.metadata import distributions
+    from importlib.metadata import distributions as installed
+
+    listed: Callable[[], Any] = distributions or installed
     found: dict[str, str] = {}
-    for dist in distributions():
+    for dist in listed():
         name = (dist.metadata.get("Name") or "").lower().replace("_", "-")
         if name.startswith(WHEEL_PREFIXES):
             found[name] = dist.version

@@ -56,7 +56,9 @@ def proxy_for(url: str, env: Mapping[str, str]) -> str | None:
     matches (huggingface_hub 2.4 builds an httpx2 client that takes proxies from the environment:
     httpx2/_utils.py get_environment_proxies; a proxy without a scheme is taken as http://)."""
     from urllib.parse import urlsplit
-    from urllib.request import proxy_bypass_environment
+
+    # CPython has it (urllib/request.py) but typeshed leaves it out, as it is not in the documented API.
+    from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
     def get(name: str) -> str | None:
         return env.get(name.lower()) or env.get(name.upper()) or None

@@ -115,7 +115,8 @@ def _probe_gpu(nv, index: int, h) -> GPU:
     gpu.retired_pages_pending = bool(pending) if pending is not None else None
     rows = read("remapped_rows", lambda: nv.nvmlDeviceGetRemappedRows(h))
     if rows is not None:  # (corrRows, uncRows, isPending, failureOccurred), nvml.h
-        gpu.remapped_rows = dict(zip(("correctable", "uncorrectable", "pending", "failure"), (int(v) for v in rows)))
+        names = ("correctable", "uncorrectable", "pending", "failure")
+        gpu.remapped_rows = dict(zip(names, (int(v) for v in rows), strict=False))
     persistence = read("persistence", lambda: nv.nvmlDeviceGetPersistenceMode(h))
     gpu.persistence = bool(persistence) if persistence is not None else None
     mig = read("mig_mode", lambda: nv.nvmlDeviceGetMigMode(h))

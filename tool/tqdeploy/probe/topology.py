@@ -1,7 +1,7 @@
 """GPU-to-GPU topology for tensor parallelism: common ancestor level and P2P status per pair.
 
-NVML answers with constants (nvml.h): NVML_TOPOLOGY_INTERNAL 0 (two GPUs on one board), SINGLE 10 (PIX), MULTIPLE 20 (PXB),
-HOSTBRIDGE 30 (PHB), NODE 40, SYSTEM 50 (SYS). NVLink-connected pairs are reported as NV#, the
+NVML answers with constants (nvml.h): NVML_TOPOLOGY_INTERNAL 0 (two GPUs on one board), SINGLE 10 (PIX),
+MULTIPLE 20 (PXB), HOSTBRIDGE 30 (PHB), NODE 40, SYSTEM 50 (SYS). NVLink-connected pairs are reported as NV#, the
 number of active links between the two, as ``nvidia-smi topo -m`` does.
 """
 
