@@ -35,3 +35,52 @@ def test_help_does_not_import_heavy_libraries(tqdeploy_exe):
     res = subprocess.run([tqdeploy_exe, "--help"], capture_output=True, text=True)
     assert res.returncode == 0
     assert "Usage: tqdeploy" in res.stdout
+
+
+# A bug stand-in: explain's library call raises an exception that no code path expects. It runs in a real
+# child process, so the exit status is the one a shell sees.
+_BUGGY_EXPLAIN = (
+    "import tqdeploy.resources as resources\n"
+    "def doc_path(check_id):\n"
+    "    raise RuntimeError('index out of step\\nsecond line of the message')\n"
+    "resources.doc_path = doc_path\n"
+    "from tqdeploy.cli import main\n"
+    "raise SystemExit(main(['explain', 'TQ101']))\n"
+)
+
+
+def _run_buggy(tqdeploy_exe, debug: bool) -> subprocess.CompletedProcess:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "TQDEPLOY_DEBUG"}
+    if debug:
+        env["TQDEPLOY_DEBUG"] = "1"
+    python = tqdeploy_exe.rsplit("/", 1)[0] + "/python"
+    return subprocess.run([python, "-c", _BUGGY_EXPLAIN], capture_output=True, text=True, env=env, timeout=60)
+
+
+def test_internal_error_exits_3_with_one_line(tqdeploy_exe):
+    res = _run_buggy(tqdeploy_exe, debug=False)
+    assert res.returncode == 3
+    assert res.stdout == ""
+    assert res.stderr.splitlines() == [
+        "tqdeploy: internal error: RuntimeError: index out of step "
+        "(a bug in tqdeploy; re-run with TQDEPLOY_DEBUG=1 for a traceback)"
+    ]
+
+
+def test_internal_error_traceback_only_with_debug(tqdeploy_exe):
+    res = _run_buggy(tqdeploy_exe, debug=True)
+    assert res.returncode == 3
+    assert res.stderr.startswith("Traceback (most recent call last):")
+    assert "RuntimeError: index out of step" in res.stderr
+    assert res.stderr.splitlines()[-1] == "tqdeploy: internal error: RuntimeError: index out of step"
+
+
+def test_usage_errors_stay_exit_2(run_cli):
+    code, _, err = run_cli("plan")  # a required option left out: click's usage error, not a bug
+    assert code == 2
+    assert "Missing option '--model'" in err and "internal error" not in err
+    code, _, err = run_cli("explain", "--no-such-flag")
+    assert code == 2
+    assert "No such option" in err and "internal error" not in err

@@ -53,7 +53,11 @@ _register_commands()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI through the single error funnel; returns the process exit code."""
+    """Run the CLI through the single error funnel; returns the process exit code.
+
+    TQError: exit 2 (or its own code); usage errors of the command line: exit 2 with click's message;
+    Ctrl-C: 130; any other exception is a bug: exit 3 (errors.EXIT_INTERNAL).
+    """
     from tqdeploy.errors import EXIT_INTERRUPTED, EXIT_USAGE, TQError, report_error
 
     try:
@@ -66,10 +70,12 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         print("tqdeploy: aborted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except Exception as err:  # click usage errors carry their own formatting
-        show = getattr(err, "show", None)
-        if callable(show):
+    except Exception as err:
+        # click's usage errors (typer vendors click in recent releases, so match them by shape, not class)
+        # print their own usage line and message.
+        show, exit_code = getattr(err, "show", None), getattr(err, "exit_code", None)
+        if callable(show) and isinstance(exit_code, int):
             show()
-            return getattr(err, "exit_code", EXIT_USAGE) or EXIT_USAGE
+            return exit_code or EXIT_USAGE
         return report_error(err)
     return result if isinstance(result, int) else 0

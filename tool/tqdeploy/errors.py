@@ -3,7 +3,8 @@
 Exit codes (documented in README.md):
   0  success, no error findings
   1  the command ran and found errors (doctor/lint findings, failed verification)
-  2  usage error, bad input, or an internal error
+  2  usage error or bad input (a TQError, or a usage error of the command line)
+  3  internal error: an unexpected exception, i.e. a bug in tqdeploy
   130 interrupted (Ctrl-C)
 """
 
@@ -15,6 +16,7 @@ import sys
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 DEBUG_ENV = "TQDEPLOY_DEBUG"
@@ -37,21 +39,33 @@ def debug_enabled() -> bool:
     return os.environ.get(DEBUG_ENV, "") not in ("", "0")
 
 
+def _first_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    return lines[0] if lines else ""
+
+
 def report_error(err: BaseException) -> int:
-    """Print one line (two with a remediation) to stderr and return the exit code."""
+    """Print the error to stderr and return the exit code.
+
+    A TQError is one line (two with its fix) and exits with its own code (2 unless it says otherwise).
+    Anything else is a bug in tqdeploy: one line naming the exception, exit 3; TQDEPLOY_DEBUG=1 adds
+    the traceback.
+    """
     if isinstance(err, TQError):
         line = f"tqdeploy: error: {err.message}"
         if err.remediation:
             line += f"\n  fix: {err.remediation}"
         code = err.exit_code
     else:
-        line = f"tqdeploy: internal error: {type(err).__name__}: {err}"
-        code = EXIT_USAGE
+        detail = _first_line(str(err))
+        name = type(err).__name__
+        line = f"tqdeploy: internal error: {name}: {detail}" if detail else f"tqdeploy: internal error: {name}"
+        if not debug_enabled():
+            line += f" (a bug in tqdeploy; re-run with {DEBUG_ENV}=1 for a traceback)"
+        code = EXIT_INTERNAL
     if debug_enabled():
         import traceback
 
         traceback.print_exception(err, file=sys.stderr)
-    elif not isinstance(err, TQError):
-        line += f"\n  (re-run with {DEBUG_ENV}=1 for a traceback)"
     print(line, file=sys.stderr)
     return code
