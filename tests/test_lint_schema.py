@@ -59,7 +59,7 @@ def test_kv_cache_dtype_choices_come_from_vllm():
 
 def test_defaults_and_platform_dependent_values():
     s = load_schema("0.32.0")
-    assert s.default("gpu_memory_utilization") == 0.92  # FACTS: default 0.92 (was 0.9)
+    assert s.default("gpu_memory_utilization") == 0.92  # docs/facts.md: default 0.92 (was 0.9)
     assert s.default("tensor_parallel_size") == 1
     mm = s.options["mm_processor_device"]
     assert "choices" in mm.platform_dependent and not mm.has_default  # 'cuda' only on CUDA platforms

@@ -21,7 +21,7 @@ def codes(problems):
 
 def test_tp_qwen36_valid_sizes_and_replication():
     q = facts("qwen3.6-27b")
-    assert compat.valid_tp_sizes(q) == [1, 2, 4, 8]  # FACTS: 1/2/4/8 work
+    assert compat.valid_tp_sizes(q) == [1, 2, 4, 8]  # docs/facts.md: 1/2/4/8 work
     assert compat.tensor_parallel_problems(q, 2) == []
     assert codes(compat.tensor_parallel_problems(q, 8)) == [(Severity.INFO, "TP_KV_REPLICATED")]
     bad = compat.tensor_parallel_problems(q, 3)
@@ -116,7 +116,7 @@ def test_turboquant_hybrid_known_bad_versions():
 
 def test_weights_fit():
     q = facts("qwen3.6-27b")
-    q.weight_bytes = int(55.6e9)  # FACTS: ~55.6 GB of BF16 weights
+    q.weight_bytes = int(55.6e9)  # docs/facts.md: ~55.6 GB of BF16 weights
     assert compat.weights_fit_problems(q, 1, 150754820096, 0.92) == []
     card = 30 * (1 << 30)  # usable 27.6 GiB at 0.92
     bad = compat.weights_fit_problems(q, 1, card, 0.92)  # 51.8 GiB on one GPU

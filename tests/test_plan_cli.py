@@ -154,7 +154,7 @@ def test_no_gpu_here_names_the_alternatives(run_cli, monkeypatch):
 
 
 def test_json_keys_and_types_are_the_documented_contract(run_cli):
-    """Issue 3's contract and docs/plan.md: these keys, these types, nothing renamed."""
+    """The JSON contract of docs/plan.md: these keys, these types, nothing renamed."""
     code, data, _ = plan_json(run_cli, "--model", LLAMA, "--gpu", "H200", "--max-model-len", "131072")
     assert code == 0
     assert set(data) == {

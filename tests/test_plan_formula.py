@@ -34,7 +34,7 @@ def facts(name):
     ],
 )
 def test_qwen36_27b_table_from_facts(dtype, kib):
-    # FACTS.md: 16 full-attention layers, 4 KV heads, head_dim 256, TP=1; hybrids have no boundary skip.
+    # docs/facts.md: 16 full-attention layers, 4 KV heads, head_dim 256, TP=1; hybrids have no boundary skip.
     assert kv_bytes_per_token(facts("qwen3.6-27b"), dtype) == kib * KiB
 
 
@@ -157,7 +157,7 @@ def test_weight_estimate_is_close_for_published_sizes():
     # parameter counts as the model names state them, bf16: 8B, 30B (MoE), 27B (hybrid, without vision/MTP)
     assert abs(estimate_weight_bytes(facts("llama-3.1-8b")) / 16e9 - 1) < 0.05
     assert abs(estimate_weight_bytes(facts("qwen3-30b-a3b")) / 60e9 - 1) < 0.05
-    assert 50e9 < estimate_weight_bytes(facts("qwen3.6-27b")) < 55.6e9  # FACTS: 55.6 GB incl. vision + MTP
+    assert 50e9 < estimate_weight_bytes(facts("qwen3.6-27b")) < 55.6e9  # docs/facts.md: 55.6 GB incl. vision + MTP
 
 
 def test_sliding_window_capacity_hand_computed():

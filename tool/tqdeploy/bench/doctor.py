@@ -1,6 +1,6 @@
 """Benchmark: a full `tqdeploy doctor --offline --json` against `python -m vllm.collect_env`.
 
-Goals (issue 2): doctor median wall <= 1.0 s and peak RSS <= 80 MB on the 2-core machine; `tqdeploy
+Goals: doctor median wall <= 1.0 s and peak RSS <= 80 MB on the 2-core machine; `tqdeploy
 --help` <= 0.25 s. Each child's peak RSS comes from its own rusage (os.wait4), so runs of other
 benchmarks in the same process do not leak into the figure.
 """

@@ -4,7 +4,7 @@
 three times, alternating; the best run counts), so hashing speed is compared, not the disk.
 sha256sum hashes its files one after another on one core; tqdeploy hashes files on threads (one
 per core, hashlib releases the GIL), and the single-thread row shows the per-core speed too.
-Goal (issue 5): >= 80% of sha256sum.
+Goal: >= 80% of sha256sum.
 """
 
 from __future__ import annotations

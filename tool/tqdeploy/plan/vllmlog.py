@@ -1,6 +1,6 @@
 """Read the KV figures out of a vLLM start-up log and compare them with the planner (calibration).
 
-Log lines (FACTS.md, "vLLM: cold start, logs, metrics"; vLLM 0.25.0 and 0.32.0 logs seen here):
+Log lines (docs/facts.md, "vLLM: cold start, logs, metrics"; vLLM 0.25.0 and 0.32.0 logs in tests/fixtures/vllm-logs/):
   GPU: "Available KV cache memory: 125.15 GiB" (v1/worker/gpu_worker.py)
   CPU: "Auto set (1.72/7.96) GiB for KV cache" or "Explicitly set (...)" (v1/worker/cpu_worker.py)
   "GPU|CPU KV cache size: 16,403,232 tokens" + "Maximum concurrency for 32,768 tokens per request:
@@ -15,7 +15,7 @@ import ast
 import re
 from dataclasses import asdict, dataclass
 
-GiB = 1 << 30
+from tqdeploy.units import GiB
 
 _AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
 _CPU_SET = re.compile(r"(?:Auto|Explicitly) set \(([\d.]+)/[\d.]+\) GiB for KV cache")

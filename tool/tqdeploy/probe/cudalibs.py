@@ -3,7 +3,7 @@
 Two sources: the nvidia-* wheels in the Python environment (what torch/vLLM load first, through
 their RPATHs) and the system linker cache (`ldconfig -p`). They differ in practice: the recorded
 H200 host had cuDNN 9.19 from the nvidia-cudnn-cu13 wheel in use by torch and a different system
-libcudnn (../shared/fixtures/hosts/h200-1gpu/torch.txt).
+libcudnn (tests/fixtures/hosts/h200-1gpu/torch.txt and host.txt; docs/facts.md, "Machines").
 """
 
 from __future__ import annotations
