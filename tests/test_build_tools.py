@@ -332,7 +332,7 @@ def nginx_binary(tmp_path_factory):
     if shutil.which("nginx"):
         return shutil.which("nginx")
     tmp = tmp_path_factory.mktemp("nginx")
-    for attempt in (0, 1):
+    for _attempt in (0, 1):
         res = _run(["apt-get", "download", "nginx"], cwd=tmp)
         if res.returncode == 0:
             break

@@ -17,7 +17,7 @@ SHARDS = (300_000, 200_000)
 def repo(tmp_path_factory) -> Repo:
     root = tmp_path_factory.mktemp("hubrepo")
     names = [f"model-{i + 1:05d}-of-00002.safetensors" for i in range(2)]
-    for i, (name, size) in enumerate(zip(names, SHARDS)):
+    for i, (name, size) in enumerate(zip(names, SHARDS, strict=True)):
         write_safetensors(root / name, size, seed=i)
     (root / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": sum(SHARDS)}, "weight_map": {f"w{i}": n for i, n in enumerate(names)}})
