@@ -41,10 +41,15 @@ def _root(
     """Deploy and diagnose vLLM with TurboQuant KV-cache quantization."""
 
 
+# Modules of tqdeploy.commands that are not commands (shared option definitions).
+NOT_COMMANDS = frozenset({"options"})
+
+
 def _register_commands() -> None:
     import tqdeploy.commands as pkg
 
-    modules = [importlib.import_module(f"tqdeploy.commands.{m.name}") for m in pkgutil.iter_modules(pkg.__path__)]
+    names = [m.name for m in pkgutil.iter_modules(pkg.__path__) if m.name not in NOT_COMMANDS]
+    modules = [importlib.import_module(f"tqdeploy.commands.{name}") for name in names]
     for module in sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.__name__)):
         module.register(app)
 

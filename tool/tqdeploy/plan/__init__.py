@@ -8,9 +8,10 @@ budget (vLLM's block and page rounding), concurrency at max-model-len and a reco
 
 from __future__ import annotations
 
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
 from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.plan.kvformula import CACHE_DTYPES, TURBOQUANT_DTYPES
-from tqdeploy.plan.planner import DEFAULT_GPU_MEMORY_UTILIZATION, kv_bytes_per_token, make_plan
+from tqdeploy.plan.planner import kv_bytes_per_token, make_plan
 from tqdeploy.plan.result import Plan, PlanRow
 
 __all__ = [

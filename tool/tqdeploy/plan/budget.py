@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.units import GiB
 
-GiB = 1 << 30
 CONTEXT_RESERVE = GiB // 2  # CUDA context + allocator slack outside torch's pool (assumption)
 CUDA_GRAPH_RESERVE = GiB // 2  # measured 0.20-0.26 GiB for a small model on an H200 (0.25.0 logs)
 NCCL_RESERVE = GiB  # per rank when tp > 1: NCCL and custom all-reduce buffers (assumption)

@@ -91,10 +91,8 @@ def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: 
 
     if snapshot:
         return from_snapshot(HostSnapshot.load(snapshot), f"snapshot {snapshot}", gpus)
-    try:
-        from tqdeploy.probe import collect
-    except ImportError:
-        raise TQError("this install cannot probe the host", "pass --snapshot FILE or --gpu NAME --gpus N") from None
+    from tqdeploy.probe import collect
+
     snap = collect(offline=True)
     if not [g for g in snap.gpus if g.memory_total]:
         why = snap.probe_errors.get("nvml", "no GPU found")

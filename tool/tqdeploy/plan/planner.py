@@ -9,13 +9,11 @@ from packaging.version import InvalidVersion, Version
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
 from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.plan.budget import make_budget
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
 from tqdeploy.plan.result import Plan, PlanRow
-
-# vllm/config/cache.py CacheConfig.gpu_memory_utilization default in vLLM 0.32.0 (Field(default=0.92)).
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
 
 # Preference when several dtypes reach the target: full precision is fastest; TurboQuant trades
 # throughput (66-80% of BF16 in vLLM's 2026-05-11 measurements) for capacity; k8v4 is no better than

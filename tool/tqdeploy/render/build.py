@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK
+from tqdeploy.filenames import SPEC_FILE_NAME
 
 
 @dataclass
@@ -207,7 +208,7 @@ def run_build(
     facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
     spec = load_spec(spec_file, embedded=embedded, model=facts)
     notes: list[str] = []
-    if spec_file is None and embedded is None and Path("tqdeploy.toml").is_file():
+    if spec_file is None and embedded is None and Path(SPEC_FILE_NAME).is_file():
         # `tqdeploy init` writes ./tqdeploy.toml; a build without an argument still means the embedded default.
         notes.append(
             f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
@@ -215,8 +216,6 @@ def run_build(
         )
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
-    if spec.flag_check is not None and spec.flag_check.note:
-        notes.append(spec.flag_check.note)
     for f in spec.flag_check.findings if spec.flag_check is not None else []:
         sev = getattr(f.severity, "value", f.severity)
         if sev in ("warn", "info"):  # errors refused the spec already

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.render.context import build_context
 from tqdeploy.render.lock import LOCK_NAME, make_lock
 from tqdeploy.spec.model import Spec
 
-SPEC_COPY_NAME = "tqdeploy.toml"
 EXECUTABLE = 0o755
 REGULAR = 0o644
 
@@ -82,7 +82,7 @@ def render_files(spec: Spec) -> dict[str, RenderedFile]:
     files: dict[str, RenderedFile] = {}
     for out, template, mode in template_plan(spec, ctx):
         files[out] = RenderedFile(env.get_template(template).render(**ctx).encode("utf-8"), mode)
-    files[SPEC_COPY_NAME] = RenderedFile(_spec_copy(spec), REGULAR)
+    files[SPEC_FILE_NAME] = RenderedFile(_spec_copy(spec), REGULAR)
     files[LOCK_NAME] = RenderedFile(make_lock(spec, {k: v.data for k, v in files.items()}), REGULAR)
     return dict(sorted(files.items()))
 

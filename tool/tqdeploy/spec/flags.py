@@ -30,19 +30,14 @@ FLAG_TO_KEY = {
 class FlagCheck:
     problems: list[Problem] = field(default_factory=list)
     findings: list = field(default_factory=list)  # every lint finding, for the build report
-    checked: bool = False
-    note: str = ""
 
 
 def check_flags(spec: Spec, model=None) -> FlagCheck:
     """Lint the spec's vLLM command; with model facts, also against the checkpoint (TP, max-model-len, TQ)."""
-    try:
-        from tqdeploy.lint import lint_command
+    from tqdeploy.lint import lint_command
 
-        report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version, model=model, live=False)
-    except ImportError as err:  # lint not installed in this build of tqdeploy
-        return FlagCheck(note=f"vLLM flags not checked: tqdeploy.lint is unavailable ({err})")
-    out = FlagCheck(findings=list(report.findings), checked=True)
+    report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version, model=model, live=False)
+    out = FlagCheck(findings=list(report.findings))
     for f in report.findings:
         if _severity(f) != "error":
             continue
