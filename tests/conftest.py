@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = REPO.parent / "shared"
-SHARED_FIXTURES = SHARED / "fixtures"
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
-
+# tests/support/ is imported as `support.*` by the test modules.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 

@@ -26,7 +26,8 @@ def test_help_does_not_import_heavy_libraries(tqdeploy_exe):
     # --help must stay instant: none of the heavy libraries may be imported for it.
     code = (
         "import sys; from tqdeploy.cli import app; "
-        "heavy = [m for m in ('pynvml','docker','huggingface_hub','vllm','torch','jinja2') if m in sys.modules]; "
+        "heavy = ('pynvml', 'docker', 'huggingface_hub', 'vllm', 'torch', 'jinja2', 'psutil', 'matplotlib'); "
+        "heavy = [m for m in heavy if m in sys.modules]; "
         "print(','.join(heavy))"
     )
     python = tqdeploy_exe.rsplit("/", 1)[0] + "/python"
