@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+
 # tests/support/ is imported as `support.*` by the test modules.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
