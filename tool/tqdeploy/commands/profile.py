@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 55
 
 
@@ -36,7 +38,7 @@ def profile(
     sample_interval: float = typer.Option(1.0, "--sample-interval", help="Seconds between /metrics scrapes."),
     out: Path | None = typer.Option(None, "--out", help="Folder for profile.json and profile.png."),
     chart: bool = typer.Option(True, "--chart/--no-chart", help="Write profile.png (matplotlib)."),
-    as_json: bool = typer.Option(False, "--json", help="Print profile.json (schema tqdeploy.profile/1)."),
+    as_json: bool = options.as_json("tqdeploy.profile/1", what="the profile (profile.json)"),
 ) -> int:
     """Where a start goes, what KV cache vLLM really built (TurboQuant in effect?), and KV usage under load."""
     from tqdeploy.errors import TQError
