@@ -11,7 +11,7 @@ from tqdeploy.redact import SECRET_FLAGS, Redactor, is_secret_name, scan, secret
 from tqdeploy.resources import data_dir
 
 # The real shape of vLLM 0.32's line (tests/fixtures/vllm-logs/cpu-vllm-0.32.0/tiny-warm.log), with the values
-# an older vLLM printed unmasked (FACTS.md: before vllm-project/vllm#52523).
+# an older vLLM printed unmasked (docs/facts.md: before vllm-project/vllm#52523).
 NON_DEFAULT = (
     "(APIServer pid=7152) INFO 11-29 09:42:25 [api_utils.py:286] non-default args: {'port': 18000, "
     "'model': '/home/alice/models/tiny', 'api_key': ['sk-SEEDoldvllmKEY0123456', 'SEEDsecondKEY'], "

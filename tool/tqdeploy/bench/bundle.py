@@ -4,7 +4,7 @@ The deployment is the tiny CPU demo (`tqdeploy build --embedded tiny-cpu-demo`) 
 of about 1 MiB in the shape vLLM 0.32 prints (tests/fixtures/vllm-logs/cpu-vllm-0.32.0). `sos report` is not
 installable on these machines, so the other side is `tar czf` of the build dir (spec, lock, rendered files,
 log) plus a `tqdeploy doctor --snapshot-out` snapshot: the same files, no redaction, no manifest.
-Goals (issue 12): a typical bundle in <= 3 s and <= 2 MB.
+Goals: a typical bundle in <= 3 s and <= 2 MB.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Benchmark: `tqdeploy profile --load` figures against `vllm bench serve` (vllm/benchmarks/serve.py of
-the same CPU vLLM 0.32.0, driven from Python: its `vllm` CLI fails in that venv, ENVIRONMENT.md) on the
+the same CPU vLLM 0.32.0, driven from Python: its `vllm` CLI fails in that venv, docs/facts.md "Machines") on the
 same load, and the cost of /metrics sampling (the same load with and without the sampler, one server).
 
-Goals (issue 11): TTFT p50 and output throughput within 10% of vllm bench serve; sampling overhead <= 1%.
+Goals: TTFT p50 and output throughput within 10% of vllm bench serve; sampling overhead <= 1%.
 """
 
 from __future__ import annotations

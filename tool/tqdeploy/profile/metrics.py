@@ -1,6 +1,6 @@
 """vLLM's /metrics (Prometheus text), read with prometheus_client's own parser.
 
-Names (FACTS.md; vllm/v1/metrics/loggers.py in 0.32.0): vllm:kv_cache_usage_perc (0..1),
+Names (docs/facts.md; vllm/v1/metrics/loggers.py in 0.32.0): vllm:kv_cache_usage_perc (0..1),
 vllm:num_requests_running / _waiting, vllm:num_preemptions (counter, exposed as _total),
 vllm:generation_tokens (counter), histograms vllm:time_to_first_token_seconds and
 vllm:inter_token_latency_seconds, and the info gauge vllm:cache_config_info whose labels carry the cache

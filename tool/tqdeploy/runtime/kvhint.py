@@ -38,5 +38,5 @@ def fitting_dtypes(
         practical = row.kv_cache_dtype.startswith("turboquant_") or row.kv_cache_dtype == "fp8"
         if practical and row.status == "ok" and row.kv_tokens >= max_model_len:
             out.append((row.kv_cache_dtype, row.kv_tokens))
-    # turboquant_4bit_nc first: the practical preset (FACTS.md: +2.71% PPL for 3.8x); then by capacity.
+    # turboquant_4bit_nc first: the practical preset (docs/facts.md: +2.71% PPL for 3.8x); then by capacity.
     return sorted(out, key=lambda item: (item[0] != "turboquant_4bit_nc", item[1]))

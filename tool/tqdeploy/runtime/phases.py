@@ -1,4 +1,4 @@
-"""The start-up phase a vLLM log line announces (FACTS.md "vLLM: cold start, logs, metrics"; 0.25 and 0.32).
+"""The start-up phase a vLLM log line announces (docs/facts.md "vLLM: cold start, logs, metrics"; 0.25 and 0.32).
 
 Phases, in order: process (launched) -> weights -> compile -> kv_cache -> cuda_graphs -> api_server ->
 ready (the last is set by `up` from /health and /v1/models, never from a line).
