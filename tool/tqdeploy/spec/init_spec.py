@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Severity
 from tqdeploy.spec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
 from tqdeploy.spec.model import Spec
 from tqdeploy.spec.validate import spec_problems
@@ -106,7 +107,7 @@ def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str,
         except TQError as err:
             notes["vllm.tensor_parallel_size"] = f"tqdeploy plan could not size this model: {err.message}"
             return
-        if plan.recommended and not any(p["severity"] == "error" for p in plan.problems):
+        if plan.recommended and not any(p.severity is Severity.ERROR for p in plan.problems):
             v["tensor_parallel_size"] = tp
             notes["vllm.tensor_parallel_size"] = (
                 f"smallest size tqdeploy plan finds workable on {len(gpus)} x {gpus[0].name}"
