@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 40
 
 
@@ -26,18 +28,15 @@ def build(
     resolve_digests: bool = typer.Option(
         False, "--resolve-digests", help="Read the base image digest from its registry and pin it."
     ),
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        help="Checkpoint (DIR or REPO@REV) to check TP, max-model-len and KV dtype against; "
-        "default: a local model.path.",
+    model: str | None = options.model(
+        "Checkpoint to check TP, max-model-len and KV dtype against", note="default: a local model.path"
     ),
     force: bool = typer.Option(
         False,
         "--force",
         help="Replace files in --out that tqdeploy did not write or that were edited (a backup is kept).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = options.as_json(),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
     from tqdeploy.output import emit

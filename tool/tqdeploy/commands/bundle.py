@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 80
 
 
@@ -19,7 +21,7 @@ def bundle(
     ),
     no_redact: bool = typer.Option(False, "--no-redact", help="Keep secrets and host names (never share the result)."),
     inspect: Path | None = typer.Option(None, "--inspect", help="List a bundle, verify it, scan it again for secrets."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = options.as_json(),
 ) -> int:
     """Collect doctor, plan, spec, state, logs, metrics, versions, GPU/kernel/Docker facts into one tar.gz."""
     from tqdeploy.output import emit

@@ -6,45 +6,32 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 10
 
 
 def doctor(
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.doctor/1)."),
-    snapshot: Path | None = typer.Option(
-        None, "--snapshot", help="Replay the checks on a recorded snapshot; no access to this machine."
-    ),
+    as_json: bool = options.as_json("tqdeploy.doctor/1"),
+    snapshot: Path | None = options.snapshot("to replay the checks on; no access to this machine"),
     snapshot_out: Path | None = typer.Option(None, "--snapshot-out", help="Write the raw host snapshot (JSON)."),
     fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at or above: error | warn."),
-    vllm_version: str | None = typer.Option(
-        None, "--vllm-version", help="vLLM release to check against (default: tqdeploy's pinned release)."
-    ),
+    vllm_version: str | None = options.vllm_version(),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
-    model: str | None = typer.Option(None, "--model", help="Also audit a checkpoint: DIR or REPO@REV."),
+    model: str | None = options.model("Also audit a checkpoint"),
     cuda: str | None = typer.Option(
         None,
         "--cuda",
         help="CUDA of the vLLM build you will run, e.g. 12.9 for a "
         "-cu129 image (default: looked up for --vllm-version).",
     ),
-    tp: int | None = typer.Option(
-        None,
-        "--tp",
-        "--tensor-parallel-size",
-        min=1,
-        help="Tensor parallel size the model will run with (checkpoint checks).",
-    ),
-    max_model_len: int | None = typer.Option(
-        None, "--max-model-len", min=1, help="Context length the model will serve (checkpoint checks)."
-    ),
+    tp: int | None = options.tensor_parallel_size("Tensor parallel size the model will run with (checkpoint checks)."),
+    max_model_len: int | None = options.max_model_len("Context length the model will serve (checkpoint checks)."),
     kv_cache_dtype: str | None = typer.Option(
         None, "--kv-cache-dtype", help="KV-cache dtype to check, e.g. turboquant_4bit_nc."
     ),
-    file: Path | None = typer.Option(
-        None,
-        "--file",
-        "-f",
-        help="Also lint the vLLM command in this launch script and check the model against its flags.",
+    file: Path | None = options.script_file(
+        "Also lint the vLLM command in this launch script and check the model against its flags."
     ),
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 63
 
 
@@ -13,7 +15,7 @@ def down(
     build_dir: Path = typer.Argument(Path("build"), help="Build directory of the deployment."),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds between SIGTERM and SIGKILL."),
     force: bool = typer.Option(False, "--force", help="Also with a corrupt or missing state file (finds by marker)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.down/1)."),
+    as_json: bool = options.as_json("tqdeploy.down/1"),
 ) -> int:
     """Stop the deployment in BUILD_DIR (its whole process group) and prove nothing is left."""
     from tqdeploy.errors import TQError

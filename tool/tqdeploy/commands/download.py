@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 40
 
 
@@ -53,7 +55,7 @@ def download(
         help="Retries per file and mirror on 429, 5xx and broken "
         "transfers, with backoff 1, 2, 4 ... s (Retry-After honoured).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON; no progress bars."),
+    as_json: bool = options.as_json(note="no progress bars"),
 ) -> int:
     """Download what serving a model needs (weights, config, tokenizer), verified and resumable."""
     from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK, TQError

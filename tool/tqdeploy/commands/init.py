@@ -6,6 +6,9 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+from tqdeploy.filenames import SPEC_FILE_NAME
+
 ORDER = 35
 
 
@@ -24,16 +27,14 @@ class InitResult:
 
 
 def init(
-    model: str | None = typer.Option(
-        None, "--model", "-m", help="Checkpoint folder or REPO@REV to read defaults from."
-    ),
-    out: Path = typer.Option(Path("tqdeploy.toml"), "--out", "-o", help="Spec file to write."),
+    model: str | None = options.model("Checkpoint to read defaults from", short=True),
+    out: Path = typer.Option(Path(SPEC_FILE_NAME), "--out", "-o", help="Spec file to write."),
     name: str | None = typer.Option(None, "--name", help="Deployment name (default: from the model)."),
     embedded: str = typer.Option("qwen36-27b-tq", "--from", help="Embedded spec to start from."),
-    snapshot: Path | None = typer.Option(None, "--snapshot", help="Host snapshot JSON instead of probing this host."),
+    snapshot: Path | None = options.snapshot("instead of probing this host"),
     no_probe: bool = typer.Option(False, "--no-probe", help="Do not look at this host's GPUs."),
     force: bool = typer.Option(False, "--force", help="Overwrite an existing file."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+    as_json: bool = options.as_json(),
 ) -> int:
     """Write a commented deployment spec (defaults from the model's config and this host)."""
     from tqdeploy.output import emit

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 40
 
 
@@ -16,20 +18,12 @@ def lint(
         help="The command, after `--`: vllm serve MODEL ..., "
         "python -m vllm.entrypoints.openai.api_server ..., docker run ...",
     ),
-    file: Path | None = typer.Option(None, "--file", "-f", help="Lint the vLLM command in a shell script."),
+    file: Path | None = options.script_file("Lint the vLLM command in a shell script."),
     fix: bool = typer.Option(False, "--fix", help="Print only the corrected command (secrets stay redacted)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.lint/1)."),
-    vllm_version: str | None = typer.Option(
-        None,
-        "--vllm-version",
-        help="vLLM release to check against (default: the image tag's, else tqdeploy's pinned release).",
-    ),
-    model: str | None = typer.Option(
-        None, "--model", help="Checkpoint for TP / max-model-len / TurboQuant rules: DIR or REPO@REV."
-    ),
-    snapshot: Path | None = typer.Option(
-        None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out) for GPU rules."
-    ),
+    as_json: bool = options.as_json("tqdeploy.lint/1"),
+    vllm_version: str | None = options.vllm_version(default="the image tag's, else tqdeploy's pinned release"),
+    model: str | None = options.model("Checkpoint for TP / max-model-len / TurboQuant rules"),
+    snapshot: Path | None = options.snapshot("for GPU rules"),
     gpu: str | None = typer.Option(None, "--gpu", help="GPU by name instead of a snapshot, e.g. H200."),
     gpus: int = typer.Option(1, "--gpus", min=1, help="Number of GPUs with --gpu."),
     live: bool | None = typer.Option(

@@ -6,20 +6,21 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 30
 
 
 def plan(
-    model: str = typer.Option(..., "--model", help="Checkpoint folder or REPO@REV."),
-    snapshot: Path | None = typer.Option(None, "--snapshot", help="Host snapshot (tqdeploy doctor --snapshot-out)."),
+    model: str = options.model(required=True),
+    snapshot: Path | None = options.snapshot(),
     gpu: str | None = typer.Option(None, "--gpu", help="Plan for a GPU by name (e.g. H200) instead of a host."),
     gpus: int | None = typer.Option(
         None, "--gpus", help="Number of GPUs (default: all in the snapshot, 1 with --gpu)."
     ),
-    tp: int | None = typer.Option(
-        None, "--tp", "--tensor-parallel-size", help="Tensor parallel size (default: --gpus)."
-    ),
-    max_model_len: int | None = typer.Option(None, "--max-model-len", help="Default: the config's context length."),
+    # no minimum here: plan says what is wrong with 0 itself (one TQError line, tested)
+    tp: int | None = options.tensor_parallel_size("Tensor parallel size (default: --gpus).", minimum=None),
+    max_model_len: int | None = options.max_model_len("Default: the config's context length.", minimum=None),
     gpu_memory_utilization: float | None = typer.Option(
         None, "--gpu-memory-utilization", help="Default: vLLM's own default (0.92 in 0.32)."
     ),
@@ -27,7 +28,7 @@ def plan(
     skip_layers: str | None = typer.Option(
         None, "--skip-layers", help="Extra layers kept at model dtype, e.g. 0,1,62."
     ),
-    vllm_version: str | None = typer.Option(None, "--vllm-version", help="Default: tqdeploy's pinned release."),
+    vllm_version: str | None = options.vllm_version("vLLM release to plan for"),
     kv_cache_memory_gib: float | None = typer.Option(
         None, "--kv-cache-memory-gib", help="Plan for this KV memory per GPU (vLLM --kv-cache-memory-bytes)."
     ),
@@ -38,7 +39,7 @@ def plan(
     min_concurrency: float = typer.Option(
         1.0, "--min-concurrency", help="Sequences of max-model-len the recommendation must hold."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the plan as JSON (schema tqdeploy.plan/1)."),
+    as_json: bool = options.as_json("tqdeploy.plan/1", what="the plan"),
 ) -> int:
     """Plan KV-cache memory per dtype (vLLM's exact formulas) and recommend a --kv-cache-dtype."""
     from tqdeploy.errors import TQError
@@ -47,6 +48,7 @@ def plan(
     from tqdeploy.plan import make_plan
     from tqdeploy.plan.host import resolve_host
     from tqdeploy.plan.planner import check_plan_numbers
+    from tqdeploy.units import GiB
 
     skips: tuple[int, ...] = ()
     if skip_layers:
@@ -73,7 +75,6 @@ def plan(
         max_model_len = config_max_model_len(facts)
         if max_model_len is None:
             raise TQError("config.json names no context length", "pass --max-model-len")
-    gib = 1 << 30
     result = make_plan(
         facts,
         gpu_memory_bytes=host.memory_bytes,
@@ -86,14 +87,14 @@ def plan(
         vllm_version=vllm_version,
         compute_capability=host.compute_capability,
         gpu_name=host.name,
-        kv_cache_memory_bytes=int(kv_cache_memory_gib * gib) if kv_cache_memory_gib is not None else None,
-        reserve_bytes=int(reserve_gib * gib) if reserve_gib is not None else None,
+        kv_cache_memory_bytes=int(kv_cache_memory_gib * GiB) if kv_cache_memory_gib is not None else None,
+        reserve_bytes=int(reserve_gib * GiB) if reserve_gib is not None else None,
         enforce_eager=enforce_eager,
         min_concurrency=min_concurrency,
     )
     result.host["source"] = host.source
+    from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
     from tqdeploy.plan.host import held_memory_problem
-    from tqdeploy.plan.planner import DEFAULT_GPU_MEMORY_UTILIZATION
 
     util = gpu_memory_utilization if gpu_memory_utilization is not None else DEFAULT_GPU_MEMORY_UTILIZATION
     held = held_memory_problem(host, util) if kv_cache_memory_gib is None else None

@@ -6,12 +6,14 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 61
 
 
 def status(
     build_dir: Path = typer.Argument(Path("build"), help="Build directory of the deployment."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.status/1)."),
+    as_json: bool = options.as_json("tqdeploy.status/1"),
 ) -> int:
     """Show the deployment's state; exit 0 when it is ready, 1 otherwise."""
     from tqdeploy.errors import TQError

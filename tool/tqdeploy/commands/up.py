@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 60
 
 
@@ -28,7 +30,7 @@ def up(
     ),
     nginx_pid: Path = typer.Option(Path("/run/nginx.pid"), "--nginx-pid", help="--replace: nginx's pid file."),
     drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
-    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON (schema tqdeploy.up/1)."),
+    as_json: bool = options.as_json("tqdeploy.up/1"),
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
     import sys
