@@ -472,12 +472,13 @@ def test_a_second_build_into_the_same_directory_at_once_is_refused(run_cli, tmp_
 
 def test_every_file_a_build_renders_is_one_the_write_guard_knows():
     # render/guard.py RENDERABLE: the only names a rebuild may remove; a new template must be added there.
+    from tqdeploy.filenames import SPEC_FILE_NAME
     from tqdeploy.render.context import build_context
-    from tqdeploy.render.files import SPEC_COPY_NAME, template_plan
+    from tqdeploy.render.files import template_plan
     from tqdeploy.render.guard import RENDERABLE
     from tqdeploy.render.lock import LOCK_NAME
 
-    rendered = {SPEC_COPY_NAME, LOCK_NAME}
+    rendered = {SPEC_FILE_NAME, LOCK_NAME}
     for make in CASES.values():
         spec = make()
         rendered |= {out for out, _, _ in template_plan(spec, build_context(spec))}

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.bundle.context import STATE_DIR, Absent, BundleContext
+from tqdeploy.filenames import SPEC_FILE_NAME
 
 LOG_TAIL_BYTES = 2 * 1024 * 1024  # the last 2 MiB of each server log; --logs-since narrows it further
 RENDERED_MAX_BYTES = 512 * 1024
@@ -33,7 +34,7 @@ def collect_doctor(ctx: BundleContext) -> dict[str, Any]:
 def collect_spec(ctx: BundleContext) -> dict[str, Any]:
     """tqdeploy.toml, the lock, and every rendered file the lock names (text only, bounded size)."""
     build_dir = ctx.need_build_dir()
-    names = ["tqdeploy.toml", "tqdeploy.lock.json"]
+    names = [SPEC_FILE_NAME, "tqdeploy.lock.json"]
     try:
         lock = json.loads((build_dir / "tqdeploy.lock.json").read_text(encoding="utf-8"))
         names += sorted(lock.get("files", {})) if isinstance(lock, dict) else []
@@ -58,9 +59,9 @@ def collect_plan(ctx: BundleContext) -> dict[str, Any]:
     from tqdeploy.spec import load_spec
 
     build_dir = ctx.need_build_dir()
-    if not (build_dir / "tqdeploy.toml").is_file():
+    if not (build_dir / SPEC_FILE_NAME).is_file():
         raise Absent("no tqdeploy.toml in the build directory")
-    spec = load_spec(build_dir / "tqdeploy.toml", check_vllm_flags=False)
+    spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
     snapshot = HostSnapshot.from_dict(ctx.scratch.get("snapshot") or {})
     if not any(g.memory_total for g in snapshot.gpus):
         raise Absent("the host snapshot lists no GPU to plan for")

@@ -2,12 +2,12 @@
 
 Sources (also in docs/connect.md):
 - OpenAI SDKs: the constructor's `base_url` and `api_key` (openai 3.57 in the CPU vLLM venv, openai/_client.py).
-- Claude Code: vLLM's recipe docs/serving/integrations/claude_code.md (/work/shared/FACTS.md): settings.json
+- Claude Code: vLLM's recipe docs/serving/integrations/claude_code.md (docs/facts.md): settings.json
   `env` with ANTHROPIC_BASE_URL (host only: Claude Code appends /v1/messages itself), ANTHROPIC_DEFAULT_
   {OPUS,SONNET,HAIKU}_MODEL = the served name, CLAUDE_CODE_ATTRIBUTION_HEADER=0 (its changing header would
   defeat vLLM's prefix cache); `apiKeyHelper`, a shell command whose output is the key.
 - ComfyUI: node packs heshengtao/comfyui_LLM_party (LLM_api_loader: model_name, base_url, api_key) and
-  hekmon/comfyui-openai-api (base_url, api_key, timeout), as listed in FACTS.md.
+  hekmon/comfyui-openai-api (base_url, api_key, timeout), as listed in docs/facts.md.
 vLLM accepts the key only as `Authorization: Bearer` (vllm/entrypoints/serve/middleware/authenticate.py).
 """
 

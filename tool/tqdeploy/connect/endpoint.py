@@ -14,10 +14,11 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
 
 STATE_PATH = ".tqdeploy/state.json"
 STATE_SCHEMA = "tqdeploy.state/1"
-SPEC_NAME = "tqdeploy.toml"
+SPEC_NAME = SPEC_FILE_NAME
 
 
 @dataclass(frozen=True)

@@ -16,18 +16,16 @@ copy of its spec), which is where the rendered download.sh puts the model.
 from __future__ import annotations
 
 import json
-import os
-import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.fsutil import exclusive_dir
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
 
-SPEC_COPY = "tqdeploy.toml"  # the spec as given, written into every build directory
 BUILD_WAIT_S = 30.0  # how long a finished download waits for a build writing into the same directory
 
 
@@ -129,7 +127,7 @@ def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | 
 
     try:
         lock = open_build_lock(build_dir / LOCK_NAME)
-        spec = load_spec(build_dir / SPEC_COPY, check_vllm_flags=False)
+        spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
     except TQError as err:
         on_event(f"commit not recorded in {build_dir / LOCK_NAME}: {err.message}")
         return None
@@ -147,34 +145,14 @@ def record_commit(lock: BuildLock, repo: str, revision: str, commit: str, manife
     The lock is read again here, not reused from before the download: a build may have rewritten it
     meanwhile, and only the two keys of the model pin change; every other byte is build's.
     """
-    with _build_dir_locked(lock.build_dir):
+    busy = TQError(
+        f"a tqdeploy build kept {lock.build_dir} busy for {BUILD_WAIT_S:g} s, so the commit"
+        " is not recorded in its lock",
+        "run the same command again when the build is done (files in place are verified, not fetched)",
+    )
+    # The lock `tqdeploy build` holds while it writes: a lock rewritten by a running build is read once it is done.
+    with exclusive_dir(lock.build_dir, busy, wait_s=BUILD_WAIT_S):
         return _record(lock, repo, revision, commit, manifest_path)
-
-
-@contextmanager
-def _build_dir_locked(build_dir: Path):
-    """The flock `tqdeploy build` holds on its directory while it writes (render/write.py _exclusive),
-    so a lock rewritten by a running build is read only once that build is done."""
-    import fcntl
-
-    fd = os.open(build_dir, os.O_RDONLY)
-    try:
-        deadline = time.monotonic() + BUILD_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TQError(
-                        f"a tqdeploy build kept {build_dir} busy for {BUILD_WAIT_S:g} s, so the commit"
-                        " is not recorded in its lock",
-                        "run the same command again when the build is done (files in place are verified, not fetched)",
-                    ) from None
-                time.sleep(0.1)
-        yield
-    finally:
-        os.close(fd)  # releases the flock
 
 
 def _record(lock: BuildLock, repo: str, revision: str, commit: str, manifest_path: Path) -> LockRecord:

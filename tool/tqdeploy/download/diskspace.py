@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-GIB = 1024**3
-MARGIN_FLOOR = 1 * GIB
+from tqdeploy.units import GiB
+
+MARGIN_FLOOR = 1 * GiB
 MARGIN_FRACTION = 0.02
 
 

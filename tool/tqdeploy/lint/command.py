@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
-LEGACY_API_SERVER_MODULE = "vllm.entrypoints.api_server"  # only /generate and /health (FACTS.md)
+LEGACY_API_SERVER_MODULE = "vllm.entrypoints.api_server"  # only /generate and /health (docs/facts.md)
 _LAUNCHERS = {"exec", "nohup", "time", "command", "sudo"}
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
@@ -123,10 +123,6 @@ class Invocation:
     @property
     def vllm_args(self) -> list[str]:
         return self.argv[self.vllm_start : self.vllm_end]
-
-    @property
-    def docker_args(self) -> list[str]:
-        return self.argv[self.docker_start : self.image_index] if self.kind.startswith("docker") else []
 
     @property
     def image_tag(self) -> str:

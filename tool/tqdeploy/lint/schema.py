@@ -38,10 +38,6 @@ class Option:
         return self.type == "bool"
 
     @property
-    def takes_value(self) -> bool:
-        return self.nargs != 0
-
-    @property
     def long_name(self) -> str:
         longs = [n for n in self.names if n.startswith("--") and not n.startswith("--no-")]
         return longs[0] if longs else (self.names[0] if self.names else self.dest)

@@ -1,7 +1,7 @@
 """What a checkpoint needs from a deployment: one source of truth for doctor (TQ2xx) and lint.
 
 Each function returns a list of Finding (ids left to the caller, see problem()); an empty list means
-nothing to report. Sources are cited at each rule (vLLM 0.32.0 unless stated; FACTS = ../shared/FACTS.md).
+nothing to report. Sources are cited at each rule (vLLM 0.32.0 unless stated; FACTS = docs/facts.md).
 """
 
 from __future__ import annotations
@@ -337,7 +337,8 @@ def weights_fit_problems(
     total = facts.weight_bytes if facts.weight_bytes is not None else estimate_weight_bytes(facts)
     per_gpu = -(-total // max(tp, 1))
     usable = int(gpu_memory_bytes * gpu_memory_utilization)
-    gib = 1 << 30
+    from tqdeploy.units import GiB as gib
+
     how = "" if exact else " (estimated from config.json)"
     if per_gpu >= usable:
         need = next(

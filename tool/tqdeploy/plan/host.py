@@ -29,7 +29,8 @@ def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> Findin
     used = host.memory_used_bytes
     if not used:
         return None
-    gib = 1 << 30
+    from tqdeploy.units import GiB as gib
+
     free = host.memory_bytes - used
     wanted = gpu_memory_utilization * host.memory_bytes
     if free >= wanted:

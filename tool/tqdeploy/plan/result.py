@@ -6,9 +6,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.units import GiB
 
 SCHEMA = "tqdeploy.plan/1"
-GiB = 1 << 30
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tqdeploy.profile import milestones as ms
+from tqdeploy.units import GiB
 
 if TYPE_CHECKING:
     from tqdeploy.profile.timeline import Event
@@ -27,15 +28,15 @@ def weights_figures(text: str, events: list[Event], weight_bytes: int | None = N
     With --load-format dummy nothing is read from disk, so no rate is given."""
     gib = None
     if weight_bytes:
-        gib = weight_bytes / (1 << 30)
+        gib = weight_bytes / GiB
     elif (m := ms.MODEL_GIB.search(text)) is not None:
         gib = float(m.group(1))
     elif (m := ms.CHECKPOINT_GIB.search(text)) is not None:
         gib = float(m.group(1))
     seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
-    out: dict = {"bytes": None if gib is None else round(gib * (1 << 30)), "seconds": seconds, "gb_per_s": None}
+    out: dict = {"bytes": None if gib is None else round(gib * GiB), "seconds": seconds, "gb_per_s": None}
     if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
         out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
     elif gib and seconds:
-        out["gb_per_s"] = round(gib * (1 << 30) / 1e9 / seconds, 3)
+        out["gb_per_s"] = round(gib * GiB / 1e9 / seconds, 3)
     return out

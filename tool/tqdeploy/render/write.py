@@ -13,11 +13,10 @@ import difflib
 import os
 import shutil
 import tempfile
-from contextlib import contextmanager
 from pathlib import Path
 
 from tqdeploy.errors import TQError
-from tqdeploy.fsutil import atomic_write_bytes
+from tqdeploy.fsutil import atomic_write_bytes, exclusive_dir
 from tqdeploy.render.files import RenderedFile
 from tqdeploy.render.guard import back_up, guard, refusal, refuse_system_dir
 from tqdeploy.render.lock import LOCK_NAME
@@ -85,26 +84,9 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile], force: bool = Fal
         raise TQError(
             f"cannot write into {out_dir}: {err.strerror or err}", "choose a writable --out directory"
         ) from None
-    with _exclusive(out_dir):
+    busy = TQError(f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again")
+    with exclusive_dir(out_dir, busy):  # one build at a time per directory
         return _write_locked(out_dir, files, force)
-
-
-@contextmanager
-def _exclusive(out_dir: Path):
-    """One build at a time per directory: an flock on the directory itself (no lock file is left behind)."""
-    import fcntl
-
-    fd = os.open(out_dir, os.O_RDONLY)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise TQError(
-                f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again"
-            ) from None
-        yield
-    finally:
-        os.close(fd)  # closing the descriptor releases the lock
 
 
 def _write_locked(out_dir: Path, files: dict[str, RenderedFile], force: bool) -> dict[str, list[str]]:

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
 
 
 @dataclass
@@ -52,7 +53,7 @@ def load_deployment(build_dir: Path) -> Deployment:
             f"run `tqdeploy build --out {build_dir}` first (or pass the directory it wrote)",
         )
     lock = read_lock(build_dir)
-    spec = load_spec(build_dir / "tqdeploy.toml", check_vllm_flags=False)
+    spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
     m, srv, storage = spec["model"], spec["server"], spec["storage"]
     if m["path"]:
         model_dir = _under(build_dir, m["path"])

@@ -6,7 +6,7 @@ Uses tqdeploy.plan (vLLM's own per-dtype formulas) with the KV memory vLLM repor
 
 from __future__ import annotations
 
-GiB = 1 << 30
+from tqdeploy.units import GiB
 
 
 def fitting_dtypes(

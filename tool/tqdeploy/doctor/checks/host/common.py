@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from tqdeploy.doctor.registry import skipped
+from tqdeploy.units import GiB
 
-GIB = 1024**3
 MIB = 1024**2
 
 
 def gib(n: int | None) -> float | None:
-    return None if n is None else round(n / GIB, 2)
+    return None if n is None else round(n / GiB, 2)
 
 
 def mib(n: int | None) -> float | None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from tqdeploy.doctor.checks.host.common import gib, per_gpu
 from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
 
-VLLM_MIN_CC = (7, 5)  # vLLM's floor (issue 2; FACTS.md: "vLLM needs CC >= 7.5")
-TURBOQUANT_MIN_CC = (8, 0)  # TurboQuant's effective floor: T4 (7.5) fails, vLLM issue #43576 (FACTS.md)
-# vLLM's default --gpu-memory-utilization (vllm/config/cache.py, CacheConfig.gpu_memory_utilization = 0.92 in
-# 0.32.0). At start-up vLLM refuses to run when free memory < utilization x total (vllm/v1/worker/utils.py).
-DEFAULT_GPU_MEMORY_UTILIZATION = 0.92
+VLLM_MIN_CC = (7, 5)  # vLLM's floor (docs/facts.md: "vLLM needs CC >= 7.5")
+TURBOQUANT_MIN_CC = (8, 0)  # TurboQuant's effective floor: T4 (7.5) fails, vLLM issue #43576 (docs/facts.md)
+# At start-up vLLM refuses to run when free memory < utilization x total (vllm/v1/worker/utils.py).
 
 
 def _label(gpu) -> str:

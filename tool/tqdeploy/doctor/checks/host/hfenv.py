@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 
-# Qwen3.6-27B BF16 weights incl. vision tower and MTP: ~55.6 GB (FACTS.md), tqdeploy's first target.
+# Qwen3.6-27B BF16 weights incl. vision tower and MTP: ~55.6 GB (docs/facts.md), tqdeploy's first target.
 DEFAULT_TARGET_WEIGHTS_BYTES = 55_600_000_000
 
 

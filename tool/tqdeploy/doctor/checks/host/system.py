@@ -8,7 +8,7 @@ from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 # vLLM 0.32.0 puts the scheduler-to-worker broadcast ring in /dev/shm when it runs worker processes
 # (tensor parallelism): VLLM_MQ_MAX_CHUNK_BYTES_MB (16, vllm/envs.py) x max_chunks (10, MessageQueue in
 # vllm/distributed/device_communicators/shm_broadcast.py) = 160 MiB, before NCCL's own shared-memory
-# buffers. Docker's default /dev/shm is 64 MiB (FACTS.md): too small. With one GPU (world size 1) vLLM
+# buffers. Docker's default /dev/shm is 64 MiB (docs/facts.md): too small. With one GPU (world size 1) vLLM
 # picks the in-process "uni" executor and no ring (vllm/config/parallel.py, distributed_executor_backend),
 # so a small /dev/shm is a warning there and an error where tensor parallelism is possible.
 VLLM_MQ_SHM_BYTES = 16 * MIB * 10

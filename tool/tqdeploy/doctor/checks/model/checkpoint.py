@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from tqdeploy.doctor.registry import check, error, info, passed, warn
 from tqdeploy.findings import Severity
-
-GiB = 1 << 30
+from tqdeploy.units import GiB
 
 
 @check("TQ201", "model", "checkpoint architecture", needs=("model",))

@@ -14,8 +14,7 @@ from typing import Any
 
 from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
 from tqdeploy.findings import Finding, Severity
-
-GiB = 1 << 30
+from tqdeploy.units import GiB
 
 
 def _results(problems: list[Finding], ok_title: str, ok_evidence: dict[str, Any]) -> list[Finding]:
@@ -124,7 +123,7 @@ def turboquant(ctx):
 @check("TQ206", "model", "weights fit per GPU", needs=("model", "host"))
 def weights_fit(ctx):
     from tqdeploy.model.compat import weights_fit_problems
-    from tqdeploy.plan import DEFAULT_GPU_MEMORY_UTILIZATION
+    from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
 
     f = ctx.model
     gpus = [g for g in (ctx.host.gpus or []) if g.memory_total]
