@@ -1,4 +1,4 @@
-"""Hostile inputs to build, init, plan and download: one case per input (issue 14).
+"""Hostile inputs to build, init, plan and download: one case per input.
 
 Each case returns what to run and what must come out: exit 2 with a one-line error naming the input
 (or exit 1 with findings). Every case is also held to what must never happen (see check_outcome).

@@ -1,4 +1,4 @@
-"""Hostile mirrors (issue 14): credentials in HF_ENDPOINT, a trickling mirror, a model-info call that never
+"""Hostile mirrors: credentials in HF_ENDPOINT, a trickling mirror, a model-info call that never
 answers, and mirrors whose revision API ignores ?blobs=true. Real HTTP on 127.0.0.1 (tests/support/hubmirror.py).
 """
 

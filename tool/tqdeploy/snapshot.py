@@ -122,7 +122,7 @@ class HostSnapshot:
 
 def _check_shape(name: str, value: Any, f) -> None:
     """Sections must keep their container type, so a hand-edited snapshot fails on load, not inside a check."""
-    default = f.default_factory() if callable(f.default_factory) else None  # type: ignore[misc]
+    default = f.default_factory() if callable(f.default_factory) else None
     if isinstance(default, (dict, list)) and not isinstance(value, type(default)):
         raise TypeError(f"section {name!r} must be a JSON {'object' if isinstance(default, dict) else 'array'}")
 

@@ -73,7 +73,7 @@ def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
 def _runtime_python(ctx: BundleContext) -> str | None:
     """The interpreter the running server was started with: argv[0] as invoked (a venv's bin/python; its
     resolved executable would be the base interpreter, which does not see the venv's packages)."""
-    import psutil  # type: ignore[import-untyped]
+    import psutil
 
     pid = (ctx.state or {}).get("pid")
     if not isinstance(pid, int):
@@ -147,7 +147,7 @@ def collect_kernel(ctx: BundleContext) -> dict[str, Any]:
 
 def collect_docker(ctx: BundleContext) -> dict[str, Any]:
     """`docker info`, and the deployment's container inspected with every environment value redacted."""
-    import docker  # type: ignore[import-untyped]
+    import docker
 
     try:
         client = docker.from_env(timeout=5)
@@ -176,7 +176,7 @@ def _mask_env(ctx: BundleContext, entry: str) -> str:
 
 def collect_processes(ctx: BundleContext) -> dict[str, Any]:
     """Processes titled VLLM::* (EngineCore, Worker_*) and the state's server pid, whether alive or not."""
-    import psutil  # type: ignore[import-untyped]
+    import psutil
 
     pid = (ctx.state or {}).get("pid")
     found = []

@@ -17,7 +17,10 @@ Where vLLM derives a value, the derivation here follows its source (vLLM 0.32.0)
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tqdeploy.findings import Finding
 
 # Layer-type names that mean "this layer keeps no per-token KV" in the conventions vLLM reads.
 _LINEAR_TYPES = ("linear_attention", "mamba", "mamba2", "conv", "gated_deltanet")
@@ -54,7 +57,7 @@ class ModelFacts:
     weight_source: str | None = None  # "safetensors headers" | "index metadata" | "hub metadata"
     turbo_quant_config: dict[str, Any] | None = None  # parsed hint (see tqdeploy.model.tqhint)
     turbo_quant_config_raw: Any = None
-    turbo_quant_config_problems: list[dict[str, str]] = field(default_factory=list)
+    turbo_quant_config_problems: list[Finding] = field(default_factory=list)
     mtp_layers: int = 0
     attn_logit_softcapping: float | None = None  # Gemma 2 style tanh cap on attention scores
     config_path: str = ""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from tqdeploy.profile.metrics import fetch_metrics, parse_metrics
+from tqdeploy.profile.metrics import Scrape, fetch_metrics, parse_metrics
 
 
 class MetricsSampler:
@@ -13,8 +13,8 @@ class MetricsSampler:
         self.base_url = base_url
         self.interval_s = interval_s
         self.samples: list[dict] = []
-        self.first = None
-        self.last = None
+        self.first: Scrape | None = None
+        self.last: Scrape | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._t0 = time.perf_counter()

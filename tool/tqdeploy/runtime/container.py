@@ -23,7 +23,7 @@ LABEL = "io.tqdeploy.deployment"
 
 def client():
     try:
-        import docker  # type: ignore[import-untyped]
+        import docker
 
         c = docker.from_env(timeout=60)
         c.ping()
@@ -94,7 +94,7 @@ def prepare_cache(cache: Path) -> None:
 
 
 def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = None) -> dict[str, Any]:
-    import docker.types  # type: ignore[import-untyped]
+    import docker.types
 
     from tqdeploy.spec.model import CONTAINER_API_KEY
 
@@ -124,7 +124,13 @@ def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = No
     if spec.variant == "gpu" and gpus:  # type: ignore[attr-defined]
         ids = None if gpus == "all" else [str(g) for g in gpus]
         options["device_requests"] = [
-            docker.types.DeviceRequest(count=-1 if ids is None else 0, device_ids=ids, capabilities=[["gpu"]])
+            # device_ids=None is docker-py's "not set" (types/containers.py DeviceRequest: `if device_ids is None`);
+            # types-docker declares list[str] only.
+            docker.types.DeviceRequest(
+                count=-1 if ids is None else 0,
+                device_ids=ids,  # type: ignore[arg-type]
+                capabilities=[["gpu"]],
+            )
         ]
     return options
 

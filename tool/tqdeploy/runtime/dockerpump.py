@@ -16,11 +16,12 @@ from tqdeploy.runtime.state import update_state
 
 
 def run(build_dir: Path, log_path: Path, container_id: str) -> int:
-    import docker  # type: ignore[import-untyped]
+    import docker
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)  # read on until the container's last line
-    client = docker.from_env(timeout=None)
+    # None: no read timeout (docker-py hands it to requests, which takes None); types-docker declares int only.
+    client = docker.from_env(timeout=None)  # type: ignore[arg-type]
     container = client.containers.get(container_id)
     pending = b""
     with open(log_path, "a", encoding="utf-8", errors="replace") as log:

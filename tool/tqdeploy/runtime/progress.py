@@ -6,6 +6,8 @@ change, so nothing depends on a TTY. It writes to stderr: stdout stays for the r
 
 from __future__ import annotations
 
+from typing import Any
+
 from tqdeploy.runtime.phases import LABELS
 
 
@@ -13,8 +15,8 @@ class ProgressLine:
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
         self.phase: str | None = None
-        self._status = None
-        self._console = None
+        self._status: Any = None  # rich Status and Console, imported only when shown
+        self._console: Any = None
 
     def __enter__(self) -> ProgressLine:
         if self.enabled:

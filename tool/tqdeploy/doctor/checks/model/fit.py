@@ -130,6 +130,7 @@ def weights_fit(ctx):
     if not gpus:
         return skipped("no GPU memory in the host snapshot")
     tp, why = _tp(ctx)
+    assert tp is not None  # the host has GPUs here, so _tp gives at least their count
     memory = min(g.memory_total for g in gpus)
     util = float(ctx.options.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION)
     total = f.weight_bytes or 0
