@@ -6,6 +6,8 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 60
 
 
@@ -21,7 +23,7 @@ def connect(
     model: str | None = typer.Option(None, "--model", help="Served model name (default: model.served_name)."),
     check: bool = typer.Option(False, "--check/--no-check", help="Prove the settings against the running server."),
     timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request with --check."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON (schema tqdeploy.connect/1)."),
+    as_json: bool = options.as_json("tqdeploy.connect/1"),
 ) -> int:
     """Print the settings a client needs for this deployment (never the key itself)."""
     from tqdeploy.connect import connect as make_settings

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 from tqdeploy.profile.metrics import Scrape, fetch_metrics, parse_metrics
 
@@ -22,7 +23,7 @@ class MetricsSampler:
 
     def scrape(self):
         scrape = parse_metrics(fetch_metrics(self.base_url))
-        sample = {"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values}
+        sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values}
         if self._gpus:  # NVML memory per GPU on GPU hosts (runtime/gpu.py; None without a driver)
             from tqdeploy.runtime.gpu import gpu_memory
 
