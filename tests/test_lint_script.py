@@ -77,7 +77,7 @@ def test_docker_secret_redacted_in_render(capsys):
     r = lint_script((FIX / "docker_blog.sh").read_text(), live=False)
     r.render(make_console())
     out = capsys.readouterr().out
-    assert "hf_DockerBlogSecretValue987" not in out and "<redacted>" in out
+    assert "hf_DockerBlogSecretValue987" not in out and "[secret-1]" in out
 
 
 def test_unbalanced_quote_is_a_one_line_error():

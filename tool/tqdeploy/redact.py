@@ -34,8 +34,10 @@ class Redactor:
         hostnames: Iterable[str] = (),
         usernames: Iterable[str] = (),
         enabled: bool = True,
+        names: bool = True,
     ) -> None:
         self.enabled = enabled
+        self.names = names  # False: secrets only (lint, doctor): hosts, IPs and users stay as written
         self.counts: Counter[str] = Counter()
         self._placeholders: dict[tuple[str, str], str] = {}
         self._numbers: Counter[str] = Counter()
@@ -79,7 +81,8 @@ class Redactor:
         if not self.enabled or not text:
             return text
         low = text.lower()  # cheap substring triggers: a pass whose trigger is absent cannot match
-        return self._names(self._secrets(text, low), low)
+        text = self._secrets(text, low)
+        return self._names(text, low) if self.names else text
 
     def _secrets(self, text: str, low: str) -> str:
         if "private key" in low:

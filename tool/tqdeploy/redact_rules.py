@@ -88,6 +88,6 @@ def secret_flag(option: str) -> str | None:
     if len(name) < 2 or not option.startswith("--"):
         return None
     for flag in SECRET_FLAGS:
-        if flag.startswith(name):
+        if flag.startswith(name) or name == flag + "s":  # --api-keys: vLLM refuses it, its value is a key all the same
             return flag
     return "generic" if is_secret_name(name) else None

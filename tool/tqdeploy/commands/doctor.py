@@ -14,7 +14,10 @@ ORDER = 10
 def doctor(
     as_json: bool = options.as_json("tqdeploy.doctor/1"),
     snapshot: Path | None = options.snapshot("to replay the checks on; no access to this machine"),
-    snapshot_out: Path | None = typer.Option(None, "--snapshot-out", help="Write the raw host snapshot (JSON)."),
+    snapshot_out: Path | None = typer.Option(
+        None, "--snapshot-out", help="Write the raw host snapshot (JSON) to a new file (see --force)."
+    ),
+    force: bool = typer.Option(False, "--force", help="Let --snapshot-out replace an existing file (atomically)."),
     fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at or above: error | warn."),
     vllm_version: str | None = options.vllm_version(),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
@@ -51,6 +54,7 @@ def doctor(
         serving={"tensor_parallel_size": tp, "max_model_len": max_model_len, "kv_cache_dtype": kv_cache_dtype},
         command=command,
         command_file=file,
+        force=force,
     )
     emit(result, as_json)
     return result.exit_code

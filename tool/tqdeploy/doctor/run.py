@@ -64,6 +64,7 @@ def run_doctor(
     serving: dict[str, Any] | None = None,
     command: list[str] | None = None,
     command_file: Path | None = None,
+    force: bool = False,
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
@@ -71,7 +72,9 @@ def run_doctor(
     from tqdeploy.snapshot import HostSnapshot
 
     validate_options(vllm_version, fail_on, image_cuda)
-    model_facts = _load_model(model) if model else None
+    if snapshot_out is not None:
+        check_snapshot_out(snapshot_out, force)
+    model_facts, model_error = _load_model(model) if model else (None, None)
     if snapshot is not None:
         host = HostSnapshot.load(snapshot)
         source = f"snapshot {snapshot}"
@@ -93,8 +96,22 @@ def run_doctor(
     ctx = CheckContext(host=host, model=model_facts, options=options)
     import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
 
-    findings = run_checks(ctx, select_checks(ctx)) + flag_findings
+    findings = run_checks(ctx, select_checks(ctx)) + flag_findings + ([model_error] if model_error else [])
     return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
+
+
+def check_snapshot_out(path: Path, force: bool) -> None:
+    """Before any probing: an existing file is replaced only with --force (and then atomically), a
+    folder or special file never; a recorded snapshot is evidence someone may still need."""
+    from tqdeploy.errors import TQError
+
+    if path.is_symlink() or path.exists():
+        if not path.is_file() or path.is_symlink():
+            raise TQError(
+                f"--snapshot-out {path} exists and is not a regular file", "pass a new file name for the snapshot"
+            )
+        if not force:
+            raise TQError(f"--snapshot-out {path} already exists", "pass another file name, or --force to replace it")
 
 
 def _save(host, path: Path) -> None:
@@ -109,10 +126,20 @@ def _save(host, path: Path) -> None:
         ) from exc
 
 
-def _load_model(source: str):
+def _load_model(source: str) -> tuple[Any, Finding | None]:
+    """(facts, None), or (None, a TQ201 error) for a checkpoint folder that is there but cannot be sized
+    (a text-only or encoder config, a corrupt header): the host checks still run and say their part.
+    A folder or repo that cannot be found stays a usage error (exit 2): nothing was audited."""
+    from tqdeploy.errors import TQError
     from tqdeploy.model import load_model_facts
 
-    return load_model_facts(source)
+    try:
+        return load_model_facts(source), None
+    except TQError as exc:
+        if not Path(source).is_dir():
+            raise
+        title = f"checkpoint {source} cannot be audited: {exc.message}"
+        return None, Finding("TQ201", Severity.ERROR, title, {"model": source}, exc.remediation, area="model")
 
 
 def lint_launch(

@@ -157,14 +157,37 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
         )
     if file is None:
         return lint_command(argv, **options)
-    try:
-        text = Path(file).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TQError(
-            f"cannot read script {file}: {exc.strerror if isinstance(exc, OSError) else exc}",
-            "pass a readable text file",
-        ) from exc
+    text = read_script(Path(file))
     return lint_script(text, name=str(file), **options)
+
+
+MAX_SCRIPT_BYTES = 1 << 20  # launch scripts are a few KiB; /dev/zero or a log passed by mistake is not one
+
+
+def read_script(path) -> str:
+    """The script's text: a regular file (a FIFO would block, /dev/zero never ends) of at most 1 MiB.
+    O_NONBLOCK makes the open itself return at once on a FIFO; the fstat then refuses it."""
+    import os
+    import stat
+
+    from tqdeploy.errors import TQError
+
+    fix = "pass a launch script (a regular text file of at most 1 MiB)"
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise TQError(f"cannot read script {path}: {exc.strerror or exc}", fix) from None
+    with os.fdopen(fd, "rb") as fh:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TQError(f"cannot read script {path}: not a regular file (a FIFO, device or folder)", fix)
+        os.set_blocking(fd, True)
+        data = fh.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise TQError(f"cannot read script {path}: larger than 1 MiB, not a launch script", fix)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TQError(f"cannot read script {path}: not UTF-8 text (byte {exc.start})", fix) from None
 
 
 def lint_script(

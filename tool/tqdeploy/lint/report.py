@@ -10,7 +10,6 @@ from typing import Any
 from tqdeploy.findings import Edit, Finding, Severity
 
 SCHEMA = "tqdeploy.lint/1"
-REDACTED = "<redacted>"
 # vLLM option dest -> how serving_values() reads its value.
 SERVING_VALUES: dict[str, type] = {
     "tensor_parallel_size": int,
@@ -35,16 +34,26 @@ def finding_dict(f: Finding) -> dict[str, Any]:
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
-    """Apply non-overlapping edits right to left; an edit that overlaps an applied one is skipped."""
-    out = list(argv)
-    taken: list[tuple[int, int]] = []
+    """Apply non-overlapping edits as if right to left; an edit that overlaps an applied one is skipped.
+
+    Linear after the sort (a 1 MB script has tens of thousands of edits): walking right to left, every
+    edit taken so far starts at or after the current one, so the current one overlaps one of them exactly
+    when it ends after the leftmost start taken. Insertions (start == end) never overlap. The output is
+    then assembled left to right in one pass instead of a list splice per edit."""
+    taken: list[Edit] = []
+    leftmost = len(argv) + 1
     for e in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
-        if any(e.start < t_end and t_start < e.end for t_start, t_end in taken) or any(
-            e.start == e.end and t_start < e.start < t_end for t_start, t_end in taken
-        ):
+        if e.start < e.end and leftmost < e.end:
             continue
-        out[e.start : e.end] = list(e.tokens)
-        taken.append((e.start, max(e.end, e.start)))
+        taken.append(e)
+        leftmost = min(leftmost, e.start)
+    out: list[str] = []
+    pos = 0
+    for e in reversed(taken):
+        out.extend(argv[pos : e.start])
+        out.extend(e.tokens)
+        pos = max(pos, e.end)
+    out.extend(argv[pos:])
     return out
 
 
@@ -65,17 +74,6 @@ def shell_join(argv: list[str]) -> str:
     return " ".join(shell_quote(t) for t in argv)
 
 
-def redact_argv(argv: list[str], secret_values: set[str]) -> list[str]:
-    """Replace every occurrence of a secret value (whole token or VAR=value) by a marker."""
-    out = []
-    for tok in argv:
-        for secret in sorted(secret_values, key=len, reverse=True):
-            if secret and secret in tok:
-                tok = tok.replace(secret, REDACTED)
-        out.append(tok)
-    return out
-
-
 @dataclass
 class LintReport:
     vllm_version: str
@@ -87,6 +85,7 @@ class LintReport:
     # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
     # $VARS expanded where the script sets them). What the command asks of vLLM, for the other checks.
     flag_values: dict[str, str] = field(default_factory=dict, repr=False)
+    _redactor: Any = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def errors(self) -> bool:
@@ -96,26 +95,31 @@ class LintReport:
     def changed(self) -> bool:
         return self.fixed_argv != self.command
 
-    def _redact_text(self, text: str) -> str:
-        for secret in sorted(self.secret_values, key=len, reverse=True):
-            if secret:
-                text = text.replace(secret, REDACTED)
-        return text
+    @property
+    def redactor(self):
+        """One tqdeploy.redact Redactor for the whole report, so a secret has one placeholder everywhere."""
+        if self._redactor is None:
+            from tqdeploy.lint.secrets import LintRedactor
+
+            self._redactor = LintRedactor(self.secret_values)
+        return self._redactor
+
+    def redact(self, text: str) -> str:
+        return self.redactor.text(text)
 
     @property
     def command_text(self) -> str:
-        return shell_join(redact_argv(self.command, self.secret_values))
+        return shell_join(self.redactor.argv(self.command))
 
     @property
     def fixed_command_text(self) -> str:
-        return shell_join(redact_argv(self.fixed_argv, self.secret_values))
+        return shell_join(self.redactor.argv(self.fixed_argv))
 
     def redacted_findings(self) -> list[Finding]:
-        """The findings worst first, with every secret value of the command replaced in their texts."""
+        """The findings worst first, every text (title, fix, the flag as written) through the redactor."""
         ordered = sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token))
-        return [
-            replace(f, title=self._redact_text(f.title), remediation=self._redact_text(f.remediation)) for f in ordered
-        ]
+        r = self.redact
+        return [replace(f, title=r(f.title), remediation=r(f.remediation), location=r(f.location)) for f in ordered]
 
     def serving_values(self) -> dict[str, Any]:
         """What the command asks of vLLM, typed, for the doctor's checkpoint checks (CheckContext.options);

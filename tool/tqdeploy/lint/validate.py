@@ -98,8 +98,15 @@ def _choice_problem(opt: Option, value: str) -> str | None:
     return f"invalid choice {value!r}"
 
 
-def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int) -> Finding:
+MAX_SUGGESTIONS = 100  # did-you-mean (difflib, ~5 ms each) for the first unknown options; more is no typo
+
+
+def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int, suggest: bool = True) -> Finding:
     base = normalize(name)
+    if not suggest:
+        return lint_finding(
+            "TQ301", Severity.ERROR, name, f"vLLM {schema.version} has no option {name}", "remove it", None, index
+        )
     for other in available_versions():
         if other == schema.version:
             continue
@@ -301,7 +308,8 @@ class _ArgWalk:
     def unknown(self, i: int, name: str, has_eq: bool) -> int:
         takes_next = not has_eq and i + 1 < self.end and not _is_option_like(self.argv[i + 1])
         span_end = i + (2 if takes_next else 1)
-        finding = _unknown_flag(self.schema, name, i, span_end)
+        suggest = len(self.unknown_spans) < MAX_SUGGESTIONS
+        finding = _unknown_flag(self.schema, name, i, span_end, suggest)
         self.out.findings.append(finding)
         self.unknown_spans.append((finding, span_end))
         return span_end

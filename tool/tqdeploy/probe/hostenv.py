@@ -21,15 +21,11 @@ def hf_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def redact_url(url: str) -> str:
-    """Drop user:password@ from a URL: a mirror URL may carry credentials."""
-    from urllib.parse import urlsplit, urlunsplit
+    """A mirror or proxy URL with user:password@ and any ?query cut out (download.urls.shown_url, on
+    tqdeploy.redact's URL pattern): never raises, also on a URL that does not parse (`http://u:p@[::1`)."""
+    from tqdeploy.download.urls import shown_url
 
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        netloc = f"***@{host}" + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-    return url
+    return shown_url(url)
 
 
 def probe_env(env: Mapping[str, str]) -> dict[str, Any]:
