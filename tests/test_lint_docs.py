@@ -69,7 +69,8 @@ def lint_example(run_cli, tmp_path: Path, example: str) -> set[str]:
         head, sep, command = example[len("tqdeploy lint ") :].partition(" -- ")
         assert sep, f"{example!r}: a tqdeploy lint example gives the command after ` -- `"
         options = [str(checkpoint(command)) if tok == "DIR" else tok for tok in shlex.split(head)]
-    script = tmp_path / "serve.sh"
+    python = "vllm serve" not in command and ("LLM(" in command or "EngineArgs(" in command)
+    script = tmp_path / ("snippet.py" if python else "serve.sh")  # TQ315's examples are Python snippets
     script.write_text(command + "\n", encoding="utf-8")
     code, out, err = run_cli("lint", "--json", "--no-live", *options, "--file", str(script))
     assert code in (0, 1), f"{example!r}: exit {code}: {err}"

@@ -158,7 +158,45 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
     if file is None:
         return lint_command(argv, **options)
     text = read_script(Path(file))
+    if Path(file).suffix == ".py":
+        return lint_python(text, name=str(file), **options)
     return lint_script(text, name=str(file), **options)
+
+
+def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:
+    """Lint the LLM(...) / EngineArgs(...) / AsyncEngineArgs(...) calls of a Python snippet (TQ315)."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.lint.command import Invocation
+    from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
+    from tqdeploy.lint.registry import LintContext, run_rules
+    from tqdeploy.lint.schema import load_schema
+    from tqdeploy.pins import DEFAULT_VLLM_VERSION
+
+    version = (vllm_version or DEFAULT_VLLM_VERSION).lstrip("v")
+    calls = find_calls(text, name)
+    if not calls:
+        raise TQError(
+            f"no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in {name}",
+            "lint the Python file that builds vLLM, or a shell script: tqdeploy lint --file serve.sh",
+        )
+    ctx = LintContext(
+        inv=Invocation(argv=[], kind="python"),
+        schema=load_schema(version),
+        text=text,
+        snippet=(calls, load_api(version)),
+    )
+    values = literal_values(calls)
+    secrets = {v for k, v in values.items() if k in ("api_key", "hf_token") and v not in ("true", "false")}
+    source = [c.source for c in calls]
+    return LintReport(
+        vllm_version=version,
+        command=source,
+        fixed_argv=list(source),
+        findings=run_rules(ctx),
+        secret_values=secrets,
+        source=f"python line {calls[0].line}",
+        flag_values=values,
+    )
 
 
 MAX_SCRIPT_BYTES = 1 << 20  # launch scripts are a few KiB; /dev/zero or a log passed by mistake is not one

@@ -37,6 +37,7 @@ class LintContext:
     live: bool | None = None  # validate with vLLM's own parser: True, False, None = when importable
     target: list[Finding] = field(default_factory=list)  # how the vLLM version was chosen (TQ311)
     text_advice: list[Finding] = field(default_factory=list)  # false advice anywhere in the text (TQ310)
+    snippet: Any = None  # a Python snippet's (calls, API schema): tqdeploy.lint.pysnippet (TQ315)
 
     @cached_property
     def advice(self) -> list[Finding]:

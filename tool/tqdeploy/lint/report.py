@@ -109,6 +109,8 @@ class LintReport:
 
     @property
     def command_text(self) -> str:
+        if self.source.startswith("python"):  # the calls of a Python snippet, as written
+            return "; ".join(self.redact(call) for call in self.command)
         return shell_join(self.redactor.argv(self.command))
 
     @property

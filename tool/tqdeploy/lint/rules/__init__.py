@@ -7,6 +7,7 @@ turboquant  TQ320, TQ321               TurboQuant KV dtypes with other options
 exposure    TQ322, TQ323               who can reach the server, credentials on argv
 docker      TQ330-TQ334                docker run options around a vLLM image
 model       TQ340-TQ343                the checkpoint (--model) and the GPUs (--snapshot / --gpu)
+python      TQ315                      LLM(...) / EngineArgs(...) keywords in a Python snippet (--file x.py)
 """
 
-from tqdeploy.lint.rules import advice, arguments, docker, exposure, image, model, turboquant  # noqa: F401
+from tqdeploy.lint.rules import advice, arguments, docker, exposure, image, model, python, turboquant  # noqa: F401
