@@ -215,10 +215,11 @@ def read_script(path) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         raise TQError(f"cannot read script {path}: {exc.strerror or exc}", fix) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TQError(f"cannot read script {path}: not a regular file (a FIFO, device or folder)", fix)
+    os.set_blocking(fd, True)
     with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise TQError(f"cannot read script {path}: not a regular file (a FIFO, device or folder)", fix)
-        os.set_blocking(fd, True)
         data = fh.read(MAX_SCRIPT_BYTES + 1)
     if len(data) > MAX_SCRIPT_BYTES:
         raise TQError(f"cannot read script {path}: larger than 1 MiB, not a launch script", fix)
