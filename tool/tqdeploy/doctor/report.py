@@ -17,6 +17,19 @@ class DoctorResult:
     fail_on: str = "error"
     options: dict[str, Any] = field(default_factory=dict)
 
+    def shown_findings(self) -> list[Finding]:
+        """The findings as printed: every text and evidence value through tqdeploy.redact (secrets only;
+        hosts and addresses are the doctor's subject), one redactor so a secret keeps one placeholder."""
+        from dataclasses import replace
+
+        from tqdeploy.redact import Redactor
+
+        r = Redactor(names=False)
+        return [
+            replace(f, title=r.text(f.title), remediation=r.text(f.remediation), evidence=r.data(f.evidence))
+            for f in self.findings
+        ]
+
     @property
     def exit_code(self) -> int:
         return exit_code_for(self.findings, self.fail_on)
@@ -29,14 +42,14 @@ class DoctorResult:
             "tool_version": __version__,
             "source": self.source,
             "options": self.options,
-            "findings": [f.to_dict() for f in sort_worst_first(self.findings)],
+            "findings": [f.to_dict() for f in sort_worst_first(self.shown_findings())],
             "summary": summarize(self.findings) | {"fail_on": self.fail_on, "exit_code": self.exit_code},
         }
 
     def render(self, console) -> None:
         from tqdeploy.output import render_findings
 
-        render_findings(console, self.findings, title=f"tqdeploy doctor: {self.source}")
+        render_findings(console, self.shown_findings(), title=f"tqdeploy doctor: {self.source}")
         s = summarize(self.findings)
         console.print(
             f"{s['error']} error(s), {s['warn']} warning(s), {s['info']} info, {s['ok']} ok, "
