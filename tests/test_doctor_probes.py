@@ -364,3 +364,26 @@ def test_missing_nvidia_ml_py_reads_as_no_driver(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
     snap = collect(make_tree(tmp_path), offline=True, docker_client_factory=_refusing_client)
     assert snap.driver["present"] is False and "nvidia-ml-py is not installed" in snap.driver["error"]
+
+
+def test_wheel_versions_from_dist_info_names_match_importlib_metadata(tmp_path):
+    """The fast path (folder names) gives what reading every METADATA gives, on real dist-info layouts."""
+    import importlib.metadata
+
+    for name, version in (
+        ("nvidia_cudnn_cu13", "9.19.0.56"),
+        ("nvidia_nccl_cu12", "2.28.9"),
+        ("nvidia_cuda_runtime_cu12", "12.9.79"),
+        ("nvidia_nvtx_cu12", "12.9.79"),  # not a library the probe reports
+        ("numpy", "2.3.1"),
+    ):
+        info = tmp_path / f"{name}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n")
+    fast = cudalibs._dist_info_versions([str(tmp_path), str(tmp_path / "missing")])
+    slow = cudalibs.probe_wheels(lambda: importlib.metadata.distributions(path=[str(tmp_path)]))
+    assert fast == slow == {
+        "nvidia-cuda-runtime-cu12": "12.9.79",
+        "nvidia-cudnn-cu13": "9.19.0.56",
+        "nvidia-nccl-cu12": "2.28.9",
+    }
