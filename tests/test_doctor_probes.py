@@ -382,8 +382,12 @@ def test_wheel_versions_from_dist_info_names_match_importlib_metadata(tmp_path):
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name.replace('_', '-')}\nVersion: {version}\n")
     fast = cudalibs._dist_info_versions([str(tmp_path), str(tmp_path / "missing")])
     slow = cudalibs.probe_wheels(lambda: importlib.metadata.distributions(path=[str(tmp_path)]))
-    assert fast == slow == {
-        "nvidia-cuda-runtime-cu12": "12.9.79",
-        "nvidia-cudnn-cu13": "9.19.0.56",
-        "nvidia-nccl-cu12": "2.28.9",
-    }
+    assert (
+        fast
+        == slow
+        == {
+            "nvidia-cuda-runtime-cu12": "12.9.79",
+            "nvidia-cudnn-cu13": "9.19.0.56",
+            "nvidia-nccl-cu12": "2.28.9",
+        }
+    )

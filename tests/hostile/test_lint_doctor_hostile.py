@@ -1,4 +1,4 @@
-"""Hostile inputs to lint, doctor and explain (issue 14, second half): one case per input.
+"""Hostile inputs to lint, doctor and explain: one case per input.
 
 Same contract as test_hostile_inputs.py (whose Case, check_outcome and run_subprocess this reuses):
 exit 2 with a one-line error naming the input, or findings; no traceback, no seeded secret in any

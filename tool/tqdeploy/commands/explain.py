@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 90
 SCHEMA = "tqdeploy.explain/1"
 
 
 def explain(
     check_id: str = typer.Argument(..., help="Check id, e.g. TQ101."),
-    as_json: bool = typer.Option(False, "--json", help="Print the page as JSON (schema tqdeploy.explain/1)."),
+    as_json: bool = options.as_json(SCHEMA, what="the page"),
 ) -> None:
     """Show what a check looks at, why it matters and how to fix it."""
     import re
