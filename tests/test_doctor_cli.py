@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from support.doctor_hosts import HOSTS, variant
 from tqdeploy.doctor.registry import REGISTRY, Check
 
@@ -140,7 +142,15 @@ def test_model_checks_without_model_are_left_out(monkeypatch):
     assert "TQ299" in select_checks(CheckContext(host=object(), model={"weights_bytes": 1}))
 
 
-def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
+@pytest.mark.parametrize(
+    "docker_host,severity,title",
+    [
+        # the engine is asked over its unix socket without the SDK; here no engine listens there
+        ("unix://{tmp}/no.sock", "warn", "Docker engine not reachable"),
+        ("tcp://127.0.0.1:9", "info", "SDK not installed"),  # only the SDK speaks tcp:// / ssh://
+    ],
+)
+def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path, docker_host, severity, title):
     """As on the H200 host: PYTHONPATH to a copy of the package, no docker module importable."""
     shutil.copytree(REPO / "tool", tmp_path / "tool", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(REPO / "checks", tmp_path / "checks")
@@ -148,17 +158,15 @@ def test_runs_from_a_plain_copy_without_the_docker_sdk(tmp_path):
         "import sys; sys.modules['docker'] = None; import tqdeploy; assert tqdeploy.__file__.startswith(sys.argv[1]); "
         "from tqdeploy.cli import main; sys.exit(main(['doctor', '--offline', '--json']))"
     )
+    env = {"PYTHONPATH": str(tmp_path / "tool"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    env["DOCKER_HOST"] = docker_host.format(tmp=tmp_path)
     res = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PYTHONPATH": str(tmp_path / "tool"), "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60, env=env
     )
     assert "Traceback" not in res.stderr, res.stderr
     doc = json.loads(res.stdout)
     (f,) = [f for f in doc["findings"] if f["id"] == "TQ119"]
-    assert f["severity"] == "info" and "SDK not installed" in f["title"]
+    assert f["severity"] == severity and title in f["title"], f
     assert res.returncode == 1  # no driver here
 
 
