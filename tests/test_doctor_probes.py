@@ -265,6 +265,16 @@ def test_env_never_holds_the_token_value(tmp_path):
     assert hostenv.probe_disk(Path(out["hf_cache"]))["measured_at"] == str(tmp_path)
 
 
+@pytest.mark.parametrize(
+    "endpoint",
+    ["http://user:pw-53cr3t@[::1", "https://mirror.example/?token=pw-53cr3t", "http://u:pw-53cr3t@host:99999/"],
+)
+def test_an_endpoint_that_does_not_parse_is_recorded_without_its_secret(tmp_path, endpoint):
+    """urlsplit raises on `[::1` and on port 99999; the recorded endpoint must not raise nor keep the secret."""
+    out = hostenv.probe_env({"HF_ENDPOINT": endpoint, "HF_HOME": str(tmp_path)})
+    assert "pw-53cr3t" not in out["hf_endpoint"] and "***" in out["hf_endpoint"]
+
+
 class _Quiet(http.server.BaseHTTPRequestHandler):
     def do_HEAD(self):
         self.send_response(200)
