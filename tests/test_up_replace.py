@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 
-from support.up_builds import assert_nothing_left, free_port, kill_leftovers, make_build, tq
+from support.up_builds import UP_TIMEOUT_S, assert_nothing_left, free_port, kill_leftovers, make_build, tq
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
@@ -110,6 +110,10 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
             str(root / "nginx.pid"),
             "--drain-timeout",
             "30",
+            # On a loaded two-core machine the second server's imports alone have taken minutes: let the
+            # overall timeout decide, not up's 300 s default stall limit.
+            "--stall-timeout",
+            str(UP_TIMEOUT_S),
             "--json",
             # Two CPU servers on two cores: the second binds its OpenMP threads to the core the first left
             # free (vLLM's VLLM_CPU_OMP_THREADS_BIND, envs.py), or both compete for core 0.
