@@ -15,6 +15,7 @@ TQDEPLOY_BENCH_UP_PAIRS (default 2) sets the number of pairs; TQDEPLOY_VLLM_PYTH
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -28,6 +29,7 @@ from pathlib import Path
 from tqdeploy.bench import Row
 from tqdeploy.bench.doctor import REPO, VLLM_PYTHON, tqdeploy_argv
 
+KEEP = os.environ.get("TQDEPLOY_BENCH_UP_KEEP")  # a folder to copy the build's logs into, for a closer look
 PAIRS = int(os.environ.get("TQDEPLOY_BENCH_UP_PAIRS", "2"))
 STATUS_RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 DEMO_SPEC = Path(__file__).resolve().parents[1] / "spec" / "defaults" / "tiny-cpu-demo.toml"
@@ -173,9 +175,17 @@ def run() -> list[Row]:
         if start_by_hand(build, python, env, port)[0] is None:  # untimed: warms the page cache and VLLM_CACHE_ROOT
             raise RuntimeError(f"serve.sh did not get ready: {(build / 'by-hand.log').read_text()[-2000:]}")
         ups, hands = [], []
-        for _ in range(PAIRS):
+        for i in range(PAIRS):
             ups.append(run_up(build, python, env, port))
             hands.append(start_by_hand(build, python, env, port))
+            u, h = ups[-1], hands[-1]
+            print(
+                f"bench up: pair {i + 1}: up ready {u['ready']:.1f} s (own {u['own']:.2f} s), status "
+                f"{u['status']:.3f} s, down {u['down']:.1f} s; by hand ready {h[0]} s, stop {h[1]:.1f} s",
+                file=sys.stderr,
+            )
+        if KEEP:
+            shutil.copytree(build, KEEP, ignore=shutil.ignore_patterns("models"), dirs_exist_ok=True)
     if any(h[0] is None for h in hands):
         raise RuntimeError("a start by hand did not get ready")
     up_ready = statistics.median(u["ready"] for u in ups)
