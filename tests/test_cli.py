@@ -85,3 +85,23 @@ def test_usage_errors_stay_exit_2(run_cli):
     code, _, err = run_cli("explain", "--no-such-flag")
     assert code == 2
     assert "No such option" in err and "internal error" not in err
+
+
+def test_ctrl_c_while_the_cli_is_importing_is_one_line_and_exit_130():
+    """SIGINT during `import typer` (the first thing cli.py imports) must not print a traceback."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "class Interrupt:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'typer':\n"
+        "            raise KeyboardInterrupt\n"
+        "sys.meta_path.insert(0, Interrupt())\n"
+        "from tqdeploy.entry import main\n"
+        "sys.exit(main(['--help']))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 130
+    assert proc.stderr == "tqdeploy: interrupted\n" and proc.stdout == ""

@@ -1,3 +1,3 @@
-from tqdeploy.cli import main
+from tqdeploy.entry import main
 
 raise SystemExit(main())
