@@ -9,21 +9,7 @@ set -u
 out=${1:?usage: record_kv_logs.sh OUT_DIR DTYPE...}; shift
 here=$(cd "$(dirname "$0")/../.." && pwd)
 model=/tmp/dense8
-python3 - "$model" "$here" <<'PY'
-import json, sys
-from pathlib import Path
-out, repo = Path(sys.argv[1]), sys.argv[2]
-sys.path.insert(0, repo + "/tests/support")
-from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
-out.mkdir(parents=True, exist_ok=True)
-train_tokenizer(out)
-(out / "config.json").write_text(json.dumps({
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
-    "intermediate_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2,
-    "head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 512, "rms_norm_eps": 1e-5,
-    "rope_theta": 500000.0, "torch_dtype": "bfloat16", "bos_token_id": 0, "eos_token_id": 0,
-    "tie_word_embeddings": False}, indent=1))
-PY
+python3 "$here/scripts/gpu/make_dense8.py" "$model"
 get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1" 2>/dev/null; }
 for dtype in "$@"; do
   log="$out/dense-$dtype-eager.log"

@@ -12,9 +12,9 @@ for c in "$@"; do
   tq up "$b" --python python3 --json --timeout 300 > "$o/up.json" 2> "$o/up.stderr"; echo "$c up rc=$?"
   python3 -c 'import matplotlib' 2>/dev/null && chart=--chart || chart=--no-chart
   tq profile --url http://127.0.0.1:18000 --model "$b/models/dense8" --load --concurrency 1,8,32 \
-    --requests 48 --prompt-tokens 256 --output-tokens 64 --out "$o" $chart --json > "$o/profile-load.json" \
+    --requests 48 --prompt-tokens 256 --output-tokens 64 --out "$o" "$chart" --json > "$o/profile-load.json" \
     2> "$o/profile-load.stderr"; echo "$c profile --load rc=$?"
-  tq profile --log "$b/.tqdeploy/logs/server.log" --model "$b/models/dense8" --out "$o/log" $chart --json \
+  tq profile --log "$b/.tqdeploy/logs/server.log" --model "$b/models/dense8" --out "$o/log" "$chart" --json \
     > "$o/profile-log.json" 2> "$o/profile-log.stderr"; echo "$c profile --log rc=$?"
   tq down "$b" --json > "$o/down.json" 2>&1; echo "$c down rc=$?"
   nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits > "$o/gpu-mem-after.txt"

@@ -16,21 +16,7 @@ work=/tmp/tq-gpu; mkdir -p "$work" "$out"
 
 make_model() {  # $1: model dir
   [ -f "$1/config.json" ] && return
-  python3 - "$1" "$repo" <<'PY'
-import json, sys
-from pathlib import Path
-out, repo = Path(sys.argv[1]), sys.argv[2]
-sys.path.insert(0, repo + "/tests/support")
-from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
-out.mkdir(parents=True, exist_ok=True)
-train_tokenizer(out)
-(out / "config.json").write_text(json.dumps({
-    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 1024,
-    "intermediate_size": 4096, "num_hidden_layers": 8, "num_attention_heads": 8, "num_key_value_heads": 2,
-    "head_dim": 128, "max_position_embeddings": 32768, "vocab_size": 512, "rms_norm_eps": 1e-5,
-    "rope_theta": 500000.0, "torch_dtype": "bfloat16", "bos_token_id": 0, "eos_token_id": 0,
-    "tie_word_embeddings": False}, indent=1))
-PY
+  python3 "$repo/scripts/gpu/make_dense8.py" "$1"
 }
 
 spec() {  # $1 name, $2 kv dtype line, $3 extra args (TOML list body)
@@ -70,7 +56,7 @@ TOML
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 
 run_case() {  # $1 case, $2 label (cold|warm)
-  local c=$1 label=$2 b="$work/$1" o="$out/$1-$2"
+  local c=$1 b="$work/$1" o="$out/$1-$2"  # $2: cold | warm, the folder name only
   mkdir -p "$o"
   if [ ! -f "$b/tqdeploy.lock.json" ]; then
     case $c in
