@@ -116,8 +116,13 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
             str(UP_TIMEOUT_S),
             "--json",
             # Two CPU servers on two cores: the second binds its OpenMP threads to the core the first left
-            # free (vLLM's VLLM_CPU_OMP_THREADS_BIND, envs.py), or both compete for core 0.
+            # free (vLLM's VLLM_CPU_OMP_THREADS_BIND, envs.py), or both compete for core 0. It also runs
+            # confined to that core: at `import torch` MKL counts cores by pinning itself to each CPU of its
+            # mask in turn (at::init_num_threads, seen with strace), and the move onto core 0, where the
+            # first server's worker spins under the client loop, did not complete for 7 minutes on this
+            # machine's kernel (stack: sched_setaffinity -> affine_move_task; CI stop 15 failed so).
             extra_env={"VLLM_CPU_OMP_THREADS_BIND": "1"},
+            cpus={1},
         )
         assert rc == 0, out[-2000:]
         ok_until_replaced = loop.ok

@@ -53,10 +53,18 @@ def env() -> dict[str, str]:
     return e
 
 
-def tq(*args: str, timeout: float = UP_TIMEOUT_S + 60, extra_env: dict | None = None) -> tuple[int, dict | None, str]:
-    """Run the real CLI; (exit code, parsed JSON stdout or None, stderr)."""
+def tq(
+    *args: str, timeout: float = UP_TIMEOUT_S + 60, extra_env: dict | None = None, cpus: set[int] | None = None
+) -> tuple[int, dict | None, str]:
+    """Run the real CLI; (exit code, parsed JSON stdout or None, stderr). `cpus`: the CPU affinity it and
+    everything it starts inherit (what `taskset -c` would give)."""
     proc = subprocess.run(
-        [str(TQDEPLOY), *args], capture_output=True, text=True, timeout=timeout, env=env() | (extra_env or {})
+        [str(TQDEPLOY), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env() | (extra_env or {}),
+        preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
     )
     try:
         data = json.loads(proc.stdout)
