@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from support.hubmirror import Faults, HubMirror, Repo, clean_hub_env, repo  # noqa: F401 (fixtures)
+from support.tty import run_on_a_tty
 
 SHARD1 = "model-00001-of-00002.safetensors"
 TOKEN = "hf_TESTtokenNeverShown0123456789"
@@ -199,32 +200,6 @@ def test_mirror_killed_mid_file_then_restarted_resumes(repo, tmp_path, run_cli):
     shard_gets = [r for r in requests if r["path"].startswith("/cdn/") and r["path"].endswith(SHARD1)]
     assert shard_gets[-1]["range"] == f"bytes={kept}-"
     assert (dest / SHARD1).read_bytes() == (repo.root / SHARD1).read_bytes()
-
-
-def run_on_a_tty(cmd: list[str]) -> tuple[int, str]:
-    """Run with stderr on a pseudo-terminal (as a person would see it); returns (code, stderr text)."""
-    import pty
-    import select
-
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=slave, env={**os.environ, "COLUMNS": "120"})
-    os.close(slave)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=30)
-    os.close(master)
-    return proc.returncode, b"".join(chunks).decode(errors="replace")
 
 
 def test_progress_bars_on_a_terminal_and_none_with_json(repo, tmp_path, tqdeploy_exe):

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from support.hubmirror import HubMirror, Repo, write_safetensors
+from support.tty import run_on_a_tty
 from tqdeploy.errors import TQError
 from tqdeploy.model import load_model_facts
 
@@ -91,3 +92,15 @@ def test_plan_takes_repo_at_rev(repo, monkeypatch, run_cli):
         assert plan["budget"]["weights_bytes"] == sum(SHARDS)  # exact, from the headers over HTTP
         code, out, err = run_cli("plan", "--model", "acme/llama-like@nope", "--gpu", "H200")
         assert code == 2 and "revision 'nope'" in err and out == ""
+
+
+def test_plan_json_from_the_hub_draws_no_progress_bar_on_a_terminal(repo, monkeypatch, tqdeploy_exe):
+    # huggingface_hub draws a tqdm bar on stderr for the config.json download unless bars are disabled
+    # (model/hub.py); `plan --json` on a terminal must show nothing but its own output.
+    with HubMirror(repo) as m:
+        monkeypatch.setenv("HF_ENDPOINT", m.url)
+        cmd = [tqdeploy_exe, "plan", "--model", "acme/llama-like@v1.0", "--gpu", "H200", "--max-model-len", "8192"]
+        code, shown = run_on_a_tty([*cmd, "--json"])
+    assert code == 0, shown
+    # without the fix the bar (huggingface_hub 2.4) is drawn and cleared, leaving blank lines on the terminal
+    assert shown == "", repr(shown)
