@@ -38,17 +38,3 @@ def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
     except ValueError as exc:
         raise TQError(f"{SNAPSHOT_MEMBER} in bundle {p} is not JSON ({exc})", "record a new bundle") from None
     return data if isinstance(data, dict) else {}
-
-
-def load_bundle_snapshot(cls, path: str | Path):
-    """HostSnapshot.load for a bundle: the same schema check and error messages as for a snapshot file."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.snapshot import SCHEMA
-
-    data = snapshot_from_bundle(path)
-    if data.get("schema") != SCHEMA:
-        raise TQError(f"the snapshot in bundle {path} is not a {SCHEMA} document", "record a new bundle")
-    try:
-        return cls.from_dict(data)
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise TQError(f"the snapshot in bundle {path} has a malformed section ({exc})", "record a new bundle") from None

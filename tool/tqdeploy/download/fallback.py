@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from tqdeploy.download.remote import RemoteFile
+from tqdeploy.download.listing import RemoteFile
 
 TREE = "tree API (/api/models/{repo}/tree/{commit})"
 HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"

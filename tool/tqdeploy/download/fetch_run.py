@@ -17,9 +17,10 @@ from typing import Any
 
 from tqdeploy.download import transfer
 from tqdeploy.download.hashing import Digest, digest_file
+from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.manifest import Manifest, save_manifest
 from tqdeploy.download.progress import Bars
-from tqdeploy.download.remote import RemoteFile, RepoListing, public_endpoint
+from tqdeploy.download.remote import public_endpoint
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 PARTIAL_DIR = ".tqdeploy/partial"

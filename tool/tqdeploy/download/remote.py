@@ -11,31 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
 from tqdeploy.download.urls import check_endpoint, shown_url
 from tqdeploy.errors import EXIT_FINDINGS, TQError
-
-
-@dataclass(frozen=True)
-class RemoteFile:
-    path: str
-    size: int
-    sha256: str | None  # LFS files only
-    git_oid: str | None  # for LFS files the blob id of the pointer, not of the content
-    lfs: bool
-
-
-@dataclass(frozen=True)
-class RepoListing:
-    repo: str
-    revision: str
-    commit: str
-    files: dict[str, RemoteFile]
-    endpoint: str  # the mirror that answered
-    unreachable: tuple[str, ...] = ()  # mirrors that could not be reached at all: skipped for the files
-    hash_source: str = "revision API (?blobs=true)"  # where the sizes and hashes came from (download/fallback.py)
 
 
 def public_endpoint(url: str) -> str:
