@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 
 from tqdeploy.lint.command import Invocation
-from tqdeploy.lint.validate import ParsedArgs
+from tqdeploy.lint.parsed import ParsedArgs
 from tqdeploy.redact import SECRET_FLAGS, Redactor, is_secret_name, secret_flag
 
 __all__ = ["LintRedactor", "is_literal", "is_secret_name", "secret_values"]

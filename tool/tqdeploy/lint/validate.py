@@ -10,47 +10,15 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from dataclasses import dataclass, field
 
 from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.lint.parsed import Occurrence, ParsedArgs
 from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
-
-
-@dataclass
-class Occurrence:
-    option: Option
-    name: str  # as written
-    start: int  # argv index of the option token
-    end: int  # one past its last value token
-    values: list[str] = field(default_factory=list)
-
-    @property
-    def value(self) -> str | None:
-        return self.values[-1] if self.values else None
-
-
-@dataclass
-class ParsedArgs:
-    occurrences: list[Occurrence] = field(default_factory=list)
-    positionals: list[tuple[int, str]] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-
-    def last(self, dest: str) -> Occurrence | None:
-        found = [o for o in self.occurrences if o.option.dest == dest]
-        return found[-1] if found else None
-
-    def value(self, dest: str) -> str | None:
-        occ = self.last(dest)
-        return occ.value if occ else None
-
-    def flag_on(self, dest: str) -> bool:
-        occ = self.last(dest)
-        return occ is not None and not occ.name.startswith("--no-")
 
 
 def _is_option_like(tok: str) -> bool:
