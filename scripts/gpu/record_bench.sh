@@ -66,10 +66,14 @@ bench() {
     TQDEPLOY_BENCH_SERVED=dense8w TQDEPLOY_BENCH_CONCURRENCY="${BENCH_CONCURRENCY:-8}" TQDEPLOY_BENCH_INPUT=512 \
     TQDEPLOY_BENCH_OUTPUT=128 TQDEPLOY_BENCH_PROMPTS=64 TQDEPLOY_BENCH_ROUNDS=3 TQDEPLOY_BENCH_RAW="$out/bench-raw.json" \
     python3 -m tqdeploy.bench profile 2>&1 | tee "$out/bench.txt"
+  # KV usage under load with enough requests per step for several /metrics samples at a 0.25 s period
+  tq profile --url http://127.0.0.1:18000 --model "$b/models/dense8w" --load --concurrency 1,8,32 --requests 256 \
+    --prompt-tokens 512 --output-tokens 128 --sample-interval 0.25 --out "$out/load" --json \
+    > "$out/load/profile.json.stdout" 2> "$out/load-profile.stderr"; echo "profile --load rc=$?"
   tq down "$b" --json > "$out/bench-down.json" 2>&1; echo "down rc=$?"
   cp "$b"/.tqdeploy/logs/server.log "$out/bench-server.log" 2>/dev/null
   pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
 }
 
-mkdir -p "$out/weights"
+mkdir -p "$out/weights" "$out/load"
 for step in "$@"; do "$step"; done
