@@ -29,6 +29,8 @@ served_name = "dense8w"
 version = "0.25.0"
 max_model_len = 4096
 gpu_memory_utilization = 0.9
+# the bench sends the same prompts round after round: cached prefills would favour whichever tool runs second
+extra_args = ["--no-enable-prefix-caching"]
 
 [image]
 base = "vllm/vllm-openai:v0.25.0"

@@ -35,8 +35,11 @@ VLLM_PYTHON = Path(_ENV("TQDEPLOY_BENCH_VLLM_PYTHON", str(REPO / ".venv-vllm" / 
 MODEL = Path(_ENV("TQDEPLOY_BENCH_MODEL", str(REPO / ".cache" / "tiny-qwen2")))  # tests/support/make_tiny_model.py
 SERVED = _ENV("TQDEPLOY_BENCH_SERVED", "tiny")
 URL = _ENV("TQDEPLOY_BENCH_URL")
+# Prefix caching off: both tools send the same prompts round after round (fixed seeds), and cached prefills
+# would make whichever runs second look faster.
 SERVER_ARGS = _ENV(
-    "TQDEPLOY_BENCH_SERVER_ARGS", f"--max-model-len 512 --dtype bfloat16 --kv-cache-memory-bytes {256 << 20}"
+    "TQDEPLOY_BENCH_SERVER_ARGS",
+    f"--max-model-len 512 --dtype bfloat16 --kv-cache-memory-bytes {256 << 20} --no-enable-prefix-caching",
 )
 CONCURRENCY = int(_ENV("TQDEPLOY_BENCH_CONCURRENCY", "4"))
 PROMPTS = int(_ENV("TQDEPLOY_BENCH_PROMPTS", "48"))
