@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import time
 from pathlib import Path
@@ -174,3 +175,23 @@ def test_measure_runs_standalone_on_a_model_folder(tmp_path):
     out = json.loads(proc.stdout)
     assert out["residency"]["bytes"] == 4 * MiB and out["residency"]["fraction"] > 0.9
     assert out["direct_read"]["gb_per_s"] or out["direct_read"]["reason"]
+
+
+def test_mincore_probe_trusts_this_linux_kernel_and_refuses_a_pretending_one(tmp_path, monkeypatch):
+    """gVisor's mincore writes 1 for every mapped page (pkg/sentry/syscalls/linux/sys_mmap.go): residency
+    must then say it cannot measure rather than report 100%. The libc adapter is the one thing replaced."""
+    assert disk.mincore_sees_page_cache()  # a real Linux kernel: an untouched anonymous map is not resident
+    real = disk._libc()
+
+    class PretendingLibc:
+        mmap, munmap = real.mmap, real.munmap
+
+        @staticmethod
+        def mincore(addr, length, vec):
+            ctypes.memset(vec, 1, (length + disk._PAGE - 1) // disk._PAGE)
+            return 0
+
+    monkeypatch.setattr(disk, "_libc", PretendingLibc)
+    weights = _write(tmp_path / "model.safetensors", MiB)
+    out = disk.page_cache_residency([weights])
+    assert out["fraction"] is None and "cannot measure" in out["error"] and out["bytes"] == MiB

@@ -72,10 +72,40 @@ def _resident_in_window(libc, fd: int, offset: int, length: int) -> int:
         libc.munmap(ctypes.c_void_p(addr), length)
 
 
+def mincore_sees_page_cache(libc=None) -> bool:
+    """False on kernels whose mincore answers "resident" for every mapped page: gVisor does
+    (pkg/sentry/syscalls/linux/sys_mmap.go Mincore: "Pretend that all mapped pages are resident in core").
+    Probe: an anonymous mapping never touched has no page in memory on Linux."""
+    libc = libc or _libc()
+    length = 16 * _PAGE
+    flags = mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS
+    addr = libc.mmap(None, length, mmap.PROT_READ, flags, -1, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        return False
+    try:
+        vec = ctypes.create_string_buffer(16)
+        return libc.mincore(ctypes.c_void_p(addr), length, vec) == 0 and vec.raw[:16].translate(_LOW_BIT).count(1) == 0
+    finally:
+        libc.munmap(ctypes.c_void_p(addr), length)
+
+
 def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_budget_s: float = 2.0) -> dict:
     """Bytes of `files` the OS page cache holds now. `partial` when the file cap or time budget stopped it
-    early: `fraction` is then over the bytes checked."""
+    early: `fraction` is then over the bytes checked. None (with `error`) where mincore cannot tell."""
     libc, t0 = _libc(), time.monotonic()
+    if not mincore_sees_page_cache(libc):
+        why = "mincore reports every mapped page resident on this kernel (a sandbox such as gVisor)"
+        total = sum(os.stat(p).st_size for p in files[:max_files] if Path(p).is_file())
+        return {
+            "files": len(files),
+            "bytes": total,
+            "bytes_checked": 0,
+            "bytes_resident": None,
+            "fraction": None,
+            "partial": False,
+            "seconds": 0.0,
+            "error": f"cannot measure: {why}",
+        }
     total = checked = resident = 0
     out_of_time, error = False, None
     for path in files[:max_files]:
@@ -148,6 +178,8 @@ def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds:
         return out | {"reason": f"weights on {fs_type}: its reads are memory reads, there is no disk to measure"}
     if not hasattr(os, "O_DIRECT"):
         return out | {"reason": "O_DIRECT is not available on this platform"}
+    if not mincore_sees_page_cache():  # gVisor: O_DIRECT skips the sandbox's cache, not necessarily the host's
+        out["note"] = "sandboxed kernel (gVisor-like): the host's page cache may still serve O_DIRECT reads"
     buf = mmap.mmap(-1, BLOCK_BYTES)  # page-aligned, as O_DIRECT needs
     done, used, t0 = 0, [], time.monotonic()
     try:
