@@ -112,6 +112,7 @@ def test_direct_read_measures_the_disk_and_leaves_the_cache_alone(tmp_path):
     out = disk.direct_read_rate([small, big], max_bytes=24 * MiB, max_seconds=10.0)
     assert out["method"] == "O_DIRECT" and out["fs_type"] and out["mount_point"]
     assert out["files"] == [str(big)]  # the largest file first
+    assert "small sample" in out["sample_note"]  # 24 MiB: latency still weighs on the rate
     assert out["bytes"] == 24 * MiB  # 8 MiB blocks up to the byte cap
     assert out["gb_per_s"] == pytest.approx(out["bytes"] / 1e9 / out["seconds"], rel=0.05)  # decimal GB/s
     assert disk.page_cache_residency([big])["fraction"] < 0.1  # O_DIRECT filled no page cache

@@ -25,6 +25,7 @@ NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.
 MAX_FILES = 10_000
 WINDOW_BYTES = 1 << 30  # residency maps a huge file one window at a time
 BLOCK_BYTES = 8 << 20  # O_DIRECT block: a multiple of every logical block size (512 B / 4 KiB)
+SMALL_SAMPLE_BYTES = 64 << 20  # below this a rate says more about latency than about sequential reads
 MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
 _PAGE = mmap.PAGESIZE
 _OCTAL = re.compile(r"\\([0-7]{3})")
@@ -205,6 +206,8 @@ def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds:
     seconds = time.monotonic() - t0
     if not done:
         return out | {"bytes": 0, "seconds": round(seconds, 6), "reason": f"nothing read within {max_seconds} s"}
+    if done < SMALL_SAMPLE_BYTES:
+        out["sample_note"] = f"small sample ({done / 1e6:.1f} MB): latency weighs on it, a long read may be faster"
     return out | {
         "bytes": done,
         "seconds": round(seconds, 6),
