@@ -10,11 +10,16 @@ from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
 
 
-def profile_once(build: Path, mode: str, inputs: Inputs) -> ProfileResult:
+def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
+    """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
     from tqdeploy.profile import start as up
+    from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
     from tqdeploy.profile.probe import first_token_probe
     from tqdeploy.profile.timeline import Event
 
+    measured = {} if measured is None else measured
+    model_dir = inputs.model or up.model_dir(build)
+    residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
     progress(f"{mode} start of {build} through tqdeploy up")
     started = up.start(build, mode)
     try:
@@ -24,20 +29,32 @@ def profile_once(build: Path, mode: str, inputs: Inputs) -> ProfileResult:
         result = profile(replace(inputs, log=started.log_path, url=started.base_url), mode, events, started.launched_at)
     finally:
         up.stop(build)
+    if "direct_read" not in measured:  # once per build, with the server down
+        measured["direct_read"] = measure_direct_read(model_dir)
+    apply_disk(result, residency, "before start", measured["direct_read"])
     result.context.update(
         compile_cache=started.compile_cache,
-        page_cache=started.page_cache,
+        page_cache=page_cache_wording(residency, started.page_cache),
         up_seconds_to_ready=started.seconds_to_ready,
         first_token_error=error,
     )
     return result
 
 
+def page_cache_wording(residency: dict | None, fallback: str) -> str:
+    fraction = (residency or {}).get("fraction")
+    if fraction is None:
+        why = (residency or {}).get("error") or "model folder unknown"
+        return f"{fallback}; residency not measured: {why}"
+    return f"not dropped; {fraction:.0%} of the weights were in the OS page cache before start (mincore)"
+
+
 def profile_build(build: Path, start: str, inputs: Inputs) -> ProfileResult:
     if start != "both":
         return profile_once(build, start, inputs)
-    cold = profile_once(build, "cold", replace(inputs, load=None))
-    warm = profile_once(build, "warm", inputs)
+    measured: dict = {}
+    cold = profile_once(build, "cold", replace(inputs, load=None), measured)
+    warm = profile_once(build, "warm", inputs, measured)
     warm.context["compare"] = compare(cold, warm)
     return warm
 
@@ -60,8 +77,24 @@ def compare(cold: ProfileResult, warm: ProfileResult) -> dict:
     wall_w = warm.timeline.wall_seconds if warm.timeline else None
     return {
         "phases": rows,
+        "startup_plan": plan_effect(cold, warm, c, w),
         "cold_wall_s": wall_c,
         "warm_wall_s": wall_w,
         "warm_over_cold": round(wall_w / wall_c, 3) if wall_c and wall_w else None,
         "warm_still_spends": sorted(rows, key=lambda r: -float(r["warm_s"]))[:3],
+    }
+
+
+def plan_effect(cold: ProfileResult, warm: ProfileResult, c: dict[str, float], w: dict[str, float]) -> dict:
+    """The startup plan's state on both starts and the memory-profiling phase it saved (or did not)."""
+    name = "memory profiling"
+    state = {r: (x.timeline.startup_plan if x.timeline else None) for r, x in (("cold", cold), ("warm", warm))}
+    saved = round(c.get(name, 0.0) - w.get(name, 0.0), 3) if name in c and name in w else None
+    return {
+        "cold": state["cold"],
+        "warm": state["warm"],
+        "phase": name,
+        "cold_s": round(c[name], 3) if name in c else None,
+        "warm_s": round(w[name], 3) if name in w else None,
+        "saved_s": saved if state["warm"] == "applied" else None,
     }

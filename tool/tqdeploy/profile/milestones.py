@@ -49,7 +49,14 @@ MILESTONES: tuple[Milestone, ...] = (
     _m("profile_run", "memory profiling", r"Initial profiling/warmup run took ([\d.]+) s"),
     # v1/worker/gpu_worker.py determine_available_memory: "Available KV cache memory: %s GiB";
     # v1/worker/cpu_worker.py determine_available_memory: "Auto set (...) GiB for KV cache" / "Explicitly set"
-    _m("kv_memory", "memory profiling", r"Available KV cache memory: |(?:Auto|Explicitly) set \([\d.]+/[\d.]+\) GiB"),
+    # with a startup plan applied (or --kv-cache-memory) 0.32.0 prints instead: "Initial free memory %s GiB, reserved
+    # %s GiB memory for KV Cache as specified by kv_cache_memory_bytes config and skipped memory profiling. ..."
+    _m(
+        "kv_memory",
+        "memory profiling",
+        r"Available KV cache memory: |(?:Auto|Explicitly) set \([\d.]+/[\d.]+\) GiB"
+        r"|GiB memory for KV Cache as specified by kv_cache_memory_bytes config",
+    ),
     # v1/core/kv_cache_utils.py get_kv_cache_configs: "%s KV cache size: %s tokens, Maximum concurrency ..."
     _m("kv_size", "KV cache allocation", r"KV cache size: [\d,]+ tokens"),
     # model_executor/warmup/kernel_warmup.py (FlashInfer autotune, CuTeDSL): seen in the 0.25 H200 logs
@@ -82,3 +89,21 @@ COMPILE_LOAD_FAILED = re.compile(r"Compiling model again due to a load failure")
 EAGER = re.compile(r"Enforce eager set|enforce_eager=True")
 MODEL_GIB = re.compile(r"Model loading took ([\d.]+) GiB")
 CHECKPOINT_GIB = re.compile(r"Checkpoint size: ([\d.]+) GiB")
+# startup plan (VLLM_ENABLE_STARTUP_PLAN=1), vLLM 0.32.0 v1/worker/startup_plan.py: maybe_apply_startup_plan
+# "Applying persisted startup plan (fingerprint %s): ...", _applicable_kv_cache_memory_bytes "Startup plan not applied:
+# current free memory (%.2f GiB) is below the recorded baseline ...", maybe_save_startup_plan "Saved startup plan to %s"
+PLAN_APPLIED = re.compile(r"Applying persisted startup plan \(fingerprint ")
+PLAN_NOT_APPLIED = re.compile(r"Startup plan not applied: current free memory")
+PLAN_SAVED = re.compile(r"Saved startup plan to ")
+# the vLLM version: entrypoints/serve/utils/api_utils.py log_version_and_model prints "vLLM server version %s, serving
+# model %s" or a logo with "version %s" (ANSI colours around it on a terminal; the 0.25.0 H200 logs show the logo);
+# releases up to ~0.10 printed "vLLM API server version %s"; v1/engine/core.py "Initializing a V1 LLM engine (v%s)"
+_ANSI = r"(?:\x1b\[[\d;]*m)*"
+VLLM_VERSION = re.compile(
+    r"vLLM (?:API )?server version (\d+\.\d+\.\d+)"
+    rf"|\u2588{_ANSI}  version {_ANSI}(\d+\.\d+\.\d+)"
+    r"|Initializing a V1 LLM engine \(v(\d+\.\d+\.\d+)"
+)
+# a start on a CUDA GPU: config/vllm.py VllmConfig.__str__ "device_config=%s" in the engine's config line, or CUDA
+# graph capture (gpu_model_runner.py "Graph capturing finished", the tqdm bar "Capturing CUDA graphs")
+GPU_START = re.compile(r"device_config=cuda\b|Graph capturing finished in|Capturing CUDA graphs")

@@ -66,6 +66,7 @@ class ProfileResult:
             "timeline_origin": t.origin if t else None,
             "stamped": t.stamped if t else None,
             "compile_cache": t.compile_cache if t else None,
+            "startup_plan": t.startup_plan if t else None,
             "weights": t.weights if t else {},
             "kv": self.kv,
             "load": self.load,
@@ -93,8 +94,10 @@ class ProfileResult:
             console.print(table)
             console.print(
                 f"wall {t.wall_seconds:.1f} s, {t.attributed_fraction:.1%} attributed; "
-                f"torch.compile cache: {t.compile_cache or 'unknown'}"
+                f"torch.compile cache: {t.compile_cache or 'unknown'}; startup plan: {t.startup_plan or 'no plan line'}"
             )
+            if line := weights_line(t.weights):
+                console.print(line)
             for name in t.untimed:
                 console.print(f"[dim]cannot time: {name}[/dim]")
         if self.kv:
@@ -110,6 +113,27 @@ class ProfileResult:
             render_findings(console, self.findings, "profile findings")
         if self.chart:
             console.print(f"chart: {self.chart}")
+
+
+def weights_line(w: dict) -> str:
+    """'weights 2.1 GB in 1.8 s = 1.17 GB/s; disk (O_DIRECT) 1.60 GB/s; page cache 3% resident before start'."""
+    if not w:
+        return ""
+    parts = []
+    if w.get("bytes") and w.get("seconds"):
+        rate = f" = {w['gb_per_s']:.2f} GB/s" if w.get("gb_per_s") else f" ({w.get('note', 'no rate')})"
+        size = f"{w['bytes'] / 1e9:.1f} GB" if w["bytes"] >= 1e8 else f"{w['bytes'] / 1e6:.1f} MB"
+        parts.append(f"weights {size} in {w['seconds']:.{1 if w['seconds'] >= 1 else 2}f} s{rate}")
+    if "disk_read_gb_per_s" in w:
+        disk = w["disk_read_gb_per_s"]
+        parts.append(f"disk (O_DIRECT) {disk:.2f} GB/s" if disk else f"disk: {w.get('disk_note')}")
+    if w.get("page_cache_resident_fraction") is not None:
+        parts.append(f"page cache {w['page_cache_resident_fraction']:.0%} resident {w.get('page_cache_measured')}")
+    elif w.get("page_cache_note"):
+        parts.append(f"page cache: {w['page_cache_note']}")
+    if w.get("vs_disk") is not None:
+        parts.append(f"load/disk {w['vs_disk']:.2f}x")
+    return "; ".join(parts)
 
 
 def _render_load(console, load: dict) -> None:
@@ -149,3 +173,13 @@ def _render_compare(console, compare: dict) -> None:
     console.print(table)
     spends = ", ".join(f"{r['phase']} {r['warm_s']:.1f} s" for r in compare.get("warm_still_spends", []))
     console.print(f"a warm start still spends: {spends}")
+    plan = compare.get("startup_plan") or {}
+    if plan.get("saved_s") is not None:
+        console.print(
+            f"startup plan applied on the warm start: {plan['phase']} {plan['cold_s']:.1f} s -> {plan['warm_s']:.1f} s "
+            f"(saved {plan['saved_s']:.1f} s)"
+        )
+    elif plan:
+        console.print(
+            f"startup plan: cold {plan.get('cold') or 'no plan line'}, warm {plan.get('warm') or 'no plan line'}"
+        )

@@ -77,6 +77,15 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
         result.load = run_load(inputs.url, inputs.load)
         result.findings.extend(load_findings(result.load))
     result.findings.extend(result.timeline_findings())
+    if timeline is not None:
+        from tqdeploy.profile.accelerators import startup_plan_finding
+
+        plan = startup_plan_finding(log_text, timeline.phases)
+        result.findings.extend([plan] if plan else [])
+    if start in ("log", "running") and inputs.model:  # the load is over: the cache state is the one after it
+        from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
+
+        apply_disk(result, measure_residency(inputs.model), "after the load", measure_direct_read(inputs.model))
     return result
 
 

@@ -43,6 +43,19 @@ def compile_cache_dir(build: Path) -> Path:
     return build / ".tqdeploy" / "cache" / "vllm"
 
 
+def model_dir(build: Path) -> str | None:
+    """The checkpoint folder `up` would serve: TQ_MODEL_DIR when set (runtime/process.py passes it through),
+    else the build's own (runtime/deployment.py); None when the build cannot be read (up reports why)."""
+    if os.environ.get("TQ_MODEL_DIR"):
+        return os.environ["TQ_MODEL_DIR"]
+    from tqdeploy.runtime.deployment import load_deployment
+
+    try:
+        return str(load_deployment(build).model_dir)
+    except (TQError, OSError, ValueError, KeyError):
+        return None
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-m", "tqdeploy"]
 

@@ -1,4 +1,5 @@
-"""Facts of a start beside its phases: torch.compile cache state and the weight load's size and rate."""
+"""Facts of a start beside its phases: torch.compile cache state, the weight load's size and rate, the startup
+plan's state and the vLLM version."""
 
 from __future__ import annotations
 
@@ -40,3 +41,23 @@ def weights_figures(text: str, events: list[Event], weight_bytes: int | None = N
     elif gib and seconds:
         out["gb_per_s"] = round(gib * GiB / 1e9 / seconds, 3)
     return out
+
+
+def startup_plan_state(text: str) -> str | None:
+    """applied | not-applied | saved, or None when the log has no startup-plan line (the plan is off, or this
+    vLLM has none). A plan that was not applied is re-measured and saved again: not-applied wins over saved."""
+    if ms.PLAN_APPLIED.search(text):
+        return "applied"
+    if ms.PLAN_NOT_APPLIED.search(text):
+        return "not-applied"
+    if ms.PLAN_SAVED.search(text):
+        return "saved"
+    return None
+
+
+def vllm_version(text: str) -> tuple[int, int, int] | None:
+    m = ms.VLLM_VERSION.search(text)
+    if m is None:
+        return None
+    major, minor, patch = next(g for g in m.groups() if g).split(".")
+    return int(major), int(minor), int(patch)

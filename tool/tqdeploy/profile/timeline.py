@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tqdeploy.profile import milestones as ms
-from tqdeploy.profile.startfacts import compile_cache_state, weights_figures
+from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
 from tqdeploy.runtime.logstamp import split
 
 UNATTRIBUTED = "unattributed"
@@ -56,6 +56,7 @@ class Timeline:
     untimed: list[str] = field(default_factory=list)  # phases the log shows but cannot time
     compile_cache: str | None = None  # hit | miss | load-failed | none (eager)
     weights: dict = field(default_factory=dict)
+    startup_plan: str | None = None  # applied | not-applied | saved (VLLM_ENABLE_STARTUP_PLAN), None: no plan line
 
     @property
     def wall_seconds(self) -> float:
@@ -131,6 +132,7 @@ def build_timeline(
     timeline = Timeline(stamped=stamped, origin=origin, events=events)
     timeline.compile_cache = compile_cache_state(text)
     timeline.weights = weights_figures(text, events, weight_bytes)
+    timeline.startup_plan = startup_plan_state(text)
     if t0 is None:
         timeline.untimed = [e.phase for e in events]
         return timeline
