@@ -49,6 +49,17 @@ def test_cold_then_warm_through_up(profiled):
     assert (build / ".tqdeploy" / "cache" / "vllm").is_dir()  # the warm start had a cache to reuse
     assert "cold start of" in proc.stderr and "warm start of" in proc.stderr
     assert (out / "profile.png").stat().st_size > 10_000
+    # disk facts (profile/disk.py): the build's model was just copied in, so its pages are cached before start
+    weights = data["weights"]
+    assert weights["page_cache_measured"] == "before start" and weights["page_cache_resident_fraction"] > 0.5
+    assert "of the weights were in the OS page cache before start" in data["context"]["page_cache"]
+    if weights["disk_read_gb_per_s"]:  # else the filesystem refused O_DIRECT and disk_note says so
+        assert data["context"]["disk"]["direct_read"]["files"][0].endswith("models/tiny/model.safetensors")
+    else:
+        assert weights["disk_note"]
+    # the CPU worker never calls the startup plan (v1/worker/cpu_worker.py): no plan line, no TQ437
+    assert data["startup_plan"] is None and compare["startup_plan"]["warm"] is None
+    assert "TQ437" not in {f["id"] for f in data["findings"]}
 
 
 def test_nothing_left_running(profiled):
