@@ -1,22 +1,21 @@
-"""The disk under the weights: how much of them the OS page cache holds, and how fast the disk itself reads.
-
-Standard library only (os, mmap, ctypes, time), so it runs on a bare GPU host. Neither measurement changes
-the page cache: residency maps the files with libc mmap and asks `mincore` without touching a page; the read
-rate uses O_DIRECT (the page cache is bypassed, nothing is evicted or filled) and never falls back to a
-buffered read, which would measure memory instead of the disk. Rates are decimal GB/s, the unit of the
-timeline's `weights.gb_per_s` (startfacts.py weights_figures), so the two divide into `vs_disk`.
+"""The disk under the weights: how much of them the OS page cache holds (here), and how fast the disk itself
+reads (diskread.py, re-exported). Standard library only (os, mmap, ctypes, time), so it runs on a bare GPU host.
+Neither measurement changes the page cache: residency maps the files with libc mmap and asks `mincore` without
+touching a page; the read rate uses O_DIRECT.
 """
 
 from __future__ import annotations
 
 import ctypes
-import errno
 import mmap
 import os
-import re
 import time
 from itertools import islice
 from pathlib import Path
+
+from tqdeploy.profile.diskread import MEMORY_FS, direct_read_rate, mount_of
+
+__all__ = ["MEMORY_FS", "direct_read_rate", "measure", "mount_of", "page_cache_residency", "weight_files"]
 
 # vLLM 0.32.0 model_loader/default_loader.py _prepare_weights: "*.safetensors", then "*.bin", then "*.pt";
 # weight_utils.py filter_files_not_needed_for_inference drops these training leftovers
@@ -24,11 +23,7 @@ WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt")
 NOT_WEIGHTS = ("training_args.bin", "optimizer.bin", "optimizer.pt", "scheduler.pt", "scaler.pt")
 MAX_FILES = 10_000
 WINDOW_BYTES = 1 << 30  # residency maps a huge file one window at a time
-BLOCK_BYTES = 8 << 20  # O_DIRECT block: a multiple of every logical block size (512 B / 4 KiB)
-SMALL_SAMPLE_BYTES = 64 << 20  # below this a rate says more about latency than about sequential reads
-MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
 _PAGE = mmap.PAGESIZE
-_OCTAL = re.compile(r"\\([0-7]{3})")
 _LOW_BIT = bytes(b & 1 for b in range(256))  # mincore: bit 0 says resident, the other bits are reserved
 
 
@@ -141,89 +136,6 @@ def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_bud
         "seconds": round(time.monotonic() - t0, 3),
         "error": error,
     }
-
-
-def mount_of(path: str | os.PathLike) -> tuple[str | None, str | None]:
-    """(mount point, filesystem type) of the mount holding `path`, from /proc/mounts (longest prefix)."""
-    real = os.path.realpath(path)
-    best: tuple[str | None, str | None] = (None, None)
-    try:
-        with open("/proc/mounts", encoding="utf-8", errors="replace") as fh:
-            lines = fh.read(1 << 20).splitlines()
-    except OSError:
-        return best
-    for line in lines:
-        fields = line.split()
-        if len(fields) < 3:
-            continue
-        point = _OCTAL.sub(lambda m: chr(int(m.group(1), 8)), fields[1])  # /proc/mounts writes a space as \040
-        inside = real == point or real.startswith(point.rstrip("/") + "/")
-        if inside and len(point) >= len(best[0] or ""):
-            best = (point, fields[2])
-    return best
-
-
-def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0) -> dict:
-    """Sequential O_DIRECT read of the largest files, up to `max_bytes` or `max_seconds`; decimal GB/s.
-    A filesystem that refuses O_DIRECT, or one in memory, gets a `reason` instead of a rate."""
-    stats = [(os.stat(p), p) for p in files if Path(p).is_file()]
-    # a sparse file's holes read as zeros without touching the disk: only files mostly on disk are timed
-    sized = sorted(((st.st_size, p) for st, p in stats if 0 < st.st_size <= 2 * st.st_blocks * 512), reverse=True)
-    if not sized:
-        sparse = any(st.st_size for st, _ in stats)
-        why = "only sparse weight files (their holes read as zeros, not from the disk)" if sparse else "no weight data"
-        return {"gb_per_s": None, "reason": why}
-    point, fs_type = mount_of(sized[0][1])
-    out: dict = {"gb_per_s": None, "fs_type": fs_type, "mount_point": point, "method": "O_DIRECT"}
-    if fs_type in MEMORY_FS:
-        return out | {"reason": f"weights on {fs_type}: its reads are memory reads, there is no disk to measure"}
-    if not hasattr(os, "O_DIRECT"):
-        return out | {"reason": "O_DIRECT is not available on this platform"}
-    if not mincore_sees_page_cache():  # gVisor: O_DIRECT skips the sandbox's cache, not necessarily the host's
-        out["note"] = "sandboxed kernel (gVisor-like): the host's page cache may still serve O_DIRECT reads"
-    buf = mmap.mmap(-1, BLOCK_BYTES)  # page-aligned, as O_DIRECT needs
-    done, used, t0 = 0, [], time.monotonic()
-    try:
-        for size, path in sized:
-            try:
-                fd = os.open(path, os.O_RDONLY | os.O_DIRECT)
-            except OSError as exc:
-                if exc.errno == errno.EINVAL:
-                    return out | {"reason": "O_DIRECT not supported on this filesystem: its reads are memory reads"}
-                return out | {"reason": f"{path}: {exc.strerror}"}
-            used.append(str(path))
-            try:
-                done += _read_direct(fd, buf, size, max_bytes - done, t0 + max_seconds)
-            except OSError as exc:
-                reason = "O_DIRECT not supported on this filesystem" if exc.errno == errno.EINVAL else exc.strerror
-                return out | {"reason": f"O_DIRECT read failed: {reason}"}
-            finally:
-                os.close(fd)
-            if done >= max_bytes or time.monotonic() >= t0 + max_seconds:
-                break
-    finally:
-        buf.close()
-    seconds = time.monotonic() - t0
-    if not done:
-        return out | {"bytes": 0, "seconds": round(seconds, 6), "reason": f"nothing read within {max_seconds} s"}
-    if done < SMALL_SAMPLE_BYTES:
-        out["sample_note"] = f"small sample ({done / 1e6:.1f} MB): latency weighs on it, a long read may be faster"
-    return out | {
-        "bytes": done,
-        "seconds": round(seconds, 6),
-        "gb_per_s": round(done / 1e9 / seconds, 3),
-        "files": used,
-    }
-
-
-def _read_direct(fd: int, buf: mmap.mmap, size: int, limit: int, deadline: float) -> int:
-    offset = 0
-    while offset < size and offset < limit and time.monotonic() < deadline:
-        n = os.preadv(fd, [buf], offset)
-        offset += max(n, 0)
-        if n < len(buf):  # end of file (a short read mid-file would leave the next offset unaligned)
-            break
-    return offset
 
 
 def measure(model_dir: str | os.PathLike) -> dict:
