@@ -246,3 +246,13 @@ def test_vllms_own_loader_accepts_what_the_build_renders():
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "refused: Load format `fasttensors` is not supported" in proc.stdout
+
+
+def test_init_writes_both_keys_with_what_leaving_them_out_means(run_cli, tmp_path):
+    out = tmp_path / "tqdeploy.toml"
+    code, _, err = run_cli("init", "--out", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    assert "# load_format = (unset: vLLM's own default applies)\n" in text
+    assert "# startup_plan = (unset: on for variant gpu where the pinned vLLM has it)\n" in text
+    assert "# VLLM_ENABLE_STARTUP_PLAN: reuse the last boot's memory profile when nothing changed\n" in text
