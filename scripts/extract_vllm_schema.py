@@ -10,7 +10,7 @@ The parser is built exactly as `vllm serve` builds it (vllm/entrypoints/cli/serv
 make_arg_parser(FlexibleArgumentParser)); `python -m vllm.entrypoints.openai.api_server` builds the
 same one (vllm/entrypoints/launchers/api_server/entry.py:main). Each option records its names,
 dest, value type, choices, default, nargs, action, the first line of its help and whether vLLM
-marks it deprecated.
+marks it deprecated. The names of the environment variables vLLM reads (vllm/envs.py) are listed too.
 
 Platform-dependent values: the parser is built twice, once on the platform vLLM detects here (the
 CPU build) and once with `current_platform` replaced by a minimal CUDA platform description, so
@@ -236,6 +236,34 @@ def engine_checked_values() -> dict[str, dict]:
     return found
 
 
+def load_format_values() -> dict[str, dict]:
+    """The load formats vLLM's model loader accepts. Read on the platform vLLM detects, before the CUDA swap:
+    the loader package imports CUDA-only kernels under a CUDA platform. The table is a plain dict literal,
+    the same on every platform."""
+    try:
+        # get_model_loader refuses any load format not in this dict ("Load format `X` is not supported"),
+        # after LoadConfig lowercases it (vllm/config/load.py _lowercase_load_format).
+        from vllm.model_executor.model_loader import _LOAD_FORMAT_TO_MODEL_LOADER
+    except ImportError:
+        return {}
+    return {
+        "load_format": {
+            "values": sorted(_LOAD_FORMAT_TO_MODEL_LOADER),
+            "match": "lower",
+            "source": "vllm/model_executor/model_loader/__init__.py get_model_loader: "
+            "'Load format `X` is not supported' unless in _LOAD_FORMAT_TO_MODEL_LOADER (plugins may add more)",
+        }
+    }
+
+
+def env_var_names() -> list[str]:
+    """The environment variables this vLLM reads (vllm/envs.py environment_variables), so that features
+    switched on by a variable (e.g. VLLM_ENABLE_STARTUP_PLAN) are rendered only for releases that have them."""
+    import vllm.envs as envs
+
+    return sorted(getattr(envs, "environment_variables", {}))
+
+
 def extract(note: str = "") -> dict:
     import vllm
 
@@ -243,10 +271,11 @@ def extract(note: str = "") -> dict:
     version = re.sub(r"\+.*$", "", version)  # drop local build tags such as +cpu
     cpu_parser = _build_parser_any_layout()
     cpu = describe(cpu_parser)
+    loader_values = load_format_values()
     _swap_platform_to_cuda()
     cuda = describe(_build_parser_any_layout())
     options = merge_platforms(cpu, cuda)
-    for dest, values in engine_checked_values().items():
+    for dest, values in {**engine_checked_values(), **loader_values}.items():
         if dest in options:
             options[dest]["engine_values"] = values
     return {
@@ -262,6 +291,7 @@ def extract(note: str = "") -> dict:
             "allow_abbrev": bool(getattr(cpu_parser, "allow_abbrev", True)),
         },
         "options": dict(sorted(options.items())),
+        "env_vars": env_var_names(),
     }
 
 

@@ -22,6 +22,7 @@ VALID = [
     f"vllm serve Qwen/Qwen3-8B --max-model 4096 {H}",  # abbreviation: a warning, but the parser takes it
     f'vllm serve Qwen/Qwen3-8B --speculative-config \'{{"method": "mtp", "num_speculative_tokens": 1}}\' {H}',
     f"vllm serve Qwen/Qwen3-8B --compilation-config.mode 3 -O3 {H}",
+    f"vllm serve Qwen/Qwen3-8B --load-format fastsafetensors {H}",  # as `tqdeploy build` renders vllm.load_format
     f"python3 -m vllm.entrypoints.openai.api_server --model /models/q --port 8001 {H}",
     "docker run --gpus all --ipc=host -p 127.0.0.1:8000:8000 vllm/vllm-openai:v0.32.0 Qwen/Qwen3-8B -tp 2",
     # a script: vLLM's parser sees the values the script assigns, not $TP

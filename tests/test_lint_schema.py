@@ -94,3 +94,26 @@ def test_extractor_reproduces_committed_schema(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     fresh = (tmp_path / "0.32.0.json").read_text(encoding="utf-8")
     assert fresh == (SCHEMA_DIR / "0.32.0.json").read_text(encoding="utf-8")
+
+
+def test_load_formats_and_env_vars_come_from_vllm():
+    """Read by the extractor from vLLM's model loader table and vllm/envs.py, per release."""
+    new, old = load_schema("0.32.0"), load_schema("0.25.0")
+    formats = new.options["load_format"].engine_values
+    assert formats["match"] == "lower"
+    assert {"auto", "fastsafetensors", "instanttensor", "runai_streamer", "ipc_cache"} <= set(formats["values"])
+    assert "bitsandbytes" in old.options["load_format"].engine_values["values"]  # removed by 0.32.0
+    assert "bitsandbytes" not in formats["values"]
+    assert "VLLM_ENABLE_STARTUP_PLAN" in new.env_vars and "VLLM_CACHE_ROOT" in new.env_vars
+    assert "VLLM_ENABLE_STARTUP_PLAN" not in old.env_vars and "VLLM_CACHE_ROOT" in old.env_vars
+
+
+def test_load_format_is_checked_case_insensitively_like_vllm():
+    from tqdeploy.lint import lint_command
+
+    def ids(value):
+        report = lint_command(["vllm", "serve", "m", "--load-format", value, "--host", "127.0.0.1"], live=False)
+        return [f.id for f in report.findings]
+
+    assert ids("FastSafeTensors") == []  # vllm/config/load.py lowercases it
+    assert ids("fasttensors") == ["TQ308"]

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 8e5dcee51a5998f9663ab2da8968ec28cf25312dbe26ff09d2859dc5700b619d).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
 # Fetches Qwen/Qwen3.6-27B at revision 0123456789abcdef0123456789abcdef01234567 into the models directory, through the
 # spec's mirrors in order. Run it on the host before `docker compose up`.
 set -eu

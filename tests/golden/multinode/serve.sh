@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 8e5dcee51a5998f9663ab2da8968ec28cf25312dbe26ff09d2859dc5700b619d).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
@@ -15,6 +15,11 @@ BIND_HOST="${TQ_BIND_HOST:-0.0.0.0}"
 # (vLLM docs/deployment/docker.md). The cache key includes the environment: keep it stable.
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-/cache/vllm}"
 export HF_HOME="${HF_HOME:-/cache/huggingface}"
+# Startup plan (vllm/envs.py VLLM_ENABLE_STARTUP_PLAN, vllm/v1/worker/startup_plan.py): each GPU worker saves
+# its memory-profiling result under $VLLM_CACHE_ROOT/startup_plan/ and a later boot skips profiling only when
+# the fingerprint (vLLM version, config, GPU, torch/CUDA, rank) matches and free memory is at least the
+# recorded baseline; otherwise it profiles again. Not part of the compile-cache key. Set it to 0 to turn it off.
+export VLLM_ENABLE_STARTUP_PLAN="${VLLM_ENABLE_STARTUP_PLAN:-1}"
 # Serve only what download.sh fetched at the pinned revision; never download at start.
 export HF_HUB_OFFLINE=1
 

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 bf321ebfa03b1cc6f4a6465ae2730919782261c91f7d7ef9dd174aad78fcd0c6).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 30522d968edaf55a46b6b5f7410a026c5dc12f0aedafe119bbdff4705a00e025).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
@@ -15,6 +15,11 @@ BIND_HOST="${TQ_BIND_HOST:-127.0.0.1}"
 # (vLLM docs/deployment/docker.md). The cache key includes the environment: keep it stable.
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-/cache/vllm}"
 export HF_HOME="${HF_HOME:-/cache/huggingface}"
+# Startup plan (vllm/envs.py VLLM_ENABLE_STARTUP_PLAN, vllm/v1/worker/startup_plan.py): each GPU worker saves
+# its memory-profiling result under $VLLM_CACHE_ROOT/startup_plan/ and a later boot skips profiling only when
+# the fingerprint (vLLM version, config, GPU, torch/CUDA, rank) matches and free memory is at least the
+# recorded baseline; otherwise it profiles again. Not part of the compile-cache key. Set it to 0 to turn it off.
+export VLLM_ENABLE_STARTUP_PLAN="${VLLM_ENABLE_STARTUP_PLAN:-1}"
 # Serve only what download.sh fetched at the pinned revision; never download at start.
 export HF_HUB_OFFLINE=1
 

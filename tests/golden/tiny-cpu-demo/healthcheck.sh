@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 ba51661e55111bf08cf7f0106029b3b5cc21a8b7a58a5313a32fcefc24caeb6e).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

@@ -56,6 +56,7 @@ class VllmSchema:
     options: dict[str, Option]  # by dest
     allow_abbrev: bool = True
     source: str = ""
+    env_vars: frozenset[str] = frozenset()  # the variables vllm/envs.py reads (empty in files made before it)
     _by_name: dict[str, Option] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -155,4 +156,5 @@ def load_schema(version: str) -> VllmSchema:
         options=options,
         allow_abbrev=bool(data.get("parser", {}).get("allow_abbrev", True)),
         source=data.get("source", ""),
+        env_vars=frozenset(data.get("env_vars") or ()),
     )

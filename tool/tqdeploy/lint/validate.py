@@ -398,7 +398,9 @@ def _deprecated(opt: Option, name: str, index: int, schema: VllmSchema) -> list[
 def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSchema) -> list[Finding]:
     ev = opt.engine_values or {}
     allowed = list(ev.get("values", []))
-    probe = value.upper() if ev.get("match") == "upper" and value.lower() != "auto" else value
+    match = ev.get("match")
+    probe = value.upper() if match == "upper" and value.lower() != "auto" else value
+    probe = value.lower() if match == "lower" else probe  # e.g. LoadConfig lowercases load_format
     if probe in allowed:
         return []
     close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)

@@ -25,6 +25,7 @@ class BuildResult:
     notes: list[str] = field(default_factory=list)
     pins: dict[str, Any] = field(default_factory=dict)
     image: dict[str, Any] = field(default_factory=dict)
+    accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.spec.accel.Accelerators.to_dict
     exit_code: int = EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
@@ -42,6 +43,7 @@ class BuildResult:
             "notes": self.notes,
             "pins": self.pins,
             "image": self.image,
+            "accelerators": self.accelerators,
         }
 
     def render(self, console) -> None:
@@ -244,6 +246,10 @@ def run_build(
             f'base digest {digest} read from the registry; add `digest = "{digest}"` to [image] in the spec to keep it'
         )
     files = render_files(spec)
+    from tqdeploy.spec.accel import accelerators
+
+    accel = accelerators(spec)
+    notes += [accel.summary(), *accel.notes]  # what the build rendered to shorten start-up, and what it left out
     result = BuildResult(
         name=spec.name,
         spec_source=spec.source,
@@ -254,6 +260,7 @@ def run_build(
         skipped=skipped_outputs(spec),
         notes=notes,
         pins=pins(spec),
+        accelerators=accel.to_dict(),
     )
     if dry_run:
         from tqdeploy.render.guard import guard

@@ -7,6 +7,7 @@ from typing import Any
 from tqdeploy import __version__
 from tqdeploy.render.env import shquote
 from tqdeploy.render.toolcall import tool_call_flags
+from tqdeploy.spec.accel import accelerators
 from tqdeploy.spec.model import (
     CONTAINER_API_KEY,
     CONTAINER_HF_HOME,
@@ -130,6 +131,7 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "storage": s["storage"],
         "paths": PATHS,
         "command_lines": command_lines(spec),
+        "accel": accelerators(spec),
         "gpustack": {
             "backend_name": f"tqdeploy-{spec.name}-custom",
             "version": f"v{spec.vllm_version}-custom",

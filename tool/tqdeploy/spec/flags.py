@@ -21,6 +21,7 @@ FLAG_TO_KEY = {
     "--max-model-len": "vllm.max_model_len",
     "--max-num-seqs": "vllm.max_num_seqs",
     "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
+    "--load-format": "vllm.load_format",
     "--host": "server.host",
     "--port": "server.port",
 }

@@ -104,6 +104,7 @@ class Spec:
             ("--max-model-len", v["max_model_len"]),
             ("--max-num-seqs", v["max_num_seqs"]),
             ("--gpu-memory-utilization", v["gpu_memory_utilization"]),
+            ("--load-format", v["load_format"]),
         ]
         if self.multi_node:
             # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).

@@ -18,6 +18,7 @@ class Key:
     type: type | tuple[type, ...]
     default: Any
     doc: str
+    unset: str = ""  # what leaving the key out means, where it is not "vLLM's own default"
 
 
 # section -> key -> Key. The empty section "" holds the top-level keys.
@@ -45,6 +46,17 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "extra_args": Key(list, [], "further vLLM arguments, validated like the rest"),
         "tool_calling": Key(
             bool, False, "tool calling for agents: the model family's verified tool-call and reasoning parser flags"
+        ),
+        "load_format": Key(
+            str,
+            None,
+            "--load-format: how vLLM reads the weights, e.g. fastsafetensors or runai_streamer for I/O-bound loads",
+        ),
+        "startup_plan": Key(
+            bool,
+            None,
+            "VLLM_ENABLE_STARTUP_PLAN: reuse the last boot's memory profile when nothing changed",
+            "on for variant gpu where the pinned vLLM has it",
         ),
     },
     "image": {

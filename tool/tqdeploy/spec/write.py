@@ -36,7 +36,7 @@ def spec_to_toml(data: dict[str, dict[str, Any]], header: list[str], notes: dict
                 out.append(f"# chosen: {notes[dotted]}")
             value = data[section][key]
             if value is None:
-                tail = ": vLLM's own default applies" if section == "vllm" else ""
+                tail = f": {meta.unset}" if meta.unset else ": vLLM's own default applies" if section == "vllm" else ""
                 out.append(f"# {key} = (unset{tail})")
             else:
                 out.append(f"{key} = {toml_value(value)}")

@@ -1,0 +1,230 @@
+"""Start-up accelerators: `[vllm] startup_plan` and `[vllm] load_format`, each only where the pinned vLLM has it.
+
+Verified in vLLM 0.32.0's source (the CPU build, same Python source):
+- VLLM_ENABLE_STARTUP_PLAN (vllm/envs.py; vllm/v1/worker/startup_plan.py): each GPU worker saves the
+  memory-profiling result under $VLLM_CACHE_ROOT/startup_plan/, keyed by a fingerprint of the vLLM version,
+  config hash, device name/memory/capability, torch/CUDA, rank and world size, and applies it on a later boot
+  only when the fingerprint matches and free memory is at least the recorded baseline; otherwise it profiles
+  again. Only vllm/v1/worker/gpu_worker.py calls it (CPUWorker overrides determine_available_memory), and
+  maybe_apply_startup_plan returns early when --kv-cache-memory-bytes is given. vLLM 0.25.0 has no such
+  variable: availability is read from the env_vars list of checks/vllm-schema/<version>.json.
+- --load-format: the values vLLM's model loader accepts are the schema's engine_values (read from
+  vllm/model_executor/model_loader/__init__.py by scripts/extract_vllm_schema.py); the packages the I/O
+  formats need are pinned in dockerfiles/load-format-packages.toml.
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from tqdeploy.spec.load import Problem
+from tqdeploy.spec.model import Spec
+
+STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
+KV_BYTES_FLAG = "--kv-cache-memory-bytes"
+PACKAGES_FILE = "load-format-packages.toml"
+
+
+@dataclass(frozen=True)
+class LoadFormatPackage:
+    formats: tuple[str, ...]
+    name: str
+    extras: tuple[str, ...]
+    pin: str
+    requires: dict[str, str]
+    variants: tuple[str, ...]
+    vllm_extra: str = ""
+    gpu_only: str = ""
+
+    @property
+    def requirement(self) -> str:
+        """What pip installs, e.g. runai-model-streamer[azure,gcs,s3]==0.17.1."""
+        return f"{self.name}{self._extras}=={self.pin}"
+
+    @property
+    def _extras(self) -> str:
+        return f"[{','.join(self.extras)}]" if self.extras else ""
+
+    def vllm_asks(self, version: str) -> str:
+        """What vLLM's own extra requires, for the Dockerfile comment."""
+        wanted = self.requires.get(version)
+        return (
+            f"{self.name}{self._extras}{wanted}" if wanted else f"{self.name} (requirement not read for vLLM {version})"
+        )
+
+
+@dataclass
+class Accelerators:
+    """What a build renders to shorten start-up, and why the rest is left out."""
+
+    startup_plan: bool = False
+    load_format: str | None = None
+    package: LoadFormatPackage | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        parts = ["persistent compile cache (VLLM_CACHE_ROOT on the cache volume)"]
+        if self.startup_plan:
+            parts.append(f"startup plan ({STARTUP_PLAN_ENV}=1)")
+        if self.load_format:
+            parts.append(
+                f"load format {self.load_format}"
+                + (f" ({self.package.requirement} in the Dockerfile)" if self.package else "")
+            )
+        return "start-up: " + ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "compile_cache": True,
+            "startup_plan": self.startup_plan,
+            "load_format": self.load_format,
+            "package": self.package.requirement if self.package else None,
+        }
+
+
+@lru_cache(maxsize=1)
+def load_format_packages() -> tuple[LoadFormatPackage, ...]:
+    from tqdeploy.resources import data_dir
+
+    raw = tomllib.loads((data_dir("dockerfiles") / PACKAGES_FILE).read_text(encoding="utf-8"))
+    return tuple(
+        LoadFormatPackage(
+            formats=tuple(p["formats"]),
+            name=p["name"],
+            extras=tuple(p.get("extras", ())),
+            pin=p["pin"],
+            requires=dict(p["requires"]),
+            variants=tuple(p["variants"]),
+            vllm_extra=p.get("vllm_extra", ""),
+            gpu_only=p.get("gpu_only", ""),
+        )
+        for p in raw["package"]
+    )
+
+
+def package_for(load_format: str | None) -> LoadFormatPackage | None:
+    fmt = (load_format or "").lower()
+    return next((p for p in load_format_packages() if fmt in p.formats), None)
+
+
+def startup_plan_available(version: str) -> bool | None:
+    """Whether this vLLM reads VLLM_ENABLE_STARTUP_PLAN; None when its schema lists no variables at all."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.lint.schema import load_schema
+
+    try:
+        names = load_schema(version).env_vars
+    except TQError:  # no schema for this release: lint refuses its flags; here it is simply not known
+        return None
+    return (STARTUP_PLAN_ENV in names) if names else None
+
+
+def _sets_flag(spec: Spec, known: str) -> str | None:
+    """The extra_args item that vLLM would read as `known` (spellings as validate.names_flag reads them)."""
+    from tqdeploy.spec.validate import names_flag, vllm_flag_name
+
+    return next((str(a) for a in spec["vllm"]["extra_args"] if names_flag(vllm_flag_name(str(a)), known)), None)
+
+
+def _load_format_problems(spec: Spec) -> list[Problem]:
+    from tqdeploy.lint.schema import load_schema
+
+    fmt = spec["vllm"]["load_format"]
+    if fmt is None:
+        return []
+    given = _sets_flag(spec, "--load-format")
+    if given:
+        return [
+            Problem(
+                "vllm.load_format",
+                f"vllm.load_format is set and vllm.extra_args sets {given.split('=', 1)[0]} too",
+                "drop --load-format from vllm.extra_args: vllm.load_format renders it",
+            )
+        ]
+    engine = load_schema(spec.vllm_version).options["load_format"].engine_values or {}
+    choices = list(engine.get("values", []))
+    if not choices:
+        return [
+            Problem(
+                "vllm.load_format",
+                f"vllm.load_format: tqdeploy's schema of vLLM {spec.vllm_version} lists no load formats to check "
+                f"{fmt!r} against",
+                "regenerate checks/vllm-schema/ with `make vllm-schema`, or put --load-format in vllm.extra_args",
+            )
+        ]
+    if fmt.lower() not in choices:
+        close = difflib.get_close_matches(fmt.lower(), choices, n=1)
+        return [
+            Problem(
+                "vllm.load_format",
+                f"vllm.load_format {fmt!r} is not a load format of vLLM {spec.vllm_version} "
+                f"(choices: {', '.join(choices)})",
+                f"use {close[0]!r}" if close else "use one of the choices, or leave load_format out (vLLM's auto)",
+            )
+        ]
+    package = package_for(fmt)
+    if package is not None and spec.variant not in package.variants:
+        return [
+            Problem(
+                "vllm.load_format",
+                f"vllm.load_format {fmt!r} works on CUDA GPUs only, not on variant {spec.variant!r}: "
+                f"{package.gpu_only}",
+                'leave load_format out on the cpu variant (or use runai_streamer), or set variant = "gpu"',
+            )
+        ]
+    return []
+
+
+def accelerator_problems(spec: Spec) -> list[Problem]:
+    """Refusals (exit 2): an unknown or duplicated load format, a CUDA-only one on cpu, a startup plan that the
+    pinned vLLM does not have."""
+    problems = _load_format_problems(spec)
+    if spec["vllm"]["startup_plan"] is True and not startup_plan_available(spec.vllm_version):
+        problems.append(
+            Problem(
+                "vllm.startup_plan",
+                f"vllm.startup_plan = true, but vLLM {spec.vllm_version} has no {STARTUP_PLAN_ENV} "
+                "(not in its vllm/envs.py)",
+                "remove startup_plan, or pin a vLLM release that has it (0.32.0 does)",
+            )
+        )
+    return problems
+
+
+def accelerators(spec: Spec) -> Accelerators:
+    """What this (valid) spec renders, with a note for each accelerator left out or without effect."""
+    wanted = spec["vllm"]["startup_plan"]
+    available = startup_plan_available(spec.vllm_version)
+    kv_bytes = _sets_flag(spec, KV_BYTES_FLAG)
+    out = Accelerators(load_format=spec["vllm"]["load_format"], package=package_for(spec["vllm"]["load_format"]))
+    if out.load_format is None and (given := _sets_flag(spec, "--load-format")):
+        out.notes.append(
+            f"vllm.extra_args sets {given.split('=', 1)[0]}: the Dockerfile installs no package for it; "
+            "set vllm.load_format instead to have the format's package pinned in the image"
+        )
+    if wanted is None:
+        out.startup_plan = spec.variant == "gpu" and bool(available) and kv_bytes is None
+        if spec.variant == "gpu" and not available:
+            known = "lists no environment variables" if available is None else f"has no {STARTUP_PLAN_ENV}"
+            out.notes.append(f"startup plan not rendered: vLLM {spec.vllm_version} {known} (vllm/envs.py)")
+        elif spec.variant == "gpu" and kv_bytes:
+            out.notes.append(
+                f"startup plan not rendered: vllm.extra_args gives {KV_BYTES_FLAG}, so there is no profiling to skip"
+            )
+        return out
+    out.startup_plan = bool(wanted)
+    if wanted and spec.variant != "gpu":
+        out.notes.append(
+            "vllm.startup_plan = true has no effect on the cpu variant: only vLLM's GPU worker applies it "
+            "(vllm/v1/worker/gpu_worker.py)"
+        )
+    if wanted and kv_bytes:
+        out.notes.append(
+            f"vllm.startup_plan = true has no effect with {KV_BYTES_FLAG} in vllm.extra_args: vLLM then skips "
+            "the plan (maybe_apply_startup_plan, vllm/v1/worker/startup_plan.py)"
+        )
+    return out
