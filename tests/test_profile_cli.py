@@ -88,7 +88,7 @@ def test_every_profile_finding_id_has_a_doc_page(run_cli):
 
     source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "tool" / "tqdeploy" / "profile").glob("*.py"))
     found = sorted(set(re.findall(r'"(TQ4[34]\d)"', source)))
-    assert found == ["TQ430", "TQ431", "TQ432", "TQ433", "TQ434", "TQ435", "TQ436", "TQ437"]
+    assert found == ["TQ430", "TQ431", "TQ432", "TQ433", "TQ434", "TQ435", "TQ436", "TQ437", "TQ438"]
     for fid in found:
         code, out, _ = run_cli("explain", fid)
         assert code == 0 and out.startswith(f"# {fid}:") and "## Fix" in out
@@ -121,3 +121,18 @@ def test_a_failed_up_is_named_in_one_line(tmp_path):
     )
     assert proc.returncode == 2 and f"tqdeploy up {empty} failed" in proc.stderr, proc.stderr
     assert "tqdeploy build" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_load_steps_with_too_few_scrapes_are_flagged():
+    from tqdeploy.profile.run import load_findings
+
+    def load(samples: list[int]) -> dict:
+        steps = [
+            {"concurrency": c, "seconds": 0.9, "samples": n, "errors": 0} for c, n in zip((1, 8), samples, strict=True)
+        ]
+        return {"spec": {"sample_interval_s": 1.0}, "steps": steps, "server": {"preemptions": 0}}
+
+    (finding,) = load_findings(load([5, 1]))  # the 8-way step saw one scrape: the H200 run's case
+    assert finding.id == "TQ438" and finding.evidence["steps"] == [{"concurrency": 8, "seconds": 0.9, "samples": 1}]
+    assert "--sample-interval (now 1 s)" in finding.remediation
+    assert load_findings(load([3, 4])) == []

@@ -106,6 +106,8 @@ def test_bounded_load_samples_kv_usage(tq_server):
         assert step["completed"] == 16 and step["errors"] == 0, step
         assert step["ttft_p50_s"] > 0 and step["itl_p50_s"] > 0
         assert step["output_tokens"] == 16 * 256
+        assert step["samples"] >= 3 and step["window_s"][1] > step["window_s"][0]  # several scrapes inside it
+    assert "TQ438" not in {f.id for f in result.findings}
     server = load["server"]
     assert server["samples"] >= 3
     assert server["generation_tokens"] >= 2 * 16 * 256
@@ -134,6 +136,8 @@ def test_cli_writes_profile_json_and_png(tq_server, tmp_path, tqdeploy_exe):
     assert data == json.loads((out / "profile.json").read_text())
     assert data["kv"]["cache_dtype"] == "turboquant_4bit_nc" and data["kv"]["planned_tokens"] > 0
     assert data["load"]["steps"][0]["completed"] == 4
+    # 4 short answers end well within the 1 s scrape interval: the step's gauges are said to be unmeasured
+    assert data["load"]["steps"][0]["samples"] < 3 and "TQ438" in {f["id"] for f in data["findings"]}
     png = (out / "profile.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "load step 1/1" in proc.stderr  # progress while it runs

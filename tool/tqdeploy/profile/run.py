@@ -98,7 +98,13 @@ def run_load(base_url: str, spec) -> dict:
     with MetricsSampler(base_url, spec.sample_interval_s) as sampler:
         for i, concurrency in enumerate(spec.concurrency):
             progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
-            steps.append(run_step(base_url, model, spec, concurrency, seed=i))
+            start = sampler.elapsed_s()
+            step = run_step(base_url, model, spec, concurrency, seed=i)
+            step["window_s"] = [round(start, 3), round(sampler.elapsed_s(), 3)]
+            steps.append(step)
+    for step in steps:  # the scrapes that fell inside each step: what its gauges (KV usage, running) rest on
+        lo, hi = step["window_s"]
+        step["samples"] = sum(1 for s in sampler.samples if lo <= s["t_s"] <= hi)
     return {
         "spec": {
             k: getattr(spec, k)
@@ -108,6 +114,10 @@ def run_load(base_url: str, spec) -> dict:
         "server": sampler.server_side(),
         "samples": sampler.samples,
     }
+
+
+# fewer scrapes than this inside a step and its gauges are a guess (the H200 run's 32-way step lasted ~1 s at 1 s)
+MIN_STEP_SAMPLES = 3
 
 
 def load_findings(load: dict) -> list:
@@ -124,6 +134,27 @@ def load_findings(load: dict) -> list:
                 {"preemptions": preempted, "kv_usage_max": load["server"].get("kv_usage_max")},
                 "lower --max-num-seqs, raise the KV budget, or use a smaller --kv-cache-dtype (tqdeploy plan)",
                 "kv cache",
+            )
+        )
+    sparse = [s for s in load["steps"] if s.get("samples") is not None and s["samples"] < MIN_STEP_SAMPLES]
+    if sparse:
+        interval = load["spec"]["sample_interval_s"]
+        out.append(
+            Finding(
+                "TQ438",
+                Severity.WARN,
+                f"{len(sparse)} load step(s) saw fewer than {MIN_STEP_SAMPLES} /metrics scrapes: their KV usage and "
+                "running/waiting figures are not measured",
+                {
+                    "steps": [
+                        {"concurrency": s["concurrency"], "seconds": s["seconds"], "samples": s["samples"]}
+                        for s in sparse
+                    ],
+                    "sample_interval_s": interval,
+                },
+                f"make each step last at least {MIN_STEP_SAMPLES} scrape intervals: more --requests, a --duration, "
+                f"or a shorter --sample-interval (now {interval:g} s)",
+                "load",
             )
         )
     errors = sum(s["errors"] for s in load["steps"])

@@ -21,6 +21,10 @@ class MetricsSampler:
         self._t0 = time.perf_counter()
         self._gpus = False
 
+    def elapsed_s(self) -> float:
+        """Seconds since the sampler started, on the clock of the samples' `t_s`."""
+        return time.perf_counter() - self._t0
+
     def scrape(self):
         scrape = parse_metrics(fetch_metrics(self.base_url))
         sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values}
