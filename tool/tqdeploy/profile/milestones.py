@@ -33,6 +33,10 @@ MILESTONES: tuple[Milestone, ...] = (
     _m("load_start", "worker start", r"Starting to load model|Loading model from scratch"),
     # model_executor/model_loader/default_loader.py load_weights: "Loading weights took %.2f seconds"
     _m("weights", "weights loaded", r"Loading weights took ([\d.]+) seconds", 1),
+    # --load-format runai_streamer prints no "Loading weights took" line: its tqdm bar ends the load
+    # (model_executor/model_loader/weight_utils.py runai_safetensors_weights_iterator,
+    # desc="Loading safetensors using Runai Model Streamer")
+    _m("weights_stream", "weights loaded", r"Loading safetensors using Runai Model Streamer: 100% Completed"),
     # v1/worker/gpu_model_runner.py load_model: "Model loading took %s GiB memory and %.6f seconds" (0.32);
     # 0.25 printed "Model loading took 0.18 GiB and 2.463387 seconds"
     _m("model_loaded", "weights loaded", r"Model loading took ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds", 2),

@@ -3,6 +3,7 @@ plan's state and the vLLM version."""
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from tqdeploy.profile import milestones as ms
@@ -35,12 +36,30 @@ def weights_figures(text: str, events: list[Event], weight_bytes: int | None = N
     elif (m := ms.CHECKPOINT_GIB.search(text)) is not None:
         gib = float(m.group(1))
     seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
+    if seconds is None:
+        seconds = _streamed_seconds(events)
     out: dict = {"bytes": None if gib is None else round(gib * GiB), "seconds": seconds, "gb_per_s": None}
     if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
         out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
     elif gib and seconds:
         out["gb_per_s"] = round(gib * GiB / 1e9 / seconds, 3)
     return out
+
+
+_TQDM_ELAPSED = re.compile(r"\[(\d+):(\d\d)<")
+
+
+def _streamed_seconds(events: list[Event]) -> float | None:
+    """The runai streamer's load, which vLLM does not time: from "Starting to load model" to the bar's 100% on
+    tqdeploy's stamps, else the bar's own elapsed time (whole seconds)."""
+    end = next((e for e in events if e.key == "weights_stream"), None)
+    if end is None:
+        return None
+    start = next((e for e in events if e.key == "load_start"), None)
+    if start is not None and start.source == end.source == "stamp" and start.time and end.time:
+        return round(end.time - start.time, 3)
+    m = _TQDM_ELAPSED.search(end.text)
+    return float(int(m.group(1)) * 60 + int(m.group(2))) if m else None
 
 
 def startup_plan_state(text: str) -> str | None:
