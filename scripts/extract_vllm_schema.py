@@ -27,6 +27,7 @@ resolve can be read on the dependencies of the CPU build. checks/vllm-schema/0.2
     PYTHONPATH=/tmp/vllm025-site .venv-vllm/bin/python scripts/extract_vllm_schema.py \
         --out checks/vllm-schema --note "..."
 """
+
 from __future__ import annotations
 
 import argparse
@@ -129,7 +130,7 @@ def type_name(action: argparse.Action) -> tuple[str, bool]:
             src = ""
         if '.lower().replace("-", "_")' in src:
             return "str_lower_underscore", nullable
-        if "split(\",\")" in src:
+        if 'split(",")' in src:
             return "csv", nullable
     return "custom:" + (name or type(func).__name__), nullable
 
@@ -155,9 +156,12 @@ def describe(parser) -> dict[str, dict]:
             continue
         vtype, nullable = type_name(action)
         help_line = _help_first_line(action.help if action.help != argparse.SUPPRESS else "")
-        deprecated = action in deprecated_actions or bool(getattr(action, "deprecated", False)) or bool(
-            re.search(r"\bis deprecated\b", action.help or "")
-        ) or type(action).__name__.startswith("Deprecated")
+        deprecated = (
+            action in deprecated_actions
+            or bool(getattr(action, "deprecated", False))
+            or bool(re.search(r"\bis deprecated\b", action.help or ""))
+            or type(action).__name__.startswith("Deprecated")
+        )
         choices = None
         if action.choices is not None:
             choices = sorted({c for c in action.choices if c is not None}, key=str)
@@ -170,7 +174,9 @@ def describe(parser) -> dict[str, dict]:
             "type": vtype,
             "nullable": nullable,
             "choices": choices,
-            "nargs": action.nargs if action.nargs is None or isinstance(action.nargs, (int, str)) else str(action.nargs),
+            "nargs": action.nargs
+            if action.nargs is None or isinstance(action.nargs, (int, str))
+            else str(action.nargs),
             "action": type(action).__name__.lstrip("_"),
             "help": help_line,
             "deprecated": deprecated,

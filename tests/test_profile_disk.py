@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tqdeploy.profile import disk
+from tqdeploy.profile.diskread import drop_own_file_from_page_cache
 
 MiB = 1 << 20
 
@@ -20,15 +21,6 @@ def _write(path: Path, nbytes: int) -> Path:
         fh.flush()
         os.fsync(fh.fileno())
     return path
-
-
-def _drop(path: Path) -> None:
-    """Evict this one test file from the page cache (allowed for a file we own; no root needed)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
 
 
 def _direct_ok(folder: Path) -> str | None:
@@ -81,7 +73,7 @@ def test_residency_sees_a_fresh_file_and_its_eviction(tmp_path):
     assert warm["bytes"] == 32 * MiB and warm["bytes_checked"] == 32 * MiB
     assert warm["fraction"] > 0.9, warm  # just written and fsync'd: its clean pages stay cached
     assert not warm["partial"] and warm["error"] is None
-    _drop(weights)
+    drop_own_file_from_page_cache(weights)
     cold = disk.page_cache_residency([weights])
     assert cold["fraction"] < 0.1, cold
     # the measurement itself reads nothing: asking again still finds the file cold
@@ -108,7 +100,7 @@ def test_direct_read_measures_the_disk_and_leaves_the_cache_alone(tmp_path):
         pytest.skip(why)  # the refusal path is asserted in test_direct_read_on_a_memory_filesystem_gives_a_reason
     small = _write(tmp_path / "model-00002.safetensors", 8 * MiB)
     big = _write(tmp_path / "model-00001.safetensors", 48 * MiB)
-    _drop(big)
+    drop_own_file_from_page_cache(big)
     out = disk.direct_read_rate([small, big], max_bytes=24 * MiB, max_seconds=10.0)
     assert out["method"] == "O_DIRECT" and out["fs_type"] and out["mount_point"]
     assert out["files"] == [str(big)]  # the largest file first

@@ -24,7 +24,8 @@ for case in default runai_streamer; do
       tool/tqdeploy/spec/defaults/tiny-cpu-demo.toml > "$w/spec.toml"
   .venv/bin/tqdeploy build "$w/spec.toml" --out "$w/build" > "$out/$case/build.txt"
   mkdir -p "$w/build/models" && ln -s "$model" "$w/build/models/wide"
-  for f in "$model"/*.safetensors; do .venv/bin/python -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$f"; done
+  .venv/bin/python -c 'import sys; from tqdeploy.profile.diskread import drop_own_file_from_page_cache as drop
+[drop(f) for f in sys.argv[1:]]' "$model"/*.safetensors
   PYTHONPATH=$([ "$case" = default ] || echo "$site") .venv/bin/tqdeploy profile "$w/build" --start cold --out "$out/$case" --json \
     > "$out/$case/profile.stdout.json" 2> "$out/$case/profile.stderr" || echo "$case: profile exit $?"
   cp "$w/build/.tqdeploy/logs/server.log" "$out/$case/server.log"

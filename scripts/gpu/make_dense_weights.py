@@ -18,7 +18,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts" / "gpu"))
+sys.path.insert(0, str(REPO / "tool"))
 from make_dense8 import CONFIG as DENSE8  # noqa: E402
+
+from tqdeploy.profile.diskread import drop_own_file_from_page_cache  # noqa: E402
 
 HIDDEN, INTER, HEADS, KV_HEADS, HEAD_DIM, LAYERS, SHARDS = 4096, 14336, 32, 8, 128, 8, 4
 CONFIG = DENSE8 | {
@@ -58,15 +61,6 @@ def shard_tensors(shard: int, vocab: int) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def drop_from_page_cache(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def main(out_dir: str) -> int:
     import torch
     from safetensors.torch import save_file
@@ -91,7 +85,8 @@ def main(out_dir: str) -> int:
             tensors[key], weight_map[key] = t, name
             total += t.numel() * t.element_size()
         save_file(tensors, str(out / name), metadata={"format": "pt"})
-        drop_from_page_cache(out / name)
+        os.sync()  # written back first: DONTNEED drops clean pages only
+        drop_own_file_from_page_cache(out / name)
     index = {"metadata": {"total_size": total}, "weight_map": dict(sorted(weight_map.items()))}
     (out / "model.safetensors.index.json").write_text(json.dumps(index, indent=1))
     print(f"dense8w: {total} bytes of weights in {SHARDS} shards, dropped from the page cache")

@@ -56,16 +56,9 @@ def _fincore(path: Path) -> float:
     return min(1.0, int(out[0]) / int(out[1]))
 
 
-def _drop(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-
-
 def run() -> list[Row]:
     from tqdeploy.profile import disk
+    from tqdeploy.profile.diskread import drop_own_file_from_page_cache
 
     if not (shutil.which("dd") and shutil.which("fincore")):
         print("bench disk: needs dd and fincore (coreutils, util-linux)")
@@ -76,7 +69,7 @@ def run() -> list[Row]:
     try:
         _write(path)
         res_written = (disk.page_cache_residency([path])["fraction"], _fincore(path))
-        _drop(path)
+        drop_own_file_from_page_cache(path)
         res_dropped = (disk.page_cache_residency([path])["fraction"], _fincore(path))
         ours, theirs = [], []
         for i in range(ROUNDS):
