@@ -13,7 +13,8 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from tqdeploy.profile.diskread import MEMORY_FS, direct_read_rate, mount_of
+from tqdeploy.profile import diskread
+from tqdeploy.profile.diskread import MEMORY_FS, mount_of
 
 __all__ = ["MEMORY_FS", "direct_read_rate", "measure", "mount_of", "page_cache_residency", "weight_files"]
 
@@ -136,6 +137,11 @@ def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_bud
         "seconds": round(time.monotonic() - t0, 3),
         "error": error,
     }
+
+
+def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0) -> dict:
+    """diskread.direct_read_rate, told whether this kernel's page-cache answers can be trusted."""
+    return diskread.direct_read_rate(files, max_bytes, max_seconds, sandboxed=not mincore_sees_page_cache())
 
 
 def measure(model_dir: str | os.PathLike) -> dict:

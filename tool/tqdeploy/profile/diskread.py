@@ -39,9 +39,12 @@ def mount_of(path: str | os.PathLike) -> tuple[str | None, str | None]:
     return best
 
 
-def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0) -> dict:
+def direct_read_rate(
+    files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0, sandboxed: bool = False
+) -> dict:
     """Sequential O_DIRECT read of the largest files, up to `max_bytes` or `max_seconds`; decimal GB/s.
-    A filesystem that refuses O_DIRECT, or one in memory, gets a `reason` instead of a rate."""
+    A filesystem that refuses O_DIRECT, or one in memory, gets a `reason` instead of a rate.
+    `sandboxed`: the kernel fakes mincore (disk.mincore_sees_page_cache), so a note says what O_DIRECT may not skip."""
     stats = [(os.stat(p), p) for p in files if Path(p).is_file()]
     # a sparse file's holes read as zeros without touching the disk: only files mostly on disk are timed
     sized = sorted(((st.st_size, p) for st, p in stats if 0 < st.st_size <= 2 * st.st_blocks * 512), reverse=True)
@@ -55,9 +58,7 @@ def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds:
         return out | {"reason": f"weights on {fs_type}: its reads are memory reads, there is no disk to measure"}
     if not hasattr(os, "O_DIRECT"):
         return out | {"reason": "O_DIRECT is not available on this platform"}
-    from tqdeploy.profile.disk import mincore_sees_page_cache
-
-    if not mincore_sees_page_cache():  # gVisor: O_DIRECT skips the sandbox's cache, not necessarily the host's
+    if sandboxed:  # gVisor: O_DIRECT skips the sandbox's cache, not necessarily the host's
         out["note"] = "sandboxed kernel (gVisor-like): the host's page cache may still serve O_DIRECT reads"
     buf = mmap.mmap(-1, BLOCK_BYTES)  # page-aligned, as O_DIRECT needs
     done, used, t0 = 0, [], time.monotonic()

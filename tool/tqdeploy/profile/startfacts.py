@@ -10,7 +10,7 @@ from tqdeploy.profile import milestones as ms
 from tqdeploy.units import GiB
 
 if TYPE_CHECKING:
-    from tqdeploy.profile.timeline import Event
+    from tqdeploy.profile.events import Event
 
 
 def compile_cache_state(text: str) -> str | None:

@@ -12,23 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from tqdeploy.profile import milestones as ms
+from tqdeploy.profile.events import Event
 from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
 from tqdeploy.runtime.logstamp import split
 
 UNATTRIBUTED = "unattributed"
 # a reported length may differ from the one-second clock by up to a second either side
 _SLACK_S = {"stamp": 1.0, "vllm-clock": 2.0}
-
-
-@dataclass
-class Event:
-    key: str
-    phase: str
-    line_no: int
-    time: float | None  # seconds on the log's own clock (epoch for stamps)
-    source: str  # "stamp" | "vllm-clock" | "probe"
-    reported_s: float | None = None
-    text: str = ""
 
 
 @dataclass
