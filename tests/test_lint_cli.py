@@ -82,7 +82,7 @@ def test_real_subprocess(tqdeploy_exe):
 
 
 def test_every_lint_rule_has_a_doc_page(run_cli):
-    from tqdeploy.lint.registry import load_rules
+    from tqdeploy.lint.rules import load_rules
 
     rule_ids = sorted(load_rules())
     assert len(rule_ids) >= 20

@@ -42,7 +42,7 @@ def examples(page: Path) -> dict[str, list[str]]:
 
 
 def _cases():
-    from tqdeploy.lint.registry import load_rules
+    from tqdeploy.lint.rules import load_rules
 
     for rid in sorted(load_rules()):
         if rid in NOT_RUN:
@@ -87,7 +87,7 @@ def test_page_example(run_cli, tmp_path, rid, section, example):
 
 
 def test_every_lint_page_has_examples_that_run():
-    from tqdeploy.lint.registry import load_rules
+    from tqdeploy.lint.rules import load_rules
 
     for rid in sorted(load_rules()):
         found = examples(DOCS / f"{rid}.md")
@@ -98,7 +98,7 @@ def test_every_lint_page_has_examples_that_run():
 def test_every_page_documents_a_registered_check_or_rule():
     import tqdeploy.doctor.checks  # noqa: F401  (registers the doctor's checks)
     from tqdeploy.doctor.registry import REGISTRY
-    from tqdeploy.lint.registry import load_rules
+    from tqdeploy.lint.rules import load_rules
 
     lint_ids, doctor_ids = set(load_rules()), set(REGISTRY)
     assert not lint_ids & doctor_ids, "a finding id belongs to one registry"

@@ -59,7 +59,8 @@ def _lint(
     from tqdeploy.errors import TQError
     from tqdeploy.lint import catalogue
     from tqdeploy.lint.command import find_invocation
-    from tqdeploy.lint.registry import VLLM_KINDS, LintContext, run_rules
+    from tqdeploy.lint.registry import VLLM_KINDS, LintContext
+    from tqdeploy.lint.rules import run_rules
     from tqdeploy.lint.schema import load_schema
     from tqdeploy.lint.secrets import secret_values
     from tqdeploy.lint.validate import parse_vllm_args
@@ -168,7 +169,8 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
     from tqdeploy.errors import TQError
     from tqdeploy.lint.command import Invocation
     from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
-    from tqdeploy.lint.registry import LintContext, run_rules
+    from tqdeploy.lint.registry import LintContext
+    from tqdeploy.lint.rules import run_rules
     from tqdeploy.lint.schema import load_schema
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
 

@@ -81,18 +81,3 @@ def rule(id: str, area: str, title: str, kinds: tuple[str, ...] = VLLM_KINDS, ne
         return func
 
     return deco
-
-
-def load_rules() -> dict[str, Rule]:
-    import tqdeploy.lint.rules  # noqa: F401  (importing the package registers every rule)
-
-    return RULES
-
-
-def run_rules(ctx: LintContext) -> list[Finding]:
-    findings: list[Finding] = []
-    for rid in sorted(load_rules()):
-        r = RULES[rid]
-        if r.applies(ctx):
-            findings.extend(r.run(ctx))
-    return findings

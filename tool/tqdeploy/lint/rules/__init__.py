@@ -1,4 +1,5 @@
-"""Every lint rule, one module per area; importing this package registers them (tqdeploy.lint.registry).
+"""Every lint rule, one module per area; importing this package registers them (tqdeploy.lint.registry)
+and gives run_rules.
 
 arguments   TQ301-TQ309, TQ312, TQ314  vLLM's own arguments as its parser reads them
 advice      TQ310                      the false-advice catalogue (checks/false_advice.json)
@@ -10,4 +11,22 @@ model       TQ340-TQ343                the checkpoint (--model) and the GPUs (--
 python      TQ315                      LLM(...) / EngineArgs(...) keywords in a Python snippet (--file x.py)
 """
 
+from __future__ import annotations
+
+from tqdeploy.findings import Finding
+from tqdeploy.lint.registry import RULES, LintContext, Rule
 from tqdeploy.lint.rules import advice, arguments, docker, exposure, image, model, python, turboquant  # noqa: F401
+
+
+def load_rules() -> dict[str, Rule]:
+    """Every rule, registered by the imports above (the registry itself imports no rule)."""
+    return RULES
+
+
+def run_rules(ctx: LintContext) -> list[Finding]:
+    findings: list[Finding] = []
+    for rid in sorted(RULES):
+        r = RULES[rid]
+        if r.applies(ctx):
+            findings.extend(r.run(ctx))
+    return findings
