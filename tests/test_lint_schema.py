@@ -117,3 +117,14 @@ def test_load_format_is_checked_case_insensitively_like_vllm():
 
     assert ids("FastSafeTensors") == []  # vllm/config/load.py lowercases it
     assert ids("fasttensors") == ["TQ308"]
+
+
+def test_an_unknown_load_format_far_from_any_is_a_warning_a_plugin_may_register_it():
+    from tqdeploy.lint import lint_command
+
+    def severities(value):
+        report = lint_command(["vllm", "serve", "m", "--load-format", value, "--host", "127.0.0.1"], live=False)
+        return [(f.id, f.severity.value) for f in report.findings]
+
+    assert severities("fasttensors") == [("TQ308", "error")]  # next to fastsafetensors: a typo
+    assert severities("acme_blobstore") == [("TQ308", "warn")]  # register_model_loader can add it

@@ -404,13 +404,16 @@ def _engine_value(opt: Option, name: str, value: str, index: int, schema: VllmSc
     if probe in allowed:
         return []
     close = difflib.get_close_matches(probe, allowed, n=1, cutoff=0.6)
+    # a model-loader plugin can register a load format of its own (vllm/model_executor/model_loader/__init__.py
+    # register_model_loader): a name near a built-in one is a typo, any other may be a plugin's
+    plugin = opt.dest == "load_format" and not close
     return [
         lint_finding(
             "TQ308",
-            Severity.ERROR,
+            Severity.WARN if plugin else Severity.ERROR,
             name,
             f"{name} {value!r} is not known to vLLM {schema.version}: the engine refuses it at "
-            f"start-up ({ev.get('source', '')})",
+            f"start-up ({ev.get('source', '')})" + ("; unless a loader plugin registers it" if plugin else ""),
             f"use {close[0]}" if close else f"use one of: {', '.join(allowed)}",
             None,
             index,
