@@ -127,7 +127,10 @@ def anthropic_shape_problem(body) -> str:
 def check_messages(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]:
     url = ep.root_url + "/v1/messages"
     body = {"model": ep.served_name, "max_tokens": MAX_TOKENS, "messages": PROMPT}
-    reply = http.call(url, key, body, timeout=timeout)
+    # as Claude Code sends an apiKeyHelper's value: "as X-Api-Key and Authorization: Bearer headers" (Claude
+    # Code's settings reference, apiKeyHelper); vLLM checks the Bearer one
+    sent = {"X-Api-Key": key} if key else None
+    reply = http.call(url, key, body, headers=sent, timeout=timeout)
     problem = anthropic_shape_problem(reply.body) if reply.status == 200 else f"HTTP {reply.status}"
     fix = "serve with vLLM >= 0.11.1 (it has /v1/messages); a proxy in between must forward /v1/messages"
     if problem:
@@ -135,7 +138,7 @@ def check_messages(ep: Endpoint, key: str | None, timeout: float) -> list[Findin
     else:
         types = [b["type"] for b in reply.body["content"]]
         found = [_f("TQ464", Severity.OK, "/v1/messages answers with Anthropic content blocks", blocks=types)]
-    st = http.stream(url, key, {**body, "stream": True}, timeout=timeout)
+    st = http.stream(url, key, {**body, "stream": True}, headers=sent, timeout=timeout)
     kinds = [e.get("type") for e in st.events if isinstance(e, dict)]
     if st.status == 200 and kinds[:1] == ["message_start"] and kinds[-1:] == ["message_stop"]:
         found.append(_f("TQ467", Severity.OK, "streamed /v1/messages answered", events=len(kinds)))

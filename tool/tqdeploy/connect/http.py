@@ -56,12 +56,14 @@ def call(
         return Reply(0, error=str(getattr(err, "reason", err)))
 
 
-def stream(url: str, key: str | None, body: dict, *, timeout: float = 60) -> Stream:
+def stream(
+    url: str, key: str | None, body: dict, *, headers: dict[str, str] | None = None, timeout: float = 60
+) -> Stream:
     """POST and read the SSE stream to its end; timeout applies to each read, as a proxy's does."""
     start = time.monotonic()
     result = Stream(0)
     try:
-        with urllib.request.urlopen(_request(url, key, body, None), timeout=timeout) as resp:
+        with urllib.request.urlopen(_request(url, key, body, headers), timeout=timeout) as resp:
             result.status = resp.status
             chunks = []
             while chunk := resp.read1(65536):  # returns as soon as some bytes arrived (chunked decoding included)
