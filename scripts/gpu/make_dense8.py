@@ -32,14 +32,20 @@ CONFIG = {
 }
 
 
-def main(out_dir: str) -> int:
+def write_config_and_tokenizer(out_dir: str, config: dict) -> Path:
+    """The checkpoint folder without weights: config.json and the tokenizer (make_dense_weights.py adds shards)."""
     sys.path.insert(0, str(REPO / "tests" / "support"))
     from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train_tokenizer(out)
-    (out / "config.json").write_text(json.dumps(CONFIG, indent=1))
+    (out / "config.json").write_text(json.dumps(config, indent=1))
+    return out
+
+
+def main(out_dir: str) -> int:
+    write_config_and_tokenizer(out_dir, CONFIG)
     return 0
 
 

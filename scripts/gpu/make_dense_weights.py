@@ -20,6 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "scripts" / "gpu"))
 sys.path.insert(0, str(REPO / "tool"))
 from make_dense8 import CONFIG as DENSE8  # noqa: E402
+from make_dense8 import write_config_and_tokenizer  # noqa: E402
 
 from tqdeploy.profile.diskread import drop_own_file_from_page_cache  # noqa: E402
 
@@ -65,13 +66,7 @@ def main(out_dir: str) -> int:
     import torch
     from safetensors.torch import save_file
 
-    sys.path.insert(0, str(REPO / "tests" / "support"))
-    from make_tiny_model import train_tokenizer  # a locally trained BPE tokenizer (vocab 512)
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    train_tokenizer(out)
-    (out / "config.json").write_text(json.dumps(CONFIG, indent=1))
+    out = write_config_and_tokenizer(out_dir, CONFIG)
     gen = torch.Generator(device="cuda").manual_seed(0)
     weight_map, total = {}, 0
     for s in range(SHARDS):

@@ -12,41 +12,14 @@ out=${1:?usage: record_bench.sh OUT_DIR weights|bench...}; shift
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}" TQDEPLOY_VLLM_PYTHON=python3 PYTHONUNBUFFERED=1
 tq() { python3 -m tqdeploy "$@"; }
+# shellcheck source=scripts/gpu/spec.sh
+. "$repo/scripts/gpu/spec.sh"
 b=/tmp/tq-gpu/dense8w; mkdir -p "$out" /tmp/tq-gpu
 
 build() {
   [ -f "$b/tqdeploy.lock.json" ] && return
-  cat > /tmp/tq-gpu/dense8w.toml <<'TOML'
-schema = 1
-name = "dense8w"
-variant = "gpu"
-
-[model]
-path = "./models/dense8w"
-served_name = "dense8w"
-
-[vllm]
-version = "0.25.0"
-max_model_len = 4096
-gpu_memory_utilization = 0.9
-# the bench sends the same prompts round after round: cached prefills would favour whichever tool runs second
-extra_args = ["--no-enable-prefix-caching"]
-
-[image]
-base = "vllm/vllm-openai:v0.25.0"
-
-[server]
-host = "127.0.0.1"
-port = 18000
-
-[resources]
-gpus = "all"
-shm_size = "16g"
-
-[storage]
-models_dir = "./models"
-cache_dir = "./cache"
-TOML
+  # the bench sends the same prompts round after round: cached prefills would favour whichever tool runs second
+  gpu_spec dense8w dense8w 4096 "" '"--no-enable-prefix-caching"' > /tmp/tq-gpu/dense8w.toml
   tq build /tmp/tq-gpu/dense8w.toml --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
   python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
 }

@@ -19,39 +19,8 @@ make_model() {  # $1: model dir
   python3 "$repo/scripts/gpu/make_dense8.py" "$1"
 }
 
-spec() {  # $1 name, $2 kv dtype line, $3 extra args (TOML list body)
-  cat <<TOML
-schema = 1
-name = "$1"
-variant = "gpu"
-
-[model]
-path = "./models/dense8"
-served_name = "dense8"
-
-[vllm]
-version = "0.25.0"
-$2
-max_model_len = 32768
-gpu_memory_utilization = 0.9
-extra_args = ["--load-format", "dummy"$3]
-
-[image]
-base = "vllm/vllm-openai:v0.25.0"
-
-[server]
-host = "127.0.0.1"
-port = 18000
-
-[resources]
-gpus = "all"
-shm_size = "16g"
-
-[storage]
-models_dir = "./models"
-cache_dir = "./cache"
-TOML
-}
+# shellcheck source=scripts/gpu/spec.sh
+. "$repo/scripts/gpu/spec.sh"
 
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 
@@ -60,9 +29,10 @@ run_case() {  # $1 case, $2 label (cold|warm)
   mkdir -p "$o"
   if [ ! -f "$b/tqdeploy.lock.json" ]; then
     case $c in
-      bf16) spec dense8-bf16 "" "" > "$work/$c.toml" ;;
-      tq) spec dense8-tq 'kv_cache_dtype = "turboquant_4bit_nc"' "" > "$work/$c.toml" ;;
-      kvsmall) spec dense8-kvsmall "" ', "--kv-cache-memory-bytes", "100000000"' > "$work/$c.toml" ;;
+      bf16) gpu_spec dense8-bf16 dense8 32768 "" '"--load-format", "dummy"' > "$work/$c.toml" ;;
+      tq) gpu_spec dense8-tq dense8 32768 'kv_cache_dtype = "turboquant_4bit_nc"' '"--load-format", "dummy"' > "$work/$c.toml" ;;
+      kvsmall) gpu_spec dense8-kvsmall dense8 32768 "" '"--load-format", "dummy", "--kv-cache-memory-bytes", "100000000"' \
+        > "$work/$c.toml" ;;
     esac
     tq build "$work/$c.toml" --out "$b" > "$o/build.txt" 2>&1
     make_model "$b/models/dense8"

@@ -1,0 +1,36 @@
+# Sourced by the GPU recording scripts: the spec of a one-GPU vLLM 0.25.0 build serving a local checkpoint on
+# 127.0.0.1:18000 (the vLLM that runs on the lent H200; see scripts/gpu/record_up_profile.sh).
+# gpu_spec NAME MODEL MAX_MODEL_LEN EXTRA_VLLM_LINES EXTRA_ARGS   (EXTRA_ARGS: the body of a TOML list)
+gpu_spec() {
+  cat <<TOML
+schema = 1
+name = "$1"
+variant = "gpu"
+
+[model]
+path = "./models/$2"
+served_name = "$2"
+
+[vllm]
+version = "0.25.0"
+$4
+max_model_len = $3
+gpu_memory_utilization = 0.9
+extra_args = [$5]
+
+[image]
+base = "vllm/vllm-openai:v0.25.0"
+
+[server]
+host = "127.0.0.1"
+port = 18000
+
+[resources]
+gpus = "all"
+shm_size = "16g"
+
+[storage]
+models_dir = "./models"
+cache_dir = "./cache"
+TOML
+}
