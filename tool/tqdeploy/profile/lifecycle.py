@@ -12,6 +12,7 @@ from tqdeploy.profile.run import Inputs, profile, progress
 
 def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
     """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
+    from tqdeploy.profile import caches
     from tqdeploy.profile import start as up
     from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
     from tqdeploy.profile.probe import first_token_probe
@@ -21,7 +22,11 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     model_dir = inputs.model or up.model_dir(build)
     residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
     progress(f"{mode} start of {build} through tqdeploy up")
+    where = caches.locations(build)
+    before = caches.snapshot(where)
     started = up.start(build, mode)
+    if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
+        before = caches.cleared(before, up.compile_cache_dir(build))
     try:
         # up waited for /health itself: its polls are in the stamped log (uvicorn access lines)
         token_at, error = first_token_probe(started.base_url)
@@ -32,6 +37,9 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     if "direct_read" not in measured:  # once per build, with the server down
         measured["direct_read"] = measure_direct_read(model_dir)
     apply_disk(result, residency, "before start", measured["direct_read"])
+    after = caches.snapshot(where)  # hit, miss or absent per cache, and where each lives (profile/caches.py)
+    result.context["caches"] = caches.report(before, after)
+    result.findings.extend(caches.cache_findings(build, where, after))
     result.context.update(
         compile_cache=started.compile_cache,
         page_cache=page_cache_wording(residency, started.page_cache),
