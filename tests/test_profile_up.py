@@ -68,6 +68,14 @@ def test_cold_then_warm_through_up(profiled):
     # the CPU worker never calls the startup plan (v1/worker/cpu_worker.py): no plan line, no TQ437
     assert data["startup_plan"] is None and compare["startup_plan"]["warm"] is None
     assert "TQ437" not in {f["id"] for f in data["findings"]}
+    # every start-up cache, hit / miss / absent from its folder before and after (profile/caches.py): the build's
+    # serve.sh keeps each movable one on the volume, so no TQ439 warning (torch's precompiled headers stay in
+    # TMPDIR whatever is set: at most an info)
+    verdicts = {c["cache"]: c["verdict"] for c in data["context"]["caches"]}
+    print(json.dumps(verdicts))
+    assert set(verdicts) >= {"compile", "triton", "inductor", "flashinfer_jit", "cuda_compute", "xdg"}
+    assert verdicts["inductor"] in ("hit", "miss") and verdicts["flashinfer_jit"] == "absent"  # no FlashInfer on CPU
+    assert [f for f in data["findings"] if f["id"] == "TQ439" and f["severity"] != "info"] == []
 
 
 def test_nothing_left_running(profiled):

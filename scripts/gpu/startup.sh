@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# Measures start-up on a GPU host (vLLM 0.25.0 on the H200) for issue 18, one phase per device call (each well
+# under 9 minutes; a call is at most 10): a keyed tqdeploy build of "dense8w" (make_dense_weights.py: real bf16
+# weights) with turboquant_k8v4, max_model_len 16384, gpu_memory_utilization 0.9, started through `tqdeploy up`.
+#   build       spec, build, weights, API key file (untimed)
+#   cold        every cache empty: fresh HOME and TMPDIR, the build's cache volume removed
+#   recreated   fresh HOME and TMPDIR, the cache volume kept: what a recreated container or pod sees
+#   warm        HOME, TMPDIR and the cache volume kept
+#   rotate      a new API key, then a warm start: the compile cache must still hit, the key stay off the volume
+#   plain-prime one untimed plain `python3 -m vllm.entrypoints.openai.api_server` start, its own VLLM_CACHE_ROOT
+#   pair        one plain warm start, then one tqdeploy warm start (run it 3 times: alternated pairs)
+#   report      OUT/startup.json + OUT/startup.md from the phases' records
+# Each timed start: seconds to ready (/health 200 and the served model in /v1/models), the sizes of what it left
+# under HOME, TMPDIR and the cache volume, whether any file on the volume holds the key, the compile-cache lines.
+# Needs: vLLM 0.25.0 importable by python3 (PYTHONPATH), torch with CUDA, safetensors, tokenizers, one free GPU.
+# Usage: startup.sh OUT_DIR PHASE...   e.g. startup.sh /tmp/su build cold; then recreated warm; rotate; ...
+set -u
+out=${1:?usage: startup.sh OUT_DIR PHASE...}; shift
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}" TQDEPLOY_VLLM_PYTHON=python3 PYTHONUNBUFFERED=1
+tq() { python3 -m tqdeploy "$@"; }
+# shellcheck source=scripts/gpu/spec.sh
+. "$repo/scripts/gpu/spec.sh"
+work=/tmp/tq-startup
+b=$work/build
+plain_port=18001
+mkdir -p "$out" "$work"
+records=$out/records.jsonl
+
+fresh_dirs() {  # an empty HOME and TMPDIR, as a recreated container has
+  rm -rf "${work:?}/home" "${work:?}/tmp"
+  mkdir -p "$work/home" "$work/tmp"
+}
+
+build() {
+  [ -f "$b/tqdeploy.lock.json" ] && return
+  gpu_spec dense8w-keyed dense8w 16384 'kv_cache_dtype = "turboquant_k8v4"' '' \
+    | sed 's|^port = 18000|port = 18000\napi_key_file = "./secrets/vllm-api-key"|' > "$work/spec.toml"
+  tq build "$work/spec.toml" --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
+  mkdir -p "$b/secrets"
+  python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$b/secrets/vllm-api-key"
+  chmod 0600 "$b/secrets/vllm-api-key"
+  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
+  fresh_dirs
+}
+
+# What a start left where: bytes per folder (du), for the record.
+sizes() {
+  python3 - "$work/home" "$work/tmp" "$b/.tqdeploy/cache" <<'PY'
+import json, os, sys
+def du(p):
+    n = 0
+    for root, dirs, files in os.walk(p):
+        for f in files:
+            try:
+                n += os.lstat(os.path.join(root, f)).st_size
+            except OSError:
+                pass
+    return n
+out = {}
+for top in sys.argv[1:]:
+    if os.path.isdir(top):
+        for name in sorted(os.listdir(top)):
+            out[os.path.join(top, name)] = du(os.path.join(top, name))
+print(json.dumps(out))
+PY
+}
+
+key_on_volume() {  # files under the cache volume holding the key (0 is the goal)
+  grep -rlF -f "$b/secrets/vllm-api-key" "$b/.tqdeploy/cache" 2>/dev/null | wc -l
+}
+
+record() {  # $1 phase, $2 runner, $3 seconds, $4 extra JSON object
+  python3 - "$1" "$2" "$3" "$4" "$(sizes)" "$(key_on_volume)" >> "$records" <<'PY'
+import json, sys
+phase, runner, seconds, extra, sizes, key_files = sys.argv[1:]
+row = {"phase": phase, "runner": runner, "seconds_to_ready": float(seconds) if seconds else None,
+       "sizes": json.loads(sizes), "files_with_key_on_volume": int(key_files)}
+row.update(json.loads(extra or "{}"))
+print(json.dumps(row))
+PY
+  tail -1 "$records"
+}
+
+up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, then down
+  local t0 t1 log
+  t0=$(date +%s.%N)
+  HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/$1-up.json" 2> "$out/$1-up.stderr"
+  t1=$(date +%s.%N)
+  log=$(readlink -f "$b/.tqdeploy/logs/server.log")
+  cp "$log" "$out/$1-server.log" 2>/dev/null
+  tq down "$b" --json > "$out/$1-down.json" 2>&1
+  local compile
+  compile=$(grep -cE "Directly load (the compiled graph|AOT compilation)" "$out/$1-server.log")
+  record "$1" tqdeploy "$(python3 -c "print(round($t1 - $t0, 2))")" \
+    "{\"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
+  pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
+}
+
+cold() { build; fresh_dirs; rm -rf "${b:?}/.tqdeploy/cache"; up_timed cold; }
+recreated() { build; fresh_dirs; up_timed recreated; }
+warm() { build; up_timed warm; }
+rotate() {
+  build
+  python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$b/secrets/vllm-api-key"
+  up_timed rotate
+}
+
+plain_flags() {  # the build's vLLM flags, one per line (spec.vllm_flags, what serve.sh passes)
+  python3 - "$work/spec.toml" <<'PY'
+import sys
+from tqdeploy.spec import load_spec
+print("\n".join(load_spec(sys.argv[1], check_vllm_flags=False).vllm_flags()))
+PY
+}
+
+plain_timed() {  # $1 phase: plain vLLM, its own VLLM_CACHE_ROOT and HOME caches kept between its starts
+  local flags t0 pid ready=""
+  mapfile -t flags < <(plain_flags)
+  mkdir -p "$work/plain-home"
+  t0=$(date +%s.%N)
+  HOME=$work/plain-home VLLM_CACHE_ROOT=$work/plain-cache VLLM_API_KEY=$(cat "$b/secrets/vllm-api-key") \
+    setsid python3 -m vllm.entrypoints.openai.api_server --model "$b/models/dense8w" "${flags[@]}" \
+    --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1 &
+  pid=$!
+  ready=$(python3 - "$plain_port" "$t0" "$pid" <<'PY'
+import os, sys, time, urllib.request
+port, t0, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+while time.time() - t0 < 520:
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        break
+    try:
+        if urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).status == 200:
+            print(round(time.time() - t0, 2))
+            break
+    except OSError:
+        pass
+    time.sleep(0.5)
+PY
+)
+  kill -TERM -- -"$pid" 2>/dev/null
+  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$pid" 2>/dev/null
+  record "$1" plain "$ready" "{}"
+}
+
+plain-prime() { build; plain_timed plain-prime; }
+pair() { build; plain_timed pair-plain; up_timed pair-tqdeploy; }
+
+report() {
+  python3 - "$records" "$out" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+out = sys.argv[2]
+json.dump({"schema": "tqdeploy.gpu-startup/1", "runs": rows}, open(f"{out}/startup.json", "w"), indent=2)
+def s(r):
+    return f"{r['seconds_to_ready']:.1f}" if r.get("seconds_to_ready") else "not ready"
+lines = ["# Start-up on the GPU host (scripts/gpu/startup.sh)", "",
+         "| phase | runner | to ready (s) | key files on volume | compile-cache hit lines |", "|---|---|---|---|---|"]
+for r in rows:
+    lines.append(f"| {r['phase']} | {r['runner']} | {s(r)} | {r['files_with_key_on_volume']} | "
+                 f"{r.get('compile_cache_hit_lines', '')} |")
+by = {}
+for r in rows:
+    by.setdefault(r["phase"], []).append(r.get("seconds_to_ready"))
+warm = [x for x in by.get("warm", []) + by.get("pair-tqdeploy", []) if x]
+rec = [x for x in by.get("recreated", []) if x]
+plain = [x for x in by.get("pair-plain", []) if x]
+tqd = [x for x in by.get("pair-tqdeploy", []) if x]
+lines.append("")
+if rec and warm:
+    lines.append(f"- recreated / warm: {rec[-1] / statistics.median(warm):.2f}x (goal <= 1.1x)")
+if plain and tqd:
+    lines.append(f"- tqdeploy warm median {statistics.median(tqd):.1f} s vs plain warm median "
+                 f"{statistics.median(plain):.1f} s over {min(len(plain), len(tqd))} pairs")
+open(f"{out}/startup.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
+}
+
+for step in "$@"; do "$step"; done
