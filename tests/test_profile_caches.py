@@ -230,3 +230,15 @@ def test_the_k8s_warmup_job_runs_warmup_sh_with_the_deployments_volumes(tmp_path
     warm, main = compose[f"{embedded}-warmup"], compose[embedded]
     assert warm["profiles"] == ["warmup"] and warm["entrypoint"] == ["/opt/tqdeploy/warmup.sh"]
     assert warm["volumes"] == main["volumes"] and "ports" not in warm and warm["deploy"] == main["deploy"]
+
+
+@pytest.mark.parametrize("run,low,high", [("bf16-cold", 90.0, 97.0), ("bf16-warm", 6.0, 10.0)])
+def test_the_silent_stretch_after_graph_capture_is_a_named_phase(run, low, high):
+    """The recorded H200 0.25.0 runs print nothing between "Graph capturing finished" and "Kernel JIT monitor
+    activated" (warmup_kernels, the dummy sampler run): 93.7 s cold, 8.1 s warm, now a phase of its own."""
+    from tqdeploy.profile.timeline import build_timeline
+
+    log = Path(__file__).parent / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / run / "server.log"
+    phases = {p.name: p.seconds for p in build_timeline(log.read_text(errors="replace")).phases}
+    assert low <= phases["post-capture warm-up (silent)"] <= high, phases
+    assert phases["engine warm-up"] < 2.0  # what is left of "init engine" after it

@@ -73,6 +73,10 @@ MILESTONES: tuple[Milestone, ...] = (
     ),
     # v1/worker/gpu_model_runner.py capture_model: "Graph capturing finished in %.0f secs, took %.2f GiB"
     _m("graphs", "CUDA graph capture", r"Graph capturing finished in (\d+) secs", 1),
+    # 0.25.0 utils/jit_monitor.py activate: "Kernel JIT monitor activated; ...", called at the end of
+    # v1/worker/gpu_worker.py compile_or_warm_up_model, after warmup_kernels, the dummy sampler run and inductor's
+    # lazy init, which print nothing: on the H200 (tests/fixtures/gpu-runs/h200-vllm-0.25.0) 93.7 s cold, 8.1 s warm
+    _m("post_capture", "post-capture warm-up (silent)", r"Kernel JIT monitor activated"),
     # v1/engine/core.py _initialize_kv_caches: "init engine (profile, create kv cache, warmup model) took %.2f s"
     _m("engine_ready", "engine warm-up", r"init engine \(profile, create kv cache, warmup model\) took ([\d.]+) s"),
     # entrypoints/launchers/api_server/entry.py: "Starting vLLM server on %s" (older: "Starting vLLM API server")

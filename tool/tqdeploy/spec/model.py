@@ -22,7 +22,7 @@ MANAGED_FLAGS = {
     "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
     "--host": "server.host",
     "--port": "server.port",
-    "--api-key": "server.api_key_file (the key is read from a file into VLLM_API_KEY, never argv)",
+    "--api-key": "server.api_key_file (the key is read from a file into the server's arguments, never argv or env)",
     "--pipeline-parallel-size": "resources.nodes",
     "--distributed-executor-backend": "resources.nodes",
 }

@@ -66,7 +66,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "server": {
         "host": Key(str, "127.0.0.1", "address the API is published on; anything but loopback needs api_key_file"),
         "port": Key(int, 8000, "API port"),
-        "api_key_file": Key(str, None, "file holding the API key; read into VLLM_API_KEY at start, never argv"),
+        "api_key_file": Key(str, None, "file holding the API key; read in-process at start, never argv or env"),
     },
     "resources": {
         "gpus": Key((str, list), "all", '"all", or a list of GPU indices, e.g. [0, 1]'),

@@ -20,7 +20,7 @@ IMAGE_RE = re.compile(r"^[a-z0-9]+([._\-/:][a-z0-9]+)*(/[a-z0-9._\-]+)*:[\w][\w.
 HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}")  # the shape of Hugging Face user access tokens
 # Flags whose value is a secret: refused in extra_args, with where the secret goes instead.
 SECRET_FLAGS = {
-    "--api-key": "set server.api_key_file: serve.sh reads the key from that file into VLLM_API_KEY",
+    "--api-key": "set server.api_key_file: launch_vllm.py reads the key from that file in-process",
     "--hf-token": "remove it: serve.sh serves the downloaded model offline (HF_HUB_OFFLINE=1), and "
     "download.sh reads HF_TOKEN from the environment",
 }
