@@ -55,7 +55,9 @@ def test_the_default_gpu_spec_renders_the_startup_plan(run_cli, tmp_path):
     assert serve.index(EXPORT) < serve.index('exec python3 "$HERE/launch_vllm.py"')  # every runtime runs serve.sh
     assert "v1/worker/startup_plan.py" in serve  # the comment cites where it was verified
     assert (
-        "note: start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), "
+        "note: start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), every other start-up cache "
+        "beside it (Triton, inductor, FlashInfer JIT, CUDA JIT, CuTe DSL, XDG), a one-shot warm-up (warmup.sh) that "
+        "fills the volume, "
         "startup plan (VLLM_ENABLE_STARTUP_PLAN=1)" in stdout
     )
     assert "--load-format" not in serve and "pip install" not in (out / "Dockerfile").read_text()
@@ -66,13 +68,24 @@ def test_cpu_variant_and_vllm_0_25_render_no_startup_plan(run_cli, tmp_path):
     assert "VLLM_ENABLE_STARTUP_PLAN" not in (cpu_out / "serve.sh").read_text()
     assert cpu["accelerators"] == {
         "compile_cache": True,
+        "start_caches": [
+            "TRITON_CACHE_DIR",
+            "TORCHINDUCTOR_CACHE_DIR",
+            "FLASHINFER_WORKSPACE_BASE",
+            "CUDA_CACHE_PATH",
+            "CUTE_DSL_CACHE_DIR",
+            "XDG_CACHE_HOME",
+        ],
+        "warmup": True,
         "startup_plan": False,
         "cpu_inductor_cache": True,
         "load_format": None,
         "package": None,
     }
     assert cpu["notes"] == [
-        "start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), inductor compile cache on the "
+        "start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), every other start-up cache beside "
+        "it (Triton, inductor, FlashInfer JIT, CUDA JIT, CuTe DSL, XDG), a one-shot warm-up (warmup.sh) that fills "
+        "the volume, inductor compile cache on the "
         "cache volume (VLLM_USE_AOT_COMPILE=0: the CPU build's AOT load fails)"
     ]
 

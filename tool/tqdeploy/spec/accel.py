@@ -74,10 +74,16 @@ class Accelerators:
     cpu_inductor_cache: bool = False  # VLLM_USE_AOT_COMPILE=0 + TORCHINDUCTOR_CACHE_DIR on the cache volume
     load_format: str | None = None
     package: LoadFormatPackage | None = None
+    warmup: bool = False  # warmup.sh, the compose warm-up service and the k8s Job (one node only)
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
-        parts = ["persistent compile cache (VLLM_CACHE_ROOT on the cache volume)"]
+        parts = [
+            "persistent compile cache (VLLM_CACHE_ROOT on the cache volume)",
+            "every other start-up cache beside it (Triton, inductor, FlashInfer JIT, CUDA JIT, CuTe DSL, XDG)",
+        ]
+        if self.warmup:
+            parts.append("a one-shot warm-up (warmup.sh) that fills the volume")
         if self.startup_plan:
             parts.append(f"startup plan ({STARTUP_PLAN_ENV}=1)")
         if self.cpu_inductor_cache:
@@ -90,8 +96,12 @@ class Accelerators:
         return "start-up: " + ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        from tqdeploy.render.caches import moved_caches
+
         return {
             "compile_cache": True,
+            "start_caches": [c.env for c in moved_caches()],
+            "warmup": self.warmup,
             "startup_plan": self.startup_plan,
             "cpu_inductor_cache": self.cpu_inductor_cache,
             "load_format": self.load_format,
@@ -214,6 +224,7 @@ def accelerators(spec: Spec) -> Accelerators:
     available = startup_plan_available(spec.vllm_version)
     kv_bytes = _sets_flag(spec, KV_BYTES_FLAG)
     out = Accelerators(load_format=spec["vllm"]["load_format"], package=package_for(spec["vllm"]["load_format"]))
+    out.warmup = not spec.multi_node
     out.cpu_inductor_cache = spec.variant == "cpu" and spec.vllm_version in CPU_AOT_LOAD_FAILS
     if out.load_format is None and (given := _sets_flag(spec, "--load-format")):
         out.notes.append(
