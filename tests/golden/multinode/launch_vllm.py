@@ -81,6 +81,7 @@ def main(argv: list) -> None:
         # vllm/v1/utils.py hands the Rust frontend the non-default args as JSON on its command line.
         _fail("VLLM_RUST_FRONTEND_PATH is set: that frontend gets the arguments, the key too, in argv; unset it")
 
+    import vllm.logger
     from vllm.entrypoints.cli.serve import ServeSubcommand
     from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
     from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -90,6 +91,11 @@ def main(argv: list) -> None:
     serve = ServeSubcommand()
     serve.subparser_init(parser.add_subparsers(dest="subparser"))
     args = parser.parse_args(["serve", *argv])
+    # 0.32.0's `vllm serve` applies the --log-* flags and keeps them for its child processes before validating
+    # (vllm/entrypoints/cli/main.py, vllm/logger.py configure_logging_from_args); 0.25.0 has no such step.
+    configure_logging = getattr(vllm.logger, "configure_logging_from_args", None)
+    if configure_logging is not None:
+        configure_logging(args)
     serve.validate(args)
     if args.api_key:
         _fail("--api-key is on the command line: drop it, the key comes from $TQ_API_KEY_FILE")
