@@ -1,0 +1,43 @@
+"""scripts/gpu/startup.sh (run by the lead on the H200): shellcheck-clean, and its report phase, run for real on
+records shaped like its own, writes startup.json and the ratios issue 18 asks for (recreated/warm, tqdeploy vs
+plain over alternated pairs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "startup.sh"
+
+
+def test_shellcheck_passes():
+    shellcheck = Path(sys.executable).parent / "shellcheck"
+    res = subprocess.run([str(shellcheck), "-x", str(SCRIPT)], capture_output=True, text=True, cwd=SCRIPT.parents[2])
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_report_computes_the_ratios_from_the_records(tmp_path):
+    rows = [
+        ("cold", "tqdeploy", 300.0),
+        ("recreated", "tqdeploy", 55.0),
+        ("warm", "tqdeploy", 50.0),
+        ("pair-plain", "plain", 66.0),
+        ("pair-tqdeploy", "tqdeploy", 49.0),
+        ("pair-plain", "plain", 64.0),
+        ("pair-tqdeploy", "tqdeploy", 51.0),
+        ("pair-plain", "plain", None),
+        ("pair-tqdeploy", "tqdeploy", 50.0),
+    ]
+    with open(tmp_path / "records.jsonl", "w") as fh:
+        for phase, runner, s in rows:
+            rec = {"phase": phase, "runner": runner, "seconds_to_ready": s, "sizes": {}, "files_with_key_on_volume": 0}
+            fh.write(json.dumps(rec) + "\n")
+    res = subprocess.run(["bash", str(SCRIPT), str(tmp_path), "report"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    md = (tmp_path / "startup.md").read_text()
+    assert "- recreated / warm: 1.10x (goal <= 1.1x)" in md  # 55 / median(50, 49, 51, 50)
+    assert "tqdeploy warm median 50.0 s vs plain warm median 65.0 s over 2 pairs" in md
+    assert "| pair-plain | plain | not ready | 0 |" in md
+    assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)
