@@ -61,7 +61,7 @@ def cache_config_figures(cache_config: dict[str, str]) -> dict:
         value = cache_config.get(key)
         try:
             return int(float(value)) if value not in (None, "None", "") else None
-        except ValueError:
+        except (ValueError, OverflowError):  # "abc", or 1e400 (inf) from a server that is not vLLM
             return None
 
     return {
