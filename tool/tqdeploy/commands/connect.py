@@ -36,8 +36,7 @@ def connect(
         raise TQError(f"unknown client {client!r}", f"pick one of: {', '.join(CLIENTS)}")
     if not build_dir.is_dir():
         raise TQError(f"build directory {build_dir} not found", "pass the directory `tqdeploy build --out` wrote")
-    if timeout <= 0:
-        raise TQError(f"--timeout {timeout} must be more than 0", "e.g. --timeout 60")
+    options.check_seconds("--timeout", timeout)
     endpoint = resolve_endpoint(build_dir, base_url=base_url, api_key_file=api_key_file, model=model)
     result = make_settings(client, endpoint, check=check, timeout=timeout)
     emit(result, as_json)

@@ -59,8 +59,7 @@ def profile(
             raise TQError(f"{flag} {value} must be 1 or more", f"e.g. {flag} 16")
     if not 0.05 <= sample_interval <= 60:
         raise TQError(f"--sample-interval {sample_interval} is outside 0.05..60 s", "e.g. --sample-interval 1")
-    if duration is not None and duration <= 0:
-        raise TQError(f"--duration {duration} must be more than 0 seconds", "e.g. --duration 30")
+    options.check_seconds("--duration", duration, example="30")
     if log is not None and not log.is_file():
         raise TQError(f"--log {log}: no such file", "pass the path of a saved vLLM log")
     spec = None
