@@ -69,6 +69,6 @@ def check_seconds(flag: str, value: float | None, *, most: float = WEEK_S, examp
         return
     if not math.isfinite(value) or not 0 < value <= most:
         raise TQError(
-            f"{flag} {value} is not a number of seconds above 0 and at most {most:.0f}",
+            f"{flag} {value:g} is not a number of seconds above 0 and at most {most:.0f}",
             f"pass {flag} in seconds, e.g. {flag} {example}",
         )
