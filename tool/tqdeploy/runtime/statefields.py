@@ -26,9 +26,9 @@ PID_MAX_FALLBACK = 4_194_304  # the kernel's PID_MAX_LIMIT on 64-bit (include/li
 FUTURE_SLACK_S = 86_400.0  # a clock a day ahead is a wrong clock; more is a hand-edited value
 MAX_TEXT = 4096
 MAX_RESTARTS = 1_000_000
-_HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})$")
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-_CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})\Z")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}\Z")
 
 
 class BadField(ValueError):
