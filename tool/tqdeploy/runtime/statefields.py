@@ -28,6 +28,7 @@ MAX_TEXT = 4096
 MAX_RESTARTS = 1_000_000
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_CREDENTIALS = re.compile(r"(//)[^/@\s]*@")  # scheme://user:password@host: never echoed
 _CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}\Z")
 
 
@@ -36,8 +37,8 @@ class BadField(ValueError):
 
 
 def shown(value: Any, limit: int = 60) -> str:
-    """The bad value as the error shows it: repr, cut to ``limit`` characters."""
-    text = repr(value)
+    """The bad value as the error shows it: repr, a URL's user:password replaced, cut to ``limit`` characters."""
+    text = _CREDENTIALS.sub(r"\1[credentials]@", repr(value))
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
