@@ -21,6 +21,12 @@ class ProfileResult:
     context: dict = field(default_factory=dict)  # log path, base_url, cache state
     chart: str | None = None
 
+    @property
+    def exit_code(self) -> int:
+        from tqdeploy.findings import exit_code_for
+
+        return exit_code_for(self.findings)
+
     def timeline_findings(self) -> list[Finding]:
         t = self.timeline
         if t is None or not t.phases:
