@@ -1,9 +1,9 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
-# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST.
+# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE.
 set -eu
 
 MODEL_DIR="${TQ_MODEL_DIR:-/models/tiny}"
@@ -29,6 +29,17 @@ if [ ! -f "$MODEL_DIR/config.json" ]; then
   echo "  fix: run ./download.sh, or mount the model directory at $MODEL_DIR, then start again" >&2
   exit 66
 fi
+
+API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
+if [ ! -s "$API_KEY_FILE" ]; then
+  echo "serve.sh: API key file $API_KEY_FILE is missing or empty" >&2
+  echo "  fix: put the key in that file (compose secret or Kubernetes Secret); it never goes on the command line" >&2
+  exit 67
+fi
+# vLLM reads VLLM_API_KEY when --api-key is absent (vllm/entrypoints/serve/middleware/register.py),
+# so the key stays out of argv, `ps` and vLLM's "non-default args" log line.
+VLLM_API_KEY="$(cat "$API_KEY_FILE")"
+export VLLM_API_KEY
 
 mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME"
 exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \

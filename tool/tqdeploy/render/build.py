@@ -26,6 +26,7 @@ class BuildResult:
     pins: dict[str, Any] = field(default_factory=dict)
     image: dict[str, Any] = field(default_factory=dict)
     accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.spec.accel.Accelerators.to_dict
+    api_key_file: Any = None  # tqdeploy.render.apikey.KeyFile: where the key is, never the key
     exit_code: int = EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,17 +45,23 @@ class BuildResult:
             "pins": self.pins,
             "image": self.image,
             "accelerators": self.accelerators,
+            "api_key_file": self.api_key_file.to_dict() if self.api_key_file else None,
         }
+
+    def _render_dry_run(self, console) -> None:
+        if self.diff:
+            sys.stdout.write(self.diff)
+            sys.stdout.flush()
+        else:
+            console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
+        for note in self.notes:  # stderr: the diff on stdout stays a clean patch
+            print(f"note: {note}", file=sys.stderr)
+        if self.api_key_file:
+            print(f"note: {self.api_key_file.line()}", file=sys.stderr)
 
     def render(self, console) -> None:
         if self.mode == "dry-run":
-            if self.diff:
-                sys.stdout.write(self.diff)
-                sys.stdout.flush()
-            else:
-                console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
-            for note in self.notes:  # stderr: the diff on stdout stays a clean patch
-                print(f"note: {note}", file=sys.stderr)
+            self._render_dry_run(console)
             return
         console.print(
             f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}",
@@ -63,6 +70,8 @@ class BuildResult:
         for key in ("written", "unchanged", "removed", "kept", "backup"):
             if self.changes.get(key):
                 console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
+        if self.api_key_file:
+            console.print(f"  {self.api_key_file.line()}", soft_wrap=True)
         for what, why in self.skipped.items():
             console.print(f"  not rendered: {what}: {why}", soft_wrap=True)
         for note in self.notes:
@@ -262,9 +271,12 @@ def run_build(
         pins=pins(spec),
         accelerators=accel.to_dict(),
     )
+    from tqdeploy.render.apikey import ensure_key_file
+
     if dry_run:
         from tqdeploy.render.guard import guard
 
+        result.api_key_file = ensure_key_file(spec, out, dry_run=True)
         result.diff = diff_build(out, files)
         conflicts = guard(out, {rel: f.data for rel, f in files.items()}).conflicts
         if conflicts and not force:
@@ -274,6 +286,7 @@ def run_build(
             )
         return result
     result.changes = write_build(out, files, force=force)
+    result.api_key_file = ensure_key_file(spec, out)  # after the build: its folder exists and is checked
     if image:
         result.image = _image(spec, out, progress)
     return result
