@@ -208,3 +208,11 @@ def test_memory_other_processes_hold_on_the_gpu_is_said_in_the_plan(run_cli, tmp
     assert "94.0 GiB" in problems[0]["message"] and "--gpu-memory-utilization 0.32" in problems[0]["fix"]
     code, out, _ = run_cli("plan", "--model", LLAMA, "--snapshot", str(H200_SNAPSHOT), "--json")
     assert "held-memory" not in out  # the 0.6 GiB a driver holds leaves vLLM's 0.92 free
+
+
+def test_a_near_miss_kv_cache_dtype_gets_lints_suggestion(run_cli):
+    code, _, err = run_cli("plan", "--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turboquant_4bit")
+    assert code == 2
+    assert err.splitlines()[1] == "  fix: use turboquant_4bit_nc"
+    _, lint_out, _ = run_cli("lint", "--", "vllm", "serve", LLAMA, "--kv-cache-dtype", "turboquant_4bit")
+    assert "use turboquant_4bit_nc" in lint_out  # the same did-you-mean as lint's TQ302
