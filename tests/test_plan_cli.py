@@ -112,9 +112,9 @@ def test_skip_layers_and_utilization(run_cli):
 
 def test_errors_in_the_plan_exit_1(run_cli):
     code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
-    assert code == 1 and any(p["code"] == "TP_HEADS" for p in data["problems"])
+    assert code == 1 and any(p["evidence"]["code"] == "TP_HEADS" and p["id"] == "TQ203" for p in data["problems"])
     code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--max-model-len", "300000")
-    assert code == 1 and any(p["code"] == "MML_TOO_LONG" for p in data["problems"])
+    assert code == 1 and any(p["evidence"]["code"] == "MML_TOO_LONG" and p["id"] == "TQ204" for p in data["problems"])
 
 
 @pytest.mark.parametrize(
@@ -204,8 +204,8 @@ def test_memory_other_processes_hold_on_the_gpu_is_said_in_the_plan(run_cli, tmp
     held.write_text(json.dumps(snap))
     code, out, err = run_cli("plan", "--model", LLAMA, "--snapshot", str(held), "--json")
     problems = json.loads(out)["problems"]
-    assert code == 1 and [p["code"] for p in problems] == ["held-memory"], (out, err)
-    assert "94.0 GiB" in problems[0]["message"] and "--gpu-memory-utilization 0.32" in problems[0]["fix"]
+    assert code == 1 and [(p["id"], p["evidence"]["code"]) for p in problems] == [("TQ107", "held-memory")], out
+    assert "94.0 GiB" in problems[0]["title"] and "--gpu-memory-utilization 0.32" in problems[0]["remediation"]
     code, out, _ = run_cli("plan", "--model", LLAMA, "--snapshot", str(H200_SNAPSHOT), "--json")
     assert "held-memory" not in out  # the 0.6 GiB a driver holds leaves vLLM's 0.92 free
 

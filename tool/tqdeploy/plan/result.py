@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
@@ -34,14 +34,18 @@ class PlanRow:
 
 
 def problem_dict(finding: Finding) -> dict[str, Any]:
-    """A model.compat finding in the plan's JSON shape (tqdeploy.plan/1): severity, code, message, fix, flag."""
-    return {
-        "severity": finding.severity.value,
-        "code": finding.evidence.get("code", ""),
-        "message": finding.title,
-        "fix": finding.remediation,
-        "flag": finding.location or None,
-    }
+    """A problem in the one finding shape (findings.Finding.to_dict): a model.compat rule under the id of the
+    doctor check that runs it (checkids.py), its code and the flag it is about in the evidence."""
+    return as_finding(finding).to_dict()
+
+
+def as_finding(finding: Finding) -> Finding:
+    from tqdeploy.checkids import check_for_code
+
+    code = finding.evidence.get("code", "")
+    check_id, area = check_for_code(code) or (finding.id, finding.area or "model")
+    evidence = dict(finding.evidence, **({"flag": finding.location} if finding.location else {}))
+    return replace(finding, id=finding.id or check_id, area=finding.area or area, evidence=evidence)
 
 
 def _flagged(problems: list[Finding]) -> list[Finding]:
@@ -117,7 +121,7 @@ class Plan:
             if r.status == "not_applicable":
                 table.add_row(name, "-", "-", "-", "-", Text(r.reason, style="dim"))
                 continue
-            flagged = [f"{p.severity.value} {p.evidence['code']}" for p in _flagged(r.problems)]
+            flagged = dict.fromkeys(f"{p.severity.value} {as_finding(p).id}" for p in _flagged(r.problems))
             note = ", ".join(flagged) or r.reason or r.availability
             table.add_row(
                 name,
@@ -134,12 +138,12 @@ class Plan:
                 seen.setdefault(p.evidence["code"], []).append(r.kv_cache_dtype)
         row_problems = {p.evidence["code"]: p for r in self.rows for p in r.problems}
         for code, dtypes in seen.items():
-            p = row_problems[code]
+            p = as_finding(row_problems[code])
             console.print(
-                f"[{_colour(p)}]{p.severity.value} {code}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
+                f"[{_colour(p)}]{p.severity.value} {p.id}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
             )
-        for p in self.problems:
-            console.print(f"[{_colour(p)}]{p.severity.value}[/]: {p.title}\n  fix: {p.remediation}")
+        for p in map(as_finding, self.problems):
+            console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {p.title}\n  fix: {p.remediation}")
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
         if self.recommended:
