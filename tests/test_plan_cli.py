@@ -216,3 +216,54 @@ def test_a_near_miss_kv_cache_dtype_gets_lints_suggestion(run_cli):
     assert err.splitlines()[1] == "  fix: use turboquant_4bit_nc"
     _, lint_out, _ = run_cli("lint", "--", "vllm", "serve", LLAMA, "--kv-cache-dtype", "turboquant_4bit")
     assert "use turboquant_4bit_nc" in lint_out  # the same did-you-mean as lint's TQ302
+
+
+def _stdout_on_a_tty(cmd: list[str], env: dict[str, str]) -> str:
+    """The command's stdout on a pseudo-terminal, as a person at an 80-column terminal sees it."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_the_table_fits_80_columns_with_every_dtype_name_whole(tqdeploy_exe):
+    import os
+    import re
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
+    cmd = [tqdeploy_exe, "plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "2"]
+    piped = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60).stdout
+    on_a_tty = re.sub(r"\x1b\[[0-9;]*m", "", _stdout_on_a_tty(cmd, env))
+    data = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=60).stdout)
+    for text in (piped, on_a_tty):
+        out = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"  # rich pads the last column
+        assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80, out
+        names = [line.split()[0] for line in out.splitlines() if line[:1].isalpha() and "  " in line]
+        assert [r["kv_cache_dtype"] for r in data["rows"]] == names[1:], out  # [0] is the header
+        for dtype in ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"):
+            assert re.search(rf"^{dtype} +[\d,]+ +[\d,]+ +[\d.]+ .*warn TQ205$", out, re.M), out
+        # a note too long for its column is a footnote below the table, whole
+        assert re.search(r"^fp8_ds_mla +- +- +- +- +\[(\d)\]$", out, re.M)
+        number = re.search(r"^fp8_ds_mla .*\[(\d)\]$", out, re.M).group(1)
+        assert f"[{number}] fp8_ds_mla is a DeepSeek sparse-MLA layout; this model has no MLA\n" in out

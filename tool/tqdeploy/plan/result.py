@@ -48,7 +48,7 @@ def as_finding(finding: Finding) -> Finding:
     return replace(finding, id=finding.id or check_id, area=finding.area or area, evidence=evidence)
 
 
-def _flagged(problems: list[Finding]) -> list[Finding]:
+def flagged(problems: list[Finding]) -> list[Finding]:
     return [p for p in problems if p.severity in (Severity.ERROR, Severity.WARN)]
 
 
@@ -89,9 +89,6 @@ class Plan:
         }
 
     def render(self, console) -> None:
-        from rich.table import Table
-        from rich.text import Text
-
         m, b = self.model, self.budget
         console.print(
             f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
@@ -106,35 +103,12 @@ class Plan:
             f"({b['weights_source']}); reserve {reserve / GiB:.2f} GiB (estimate); "
             f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
-        table = Table(show_lines=False)
-        for col in (
-            "kv-cache-dtype",
-            "bytes/token",
-            "KV tokens",
-            f"seqs @ {self.max_model_len:,}",
-            "fixed/seq",
-            "note",
-        ):
-            table.add_column(col, justify="right" if col not in ("kv-cache-dtype", "note") else "left")
-        for r in self.rows:
-            name = Text(r.kv_cache_dtype, style="bold green" if r.kv_cache_dtype == self.recommended else "")
-            if r.status == "not_applicable":
-                table.add_row(name, "-", "-", "-", "-", Text(r.reason, style="dim"))
-                continue
-            flagged = dict.fromkeys(f"{p.severity.value} {as_finding(p).id}" for p in _flagged(r.problems))
-            note = ", ".join(flagged) or r.reason or r.availability
-            table.add_row(
-                name,
-                f"{r.kv_bytes_per_token:,}",
-                f"{r.kv_tokens:,}",
-                f"{r.max_concurrency:.2f}",
-                f"{r.fixed_state_bytes_per_seq / (1 << 20):.1f} MiB" if r.fixed_state_bytes_per_seq else "-",
-                Text(note + ("" if r.exact else " (approximate)"), style="dim"),
-            )
-        console.print(table)
+        from tqdeploy.plan.table import render_rows
+
+        render_rows(console, self)
         seen: dict[str, list[str]] = {}
         for r in self.rows:
-            for p in _flagged(r.problems):
+            for p in flagged(r.problems):
                 seen.setdefault(p.evidence["code"], []).append(r.kv_cache_dtype)
         row_problems = {p.evidence["code"]: p for r in self.rows for p in r.problems}
         for code, dtypes in seen.items():
