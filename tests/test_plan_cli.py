@@ -267,3 +267,50 @@ def test_the_table_fits_80_columns_with_every_dtype_name_whole(tqdeploy_exe):
         assert re.search(r"^fp8_ds_mla +- +- +- +- +\[(\d)\]$", out, re.M)
         number = re.search(r"^fp8_ds_mla .*\[(\d)\]$", out, re.M).group(1)
         assert f"[{number}] fp8_ds_mla is a DeepSeek sparse-MLA layout; this model has no MLA\n" in out
+
+
+def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_reading():
+    import re
+
+    from tqdeploy.plan.gpus import gpu_catalog
+
+    catalog = gpu_catalog()
+    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090"} <= set(catalog)
+    for key, entry in catalog.items():
+        total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
+        assert total_mib, key  # the source names the reading the figure comes from
+        assert entry["memory_bytes"] == int(total_mib.group(1)) << 20, key
+        assert "real device" in entry["source"] or "lent H200" in entry["source"], key
+
+
+@pytest.mark.parametrize(
+    ("gpu", "name", "gib"),
+    [
+        ("H100-SXM", "NVIDIA H100 80GB HBM3", "79.65"),
+        ("h100 sxm", "NVIDIA H100 80GB HBM3", "79.65"),
+        ("NVIDIA H100 NVL", "NVIDIA H100 NVL", "93.58"),
+        ("A100 80GB", "NVIDIA A100-SXM4-80GB", "80.00"),
+        ("L40S", "NVIDIA L40S", "44.99"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", "23.99"),
+    ],
+)
+def test_plan_by_catalog_name(run_cli, gpu, name, gib):
+    code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu, "--max-model-len", "8192")
+    assert code in (0, 1), err
+    assert f"on 1 x {name}" in " ".join(out.split()) and f"per GPU: {gib} GiB x 0.92" in out
+
+
+@pytest.mark.parametrize(
+    ("gpu", "first_line", "fix"),
+    [
+        ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB); "
+         "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
+        ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
+        ("RTX 5090", "'RTX 5090': RTX 5090 is not in the catalog", "--snapshot FILE"),
+    ],
+)  # fmt: skip
+def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
+    code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu)
+    lines = err.splitlines()
+    assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
+    assert "H200" not in err  # never an unrelated GPU as the answer
