@@ -29,8 +29,12 @@ def lint_finding(
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
-    """One finding in lint's JSON shape (tqdeploy.lint/1)."""
-    return {"id": f.id, "severity": f.severity.value, "flag": f.location, "message": f.title, "fix": f.remediation}
+    """One finding in the shape every command's JSON has (findings.Finding.to_dict); the option as written
+    goes into the evidence as `flag`."""
+    data = f.to_dict()
+    if f.location:
+        data["evidence"] = {**f.evidence, "flag": f.location}
+    return data
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
@@ -159,11 +163,12 @@ class LintReport:
             console.print(Text("no findings: the command is valid for this vLLM", style="green"))
         for f in data["findings"]:
             line = Text(f"{f['id']} ", style="bold") + Text(f"{f['severity']:<5}", style=SEVERITY_STYLE[f["severity"]])
-            line.append(f" {f['flag']}: " if f["flag"] else " ")
-            line.append(f["message"])
+            flag = f["evidence"].get("flag")
+            line.append(f" {flag}: " if flag else " ")
+            line.append(f["title"])
             console.print(line)
-            if f["fix"]:
-                console.print(Text("      fix: " + f["fix"], style="dim"))
+            if f["remediation"]:
+                console.print(Text("      fix: " + f["remediation"], style="dim"))
         if self.changed:
             console.print(Text("corrected command (tqdeploy lint --fix):", style="bold"))
             console.print(data["fixed_command"], markup=False, highlight=False, soft_wrap=True)
