@@ -237,8 +237,8 @@ class Redactor(NameRules):
         return replacement
 
     def secret(self, value: str) -> str:
-        if not value or R.PLACEHOLDER.fullmatch(value.strip("'\"")):
-            return value
+        if not value or R.PLACEHOLDER.fullmatch(value.strip("'\"")) or value.lower() in R.NOT_SECRET_VALUES:
+            return value  # null, true, absent: what a field holds when there is no secret
         self.add_literal(value, "secret")
         return self.placeholder("secret", value)
 
