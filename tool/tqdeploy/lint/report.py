@@ -125,7 +125,10 @@ class LintReport:
         """The findings worst first, every text (title, fix, the flag as written) through the redactor."""
         ordered = sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token))
         r = self.redact
-        return [replace(f, title=r(f.title), remediation=r(f.remediation), location=r(f.location)) for f in ordered]
+        # A fix is tqdeploy's own text (`export VLLM_API_KEY="$(cat FILE)"`): only the command's own secret
+        # values and token formats come out of it, never words the heuristics mistake for values (issue 21.5).
+        fix = self.redactor.known
+        return [replace(f, title=r(f.title), remediation=fix(f.remediation), location=r(f.location)) for f in ordered]
 
     def serving_values(self) -> dict[str, Any]:
         """What the command asks of vLLM, typed, for the doctor's checkpoint checks (CheckContext.options);
