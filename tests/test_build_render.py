@@ -17,6 +17,7 @@ from tqdeploy.spec import load_spec
 TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "golden"
 FIX = TESTS / "fixtures" / "build"
+DEMO_SPEC = TESTS.parent / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
 UPDATE = os.environ.get("TQDEPLOY_UPDATE_GOLDEN") == "1"
 
 CASES = {
@@ -244,7 +245,11 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
     (out / "models").mkdir()
     (out / "models" / "weights.bin").write_bytes(b"operator data")
     (out / "k8s" / "my-extra.yaml").write_text("kind: ConfigMap\n")
-    code, stdout, _ = run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out), "--json")
+    key = (out / "secrets" / "vllm-api-key").read_bytes()  # the default spec's key file, created by build
+    # The demo spec without its API key renders no k8s/ (a Service needs a key): those files go.
+    unkeyed = tmp_path / "unkeyed.toml"
+    unkeyed.write_text(DEMO_SPEC.read_text().replace('api_key_file = "./secrets/vllm-api-key"\n', ""))
+    code, stdout, _ = run_cli("build", str(unkeyed), "--out", str(out), "--json")
     assert code == 0
     removed = json.loads(stdout)["changes"]["removed"]
     assert sorted(removed) == [
@@ -258,6 +263,7 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
     ]
     assert (out / "models" / "weights.bin").read_bytes() == b"operator data"
     assert (out / "k8s" / "my-extra.yaml").exists()
+    assert (out / "secrets" / "vllm-api-key").read_bytes() == key  # the user's data once created: kept
     assert not list(out.glob(".tqdeploy-staging-*"))
     assert run_cli("build", "--check", str(out))[0] == 0
 

@@ -29,10 +29,13 @@ def test_an_exported_key_in_a_script_warns_and_the_argv_fix_does_not_advise_it(r
     code, out, _ = run_cli("lint", "--json", "--no-live", "--vllm-version", "0.25.0", "--file", str(script))
     found = {f["id"]: f for f in json.loads(out)["findings"]}
     assert "TQ344" in found and "TQ323" in found
-    assert "do not export VLLM_API_KEY" in found["TQ323"]["fix"] and "launch_vllm.py" in found["TQ344"]["fix"]
+    assert (
+        "do not export VLLM_API_KEY" in found["TQ323"]["remediation"]
+        and "launch_vllm.py" in found["TQ344"]["remediation"]
+    )
     code, out, _ = run_cli("lint", "--json", "--no-live", "--vllm-version", "0.32.0", "--file", str(script))
     found = {f["id"]: f for f in json.loads(out)["findings"]}
-    assert "TQ344" not in found and "before starting vLLM" in found["TQ323"]["fix"]  # the export is fine there
+    assert "TQ344" not in found and "before starting vLLM" in found["TQ323"]["remediation"]  # the export is fine there
 
 
 def test_the_data_names_every_pinned_release():

@@ -1,5 +1,5 @@
 """profile's cache report on real folders and real builds: where each start-up cache lives (the build's serve.sh
-or the library's default), hit / miss / absent from before and after, TQ439 off the volume, TQ440 for a volume
+or the library's default), hit / miss / absent from before and after, TQ439 off the volume, TQ441 for a volume
 filled by another build; and the rendered warmup.sh run for real against a stand-in server on loopback."""
 
 from __future__ import annotations
@@ -114,13 +114,13 @@ def _fingerprint_file(build: Path, sha: str) -> Path:
     return root
 
 
-def test_a_volume_filled_for_another_build_is_tq440(tmp_path):
+def test_a_volume_filled_for_another_build_is_tq441(tmp_path):
     build = _build(tmp_path)
     lock = json.loads((build / "tqdeploy.lock.json").read_text())
     wanted = lock["cache_fingerprint"]["sha256"]
     root = _fingerprint_file(build, "0" * 64)
     found = caches.fingerprint_finding(build, root)
-    assert found is not None and found.id == "TQ440" and found.evidence["build_fingerprint"] == wanted
+    assert found is not None and found.id == "TQ441" and found.evidence["build_fingerprint"] == wanted
     assert found.evidence["gpu"] == "NVIDIA H200"
     _fingerprint_file(build, wanted)
     assert caches.fingerprint_finding(build, root) is None
@@ -179,7 +179,10 @@ def _warmup(tmp_path: Path, **extra: str) -> tuple[subprocess.CompletedProcess, 
     (bin_dir / "python3").write_text(_STUB.format(python=sys.executable))
     (bin_dir / "python3").chmod(0o755)
     cache = tmp_path / "cache" / "vllm"
+    key = tmp_path / "key"
+    key.write_text("tq-warmup-test-key\n")
     env = {
+        "TQ_API_KEY_FILE": str(key),  # the demo is keyed: serve.sh checks the file, the stand-in never reads it
         "PATH": f"{bin_dir}:/usr/bin:/bin",
         "HOME": str(tmp_path),
         "TQ_MODEL_DIR": str(model),

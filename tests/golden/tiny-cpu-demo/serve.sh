@@ -1,9 +1,9 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
-# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST.
+# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE.
 set -eu
 
 MODEL_DIR="${TQ_MODEL_DIR:-/models/tiny}"
@@ -39,6 +39,19 @@ if [ ! -f "$MODEL_DIR/config.json" ]; then
   exit 66
 fi
 
+API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
+if [ ! -s "$API_KEY_FILE" ]; then
+  echo "serve.sh: API key file $API_KEY_FILE is missing or empty" >&2
+  echo "  fix: put the key in that file (compose secret or Kubernetes Secret); it never goes on the command line" >&2
+  exit 67
+fi
+# launch_vllm.py reads the key from this file into the API server's parsed arguments: never into argv (`ps`),
+# the log, or the environment, which every vLLM process inherits and which vLLM 0.25.0 hashes, VLLM_API_KEY
+# included, into the compile-cache key and writes to cache_key_factors.json on the cache volume.
+export TQ_API_KEY_FILE="$API_KEY_FILE"
+unset VLLM_API_KEY
+HERE="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)"
+
 mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
   "${TRITON_CACHE_DIR}" \
   "${TORCHINDUCTOR_CACHE_DIR}" \
@@ -46,7 +59,7 @@ mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
   "${CUDA_CACHE_PATH}" \
   "${CUTE_DSL_CACHE_DIR}" \
   "${XDG_CACHE_HOME}"
-exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \
+exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --served-model-name tiny \
   --tensor-parallel-size 1 \
   --dtype bfloat16 \

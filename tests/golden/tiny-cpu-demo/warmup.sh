@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
 # One-shot warm-up: fills the cache volume once, before the first production start, so that start and every
 # recreated container or pod after it find the compiled graphs, autotune results and kernel caches there
 # (serve.sh keeps all of them under VLLM_CACHE_ROOT). compose: `docker compose run --rm warmup` before

@@ -1,6 +1,6 @@
 """What vLLM's log does not say about a start's caches: for each (render/caches.py) hit, miss or absent, from
 its folder before and after the start; TQ439 when one lives outside the cache volume (a container would lose it);
-TQ440 when the volume's fingerprint (warmup.sh) is not the build's (tqdeploy.lock.json).
+TQ441 when the volume's fingerprint (warmup.sh) is not the build's (tqdeploy.lock.json).
 
 Where each cache is: the build's serve.sh exports its variable (under VLLM_CACHE_ROOT) or, for a build rendered
 before it did, the library's default under HOME or TMPDIR, unless this environment sets the variable (serve.sh
@@ -187,7 +187,7 @@ def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mappi
 
 
 def fingerprint_finding(build: Path, vllm_root: Path) -> Finding | None:
-    """TQ440 when the volume holds another build's fingerprint; None when it matches or nothing is recorded."""
+    """TQ441 when the volume holds another build's fingerprint; None when it matches or nothing is recorded."""
     from tqdeploy.errors import TQError
     from tqdeploy.render.lock import read_lock
     from tqdeploy.safeio import read_text
@@ -201,7 +201,7 @@ def fingerprint_finding(build: Path, vllm_root: Path) -> Finding | None:
     if not isinstance(wanted, str) or not isinstance(found, str) or found == wanted:
         return None
     return Finding(
-        "TQ440",
+        "TQ441",
         Severity.WARN,
         "the cache volume was filled for another build (its fingerprint is not this build's): expect a cold start",
         {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from tqdeploy.net import KEY_REFUSED_ID
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
 
@@ -22,16 +23,23 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     model_dir = inputs.model or up.model_dir(build)
     residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
     progress(f"{mode} start of {build} through tqdeploy up")
+    key_file = inputs.key_file or up.key_file(build)  # the key the build's serve.sh exported
     where = caches.locations(build)
     before = caches.snapshot(where)
     started = up.start(build, mode)
     if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
         before = caches.cleared(before, up.compile_cache_dir(build))
     try:
+        from tqdeploy.profile.server import make_client, refused
+
+        client = make_client(started.base_url, key_file, label="the base_url `tqdeploy up` reported")
         # up waited for /health itself: its polls are in the stamped log (uvicorn access lines)
-        token_at, error = first_token_probe(started.base_url)
+        token_at, error, models = first_token_probe(client)
         events = [] if token_at is None else [Event("first_token", "first token", -1, token_at, "probe")]
-        result = profile(replace(inputs, log=started.log_path, url=started.base_url), mode, events, started.launched_at)
+        at = replace(inputs, log=started.log_path, url=started.base_url, key_file=key_file, build_dir=build)
+        result = profile(at, mode, events, started.launched_at)
+        if models is not None and models.key_refused and not any(f.id == KEY_REFUSED_ID for f in result.findings):
+            result.findings.append(refused(models, client, key_file))
     finally:
         up.stop(build)
     if "direct_read" not in measured:  # once per build, with the server down
