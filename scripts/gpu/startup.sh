@@ -35,11 +35,9 @@ fresh_dirs() {  # an empty HOME and TMPDIR, as a recreated container has
 build() {
   [ -f "$b/tqdeploy.lock.json" ] && return
   gpu_spec dense8w-keyed dense8w 16384 'kv_cache_dtype = "turboquant_k8v4"' '' \
-    | sed 's|^port = 18000|port = 18000\napi_key_file = "./secrets/vllm-api-key"|' > "$work/spec.toml"
+    'api_key_file = "./secrets/vllm-api-key"' > "$work/spec.toml"
   tq build "$work/spec.toml" --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
-  mkdir -p "$b/secrets"
-  python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > "$b/secrets/vllm-api-key"
-  chmod 0600 "$b/secrets/vllm-api-key"
+  [ -s "$b/secrets/vllm-api-key" ] || { echo "build created no API key file" >&2; exit 1; }  # build makes it
   python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
   fresh_dirs
 }
