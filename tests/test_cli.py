@@ -167,3 +167,15 @@ def test_help_is_plain_and_whole(tqdeploy_exe, columns):
         assert not re.search(r"<[a-z][^<>]*>", text), (name, re.findall(r"<[^<>]*>", text))  # no <list[str]>
         assert f"Examples:\n  tqdeploy {name}" in text and "Exit codes:" in text, name
         assert max(len(line) for line in text.split("Examples:")[0].splitlines()) <= int(columns), name
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_a_reader_that_stops_early_leaves_the_commands_own_exit_code(tqdeploy_exe, as_json):
+    # `tqdeploy plan | head -1`: the pipe closes before tqdeploy writes; the exit code stays the plan's.
+    model = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "models" / "qwen3.6-27b")
+    cmd = [tqdeploy_exe, "plan", "--model", model, "--gpu", "H200", *as_json]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "", err
+    assert subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0  # as without the pipe

@@ -7,6 +7,7 @@ A command builds a result with ``to_dict()`` (the JSON contract, with a "schema"
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Protocol
 
@@ -27,10 +28,24 @@ class Result(Protocol):
     def render(self, console) -> None: ...
 
 
+def _stop_writing() -> None:
+    """The reader of stdout went away (`tqdeploy plan | head`): send the rest to /dev/null, so the command
+    ends with its own exit code, as it would have without the pipe, instead of rich's SystemExit(1) or
+    Python's "Exception ignored" at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
 def make_console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _stop_writing()
+
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -38,10 +53,14 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def emit(result: Result, as_json: bool) -> None:
-    if as_json:
-        sys.stdout.write(dumps(result.to_dict()) + "\n")
-    else:
+    if not as_json:
         result.render(make_console())
+        return
+    try:
+        sys.stdout.write(dumps(result.to_dict()) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stop_writing()
 
 
 def format_evidence(evidence: dict[str, Any]) -> str:
