@@ -52,7 +52,7 @@ EXAMPLES: dict[str, list[str]] = {
         "tqdeploy build",
         "tqdeploy build tqdeploy.toml --out build",
         "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
-        "tqdeploy build --check",
+        "tqdeploy build --check build",
     ],
     "download": [
         "tqdeploy download Qwen/Qwen3.6-27B@main --to models/Qwen--Qwen3.6-27B",
