@@ -179,3 +179,10 @@ def test_a_reader_that_stops_early_leaves_the_commands_own_exit_code(tqdeploy_ex
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0 and err == "", err
     assert subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0  # as without the pipe
+
+
+def test_a_value_of_the_wrong_type_is_said_in_words(run_cli):
+    code, _, err = run_cli("plan", "--model", "m", "--gpus", "abc")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpus must be a whole number"
+    code, _, err = run_cli("plan", "--model", "m", "--gpu-memory-utilization", "x")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpu-memory-utilization must be a number"

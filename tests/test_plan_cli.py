@@ -314,3 +314,10 @@ def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cl
     lines = err.splitlines()
     assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
     assert "H200" not in err  # never an unrelated GPU as the answer
+
+
+def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    text = " ".join(out.split())
+    assert code == 1 and "recommended:" not in out
+    assert "no recommendation: fix the error above (TQ203) first; then the plan would pick --kv-cache-dtype" in text

@@ -181,6 +181,14 @@ def first_sentence(text: str) -> str:
     return first[: cut.start()] if cut else first.rstrip(".")
 
 
+# typer's validation messages (pydantic's wording) as a sentence about the option
+_IN_WORDS = [
+    (r"valid integer", "must be a whole number"),
+    (r"valid number", "must be a number"),
+    (r"valid boolean", "must be true or false"),
+]
+
+
 def _option_range(param: Any) -> str:
     low, high = getattr(param, "min", None), getattr(param, "max", None)
     if low is not None and high is not None:
@@ -209,6 +217,9 @@ def usage_error(err: Any) -> tuple[str, str]:
     allowed = _option_range(param) if param is not None else ""
     if names and allowed and re.search(r"greater than|less than|range", str(getattr(err, "message", ""))):
         return f"{names} must be {allowed}", f"pass {names} {allowed}"
+    if names and getattr(err, "message", ""):  # BadParameter of an option: name it the way it is typed
+        words = next((w for pattern, w in _IN_WORDS if re.search(pattern, err.message)), err.message)
+        return f"{names.split('/')[0]} {words}", getattr(err, "remediation", None) or help_hint
     message = err.format_message() if callable(getattr(err, "format_message", None)) else str(err)
     message = " ".join(message.split())
     if "No such command" in message:

@@ -90,6 +90,7 @@ def _lint(
     if inv.kind in VLLM_KINDS:
         ctx.parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, ctx.schema, variables)
     findings = run_rules(ctx)
+    _no_repeated_options(findings, ctx)
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
     return LintReport(
         vllm_version=ctx.schema.version,
@@ -141,6 +142,30 @@ def lint_command(
     report.command = [*prefix, argv[2]]
     report.fixed_argv = [*prefix, shell_join(report.fixed_argv)] if changed else list(report.command)
     return report
+
+
+def _no_repeated_options(findings, ctx) -> None:
+    """A fix that would add an option the command already sets elsewhere (`--quantization turboquant
+    --kv-cache-dtype fp8`: the advice's fix is `--kv-cache-dtype turboquant_4bit_nc`) would give it twice, the
+    last one winning silently: the fix then only drops the wrong part, and says which setting stays."""
+    from dataclasses import replace
+
+    for f in findings:
+        edit = f.edit
+        if edit is None or not edit.tokens or not edit.tokens[0].startswith("--"):
+            continue
+        opt = ctx.schema.lookup(edit.tokens[0].split("=", 1)[0])
+        kept = [
+            o
+            for o in ctx.parsed.occurrences
+            if opt is not None
+            and o.option.dest == opt.dest
+            and not edit.start <= o.start < max(edit.end, edit.start + 1)
+        ]
+        if kept:
+            setting = f"{kept[-1].name} {kept[-1].value}" if kept[-1].value is not None else kept[-1].name
+            f.edit = replace(edit, tokens=())
+            f.remediation += f" (the command already sets {setting}: --fix only drops {f.location or 'this'})"
 
 
 def lint_source(argv: list[str] | None = None, file=None, **options) -> LintReport:
