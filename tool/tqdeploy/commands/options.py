@@ -60,7 +60,7 @@ def _check_fail_on(value: str) -> str:
         from tqdeploy.suggest import use_hint
 
         err = typer.BadParameter(f"{value!r} is not one of {', '.join(FAIL_ON)}")
-        err.remediation = use_hint(value, FAIL_ON)  # type: ignore[attr-defined]  (clihelp.usage_error shows it)
+        err.remediation = use_hint(value, FAIL_ON)  # type: ignore[attr-defined]  # clihelp.usage_error shows it
         raise err
     return value
 
