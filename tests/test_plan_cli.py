@@ -321,3 +321,18 @@ def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
     text = " ".join(out.split())
     assert code == 1 and "recommended:" not in out
     assert "no recommendation: fix the error above (TQ203) first; then the plan would pick --kv-cache-dtype" in text
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://no-such-host.invalid"])
+def test_a_hub_model_without_a_network_fails_within_seconds(run_cli, monkeypatch, endpoint):
+    import time
+
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    for command in (["plan", "--gpu", "H200"], ["doctor", "--offline", "--json"]):
+        started = time.monotonic()
+        code, _, err = run_cli(*command, "--model", "Qwen/Qwen3-8B@main")
+        assert time.monotonic() - started < 15  # huggingface_hub's own retries took about 24 s
+        assert code == 2 and "Retrying" not in err, err
+        assert f"cannot fetch Qwen/Qwen3-8B@main: {endpoint} is unreachable" in err.splitlines()[0]
