@@ -12,6 +12,8 @@ TurboQuant, exposure, docker, model (via tqdeploy.model.compat), vLLM's own pars
 
 from __future__ import annotations
 
+import re
+
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.report import LintReport, apply_edits, lint_finding
 
@@ -182,11 +184,32 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
             "nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh"
         )
     if file is None:
+        snippet = python_c_snippet(argv)
+        if snippet is not None:  # `python3 -c 'from vllm import LLM; ...'`: the code, as --file x.py reads it
+            return lint_python(snippet, name="the -c code", **options)
         return lint_command(argv, **options)
     text = read_script(Path(file))
     if Path(file).suffix == ".py":
         return lint_python(text, name=str(file), **options)
     return lint_script(text, name=str(file), **options)
+
+
+_PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
+
+
+def python_c_snippet(argv: list[str]) -> str | None:
+    """The code of `python[3] -c CODE ...` (interpreter options before -c allowed), else None. A module run
+    (`python -m vllm.entrypoints...`) is a command, not a snippet."""
+    if not argv or not _PYTHON.match(argv[0]):
+        return None
+    for i, arg in enumerate(argv[1:], 1):
+        if arg == "-c":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if arg.startswith("-c") and len(arg) > 2:
+            return arg[2:]
+        if not arg.startswith("-") or arg == "-m":
+            return None
+    return None
 
 
 def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:
