@@ -186,3 +186,25 @@ def test_a_value_of_the_wrong_type_is_said_in_words(run_cli):
     assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpus must be a whole number"
     code, _, err = run_cli("plan", "--model", "m", "--gpu-memory-utilization", "x")
     assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpu-memory-utilization must be a number"
+
+
+def test_the_human_findings_table_is_worst_first_across_areas(run_cli, tmp_path):
+    snap = json.loads(
+        (__import__("pathlib").Path(__file__).parent / "fixtures" / "hosts" / "h200-1gpu.json").read_text()
+    )
+    snap["shm"]["total_bytes"] = snap["shm"]["free_bytes"] = 64 << 20  # a 64 MiB /dev/shm: too small
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap))
+    code, out, _ = run_cli("doctor", "--snapshot", str(path))
+    severities = [m.group(1) for m in re.finditer(r"^│ TQ\d+ +│ (\w+) ", out, re.M)]
+    rank = {"error": 4, "warn": 3, "info": 2, "ok": 1, "skipped": 0}
+    assert severities[0] in ("error", "warn") and "ok" in severities, out
+    assert [rank[s] for s in severities] == sorted((rank[s] for s in severities), reverse=True), severities
+
+
+def test_down_of_a_never_started_build_names_no_log_that_does_not_exist(run_cli, tmp_path):
+    build = tmp_path / "b"
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(build))[0] == 0
+    code, out, _ = run_cli("down", str(build))
+    assert code == 0 and out.strip() == f"{build}: nothing running"
+    assert "True" not in out and "False" not in out

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import Any, Protocol
 
-from tqdeploy.findings import Finding, group_by_area
+from tqdeploy.findings import Finding, sort_worst_first
 
 SEVERITY_STYLE = {
     "error": "bold red",
@@ -75,7 +75,8 @@ def format_evidence(evidence: dict[str, Any]) -> str:
 
 
 def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
-    """A table grouped by area (the area with the worst finding first), with the fix under each problem."""
+    """A table worst first across all areas (an error is never below another area's passes), the area on
+    every row, the fix under each problem."""
     from rich.table import Table
     from rich.text import Text
 
@@ -84,20 +85,20 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
     table.add_column("severity", no_wrap=True)
     table.add_column("area", no_wrap=True)
     table.add_column("finding")
-    for area, group in group_by_area(findings):
-        rows = [f for f in group if show_ok or f.severity.value not in ("ok", "skipped")]
-        for i, f in enumerate(rows):
-            body = Text(f.title)
-            ev = format_evidence(f.evidence)
-            if ev:
-                body.append("\n" + ev, style="dim")
-            if f.remediation and f.severity.value in ("error", "warn", "info"):
-                body.append("\nfix: " + f.remediation, style="bold")
-            table.add_row(
-                f.id,
-                Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
-                area if i == 0 else "",
-                body,
-                end_section=i == len(rows) - 1,
-            )
+    rows = [f for f in sort_worst_first(findings) if show_ok or f.severity.value not in ("ok", "skipped")]
+    for i, f in enumerate(rows):
+        body = Text(f.title)
+        ev = format_evidence(f.evidence)
+        if ev:
+            body.append("\n" + ev, style="dim")
+        if f.remediation and f.severity.value in ("error", "warn", "info"):
+            body.append("\nfix: " + f.remediation, style="bold")
+        last_of_severity = i == len(rows) - 1 or rows[i + 1].severity is not f.severity
+        table.add_row(
+            f.id,
+            Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
+            f.area,
+            body,
+            end_section=last_of_severity,
+        )
     console.print(table)
