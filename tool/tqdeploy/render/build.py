@@ -300,6 +300,8 @@ def run_build(
     result.changes = write_build(out, files, force=force)
     if image:
         result.image = _image(spec, out, progress)
+        if not result.image.get("id"):  # asked for an image and none was built: not a success (the files are)
+            result.exit_code = EXIT_FINDINGS
     return result
 
 
