@@ -208,3 +208,20 @@ def test_down_of_a_never_started_build_names_no_log_that_does_not_exist(run_cli,
     code, out, _ = run_cli("down", str(build))
     assert code == 0 and out.strip() == f"{build}: nothing running"
     assert "True" not in out and "False" not in out
+
+
+def test_logs_json_is_one_object_a_line_with_the_time_tqdeploy_read_it(run_cli, tmp_path):
+    build = tmp_path / "b"
+    logs = build / ".tqdeploy" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "server.log").write_text("1796000100.000|old line\n1796000200.500|new line\nunstamped\n")
+    code, out, _ = run_cli("logs", str(build), "--json")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"schema": "tqdeploy.logs/1", "time": 1796000100.0, "line": "old line"},
+        {"schema": "tqdeploy.logs/1", "time": 1796000200.5, "line": "new line"},
+        {"schema": "tqdeploy.logs/1", "time": None, "line": "unstamped"},
+    ]
+    code, out, _ = run_cli("logs", str(build), "--json", "--since", "1796000150")
+    assert [json.loads(line)["line"] for line in out.splitlines()] == ["new line", "unstamped"]
+    assert run_cli("logs", str(build))[1] == "old line\nnew line\nunstamped\n"  # the text form as before

@@ -28,14 +28,26 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 def format_line(line: str, stamps: bool) -> tuple[float | None, str]:
     when, text = split(line)
-    if stamps and when is not None:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int(when % 1 * 1000):03d}Z {text}"
-    return when, text
+    return when, _stamped(when, text) if stamps else text
+
+
+def _stamped(when: float | None, text: str) -> str:
+    if when is None:
+        return text
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int(when % 1 * 1000):03d}Z {text}"
 
 
 def read_lines(
     build_dir: Path, since: float | None, stamps: bool, follow: bool, sleep: Callable[[float], None] = time.sleep
 ) -> Iterator[str]:
+    for when, text in read_records(build_dir, since, follow, sleep):
+        yield _stamped(when, text) if stamps else text
+
+
+def read_records(
+    build_dir: Path, since: float | None, follow: bool, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[tuple[float | None, str]]:
+    """(the time tqdeploy read the line or None, the line as vLLM printed it), for `logs` and `logs --json`."""
     path = state.current_log(build_dir)
     if not path.exists():
         raise TQError(f"no log at {path}: {build_dir} was never started", f"run `tqdeploy up {build_dir}` first")
@@ -44,10 +56,10 @@ def read_lines(
         while True:
             pending += f.readline()
             if pending.endswith(b"\n"):
-                when, text = format_line(pending.decode("utf-8", errors="replace"), stamps)
+                when, text = split(pending.decode("utf-8", errors="replace"))
                 pending = b""
                 if since is None or when is None or when >= since:
-                    yield text
+                    yield when, text
                 continue
             if not follow or not _live(build_dir):
                 return
