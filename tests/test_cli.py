@@ -225,3 +225,10 @@ def test_logs_json_is_one_object_a_line_with_the_time_tqdeploy_read_it(run_cli, 
     code, out, _ = run_cli("logs", str(build), "--json", "--since", "1796000150")
     assert [json.loads(line)["line"] for line in out.splitlines()] == ["new line", "unstamped"]
     assert run_cli("logs", str(build))[1] == "old line\nnew line\nunstamped\n"  # the text form as before
+
+
+def test_tqdeploy_alone_prints_its_help_and_a_missing_argument_is_named(run_cli):
+    code, out, err = run_cli()
+    assert code == 0 and out.startswith("Usage: tqdeploy") and "Commands:" in out and err == ""
+    code, _, err = run_cli("explain")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: tqdeploy explain needs CHECK_ID"

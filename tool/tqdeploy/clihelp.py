@@ -213,6 +213,8 @@ def usage_error(err: Any) -> tuple[str, str]:
         message = f"{path} has no option {option}"
         return message, (f"did you mean {' or '.join(close)}? ({help_hint})" if close else help_hint)
     param = getattr(err, "param", None)
+    if param is not None and type(err).__name__ == "MissingParameter" and param.param_type_name == "argument":
+        return f"{path} needs {str(param.name).upper()}", help_hint  # not click's 'check_id'
     names = "/".join(getattr(param, "opts", None) or [])
     allowed = _option_range(param) if param is not None else ""
     if names and allowed and re.search(r"greater than|less than|range", str(getattr(err, "message", ""))):

@@ -37,6 +37,15 @@ def _stop_writing() -> None:
     os.close(devnull)
 
 
+def echo(text: str) -> None:
+    """One text on stdout, tolerant of a reader that stops early."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stop_writing()
+
+
 def make_console(stderr: bool = False):
     from rich.console import Console
 
