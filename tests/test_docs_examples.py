@@ -1,4 +1,4 @@
-"""The command examples of README.md, docs/*.md and every command's `-h` (tqdeploy/clihelp.py EXAMPLES) are
+"""The command examples of README.md, docs/*.md and every command's `-h` (tqdeploy/cliexamples.py EXAMPLES) are
 the tool's own command lines: each is parsed by the real CLI (a command, option or value the tool no longer
 has fails here), and the ones this machine can run without vLLM, a GPU, Docker or the network are run, in
 document order in one folder per document, and must not end in a usage error (2) or a bug (3).
@@ -20,7 +20,7 @@ import pytest
 import typer
 
 from tqdeploy.cli import app
-from tqdeploy.clihelp import EXAMPLES
+from tqdeploy.cliexamples import EXAMPLES
 
 REPO = Path(__file__).resolve().parent.parent
 QWEN36 = REPO / "tests" / "fixtures" / "models" / "qwen3.6-27b"

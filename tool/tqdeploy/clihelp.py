@@ -10,69 +10,17 @@ Typer is the only import, so `tqdeploy --help` stays instant.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
+
+from tqdeploy.cliexamples import EXAMPLES, EXIT_CODES
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
 # The variadic argument that holds a launch command (lint, doctor): it is taken only from after `--`.
 LAUNCH_COMMAND_PARAM = "command"
-
-EXIT_CODES = [
-    ("0", "success, no error findings"),
-    ("1", "the command ran and found errors (findings, a failed check or verification)"),
-    ("2", "usage error or bad input (one line, with its fix)"),
-    ("3", "a bug in tqdeploy (TQDEPLOY_DEBUG=1 adds the traceback)"),
-    ("130", "interrupted (Ctrl-C)"),
-]
-
-# Runnable as written where the files exist; tests/test_docs_examples.py runs the ones this machine can.
-EXAMPLES: dict[str, list[str]] = {
-    "": [
-        "tqdeploy doctor",
-        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --gpu H200",
-        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
-        "tqdeploy explain TQ101",
-    ],
-    "doctor": [
-        "tqdeploy doctor",
-        "tqdeploy doctor --json --fail-on warn",
-        "tqdeploy doctor --snapshot-out host.json",
-        "tqdeploy doctor --model /models/Qwen3.6-27B --file serve.sh",
-        "tqdeploy doctor --model /models/Qwen3.6-27B -- vllm serve /models/Qwen3.6-27B --tensor-parallel-size 2",
-    ],
-    "plan": [
-        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H200 --gpus 2",
-        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --snapshot host.json --max-model-len 65536",
-        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H100-SXM --kv-cache-dtype turboquant_4bit_nc --json",
-    ],
-    "init": ["tqdeploy init --model Qwen/Qwen3.6-27B@main", "tqdeploy build"],
-    "build": [
-        "tqdeploy build",
-        "tqdeploy build tqdeploy.toml --out build",
-        "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
-        "tqdeploy build --check build",
-    ],
-    "download": [
-        "tqdeploy download Qwen/Qwen3.6-27B@main --to models/Qwen--Qwen3.6-27B",
-        "tqdeploy download --spec tqdeploy.toml --offline",
-        "tqdeploy download --verify models/Qwen--Qwen3.6-27B",
-    ],
-    "lint": [
-        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
-        "tqdeploy lint --file serve.sh --json",
-        "tqdeploy lint --fix -- vllm serve M --kv-cache-dtype turboquant4",
-    ],
-    "profile": ["tqdeploy profile build/demo --start warm", "tqdeploy profile --log vllm.log --json"],
-    "connect": ["tqdeploy connect openai build", "tqdeploy connect claude-code build --check"],
-    "up": ["tqdeploy up build/demo --python .venv-vllm/bin/python", "tqdeploy up build --json"],
-    "status": ["tqdeploy status build/demo", "tqdeploy status build --json"],
-    "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
-    "down": ["tqdeploy down build/demo", "tqdeploy down build --timeout 30 --json"],
-    "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],
-    "explain": ["tqdeploy explain TQ101", "tqdeploy explain TQ302 --json"],
-}
 
 # typer's type labels (`<list[str]>`, `<int range>`) as the metavars click, docker and kubectl users know.
 _TYPE_LABELS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN"}
@@ -150,7 +98,7 @@ class TQCommand(TyperCommand):
 
             raise TQError(
                 f"unexpected argument {before[0]!r}: tqdeploy {self.name} takes a launch command only after `--`",
-                f"tqdeploy {self.name} [OPTIONS] -- {' '.join(before)}",
+                f"tqdeploy {self.name} [OPTIONS] -- {shlex.join(before)}",
             )
         ctx.params[LAUNCH_COMMAND_PARAM] = tail or None
         return rest
