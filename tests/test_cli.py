@@ -126,9 +126,9 @@ def test_dash_h_is_help_everywhere(run_cli, args):
 @pytest.mark.parametrize(
     ("args", "line", "fix"),
     [
-        (["lint", "--jsno"], "tqdeploy lint has no option --jsno", "did you mean --json"),
+        (["lint", "--jsno"], "tqdeploy lint has no option --jsno", "did you mean --json? ("),
         (["doctor", "--jsn"], "tqdeploy doctor has no option --jsn", "did you mean --json?"),
-        (["doctor", "--ofline"], "tqdeploy doctor has no option --ofline", "--offline"),
+        (["doctor", "--ofline"], "tqdeploy doctor has no option --ofline", "did you mean --offline? ("),
         # before `--`: the option is refused, not swallowed into the launch command
         (["lint", "--vllm-versoin", "0.25.0", "--", "vllm", "serve", "x"], "lint has no option --vllm-versoin",
          "did you mean --vllm-version?"),

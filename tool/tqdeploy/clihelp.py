@@ -146,6 +146,15 @@ def _option_range(param: Any) -> str:
     return f"{high} or less" if high is not None else ""
 
 
+def _closest_options(err: Any, option: str) -> list[str]:
+    """The command's option nearest the typo (click's own list is sorted by name, not by how near)."""
+    import difflib
+
+    command = getattr(getattr(err, "ctx", None), "command", None)
+    names = [n for p in getattr(command, "params", []) for n in (*p.opts, *p.secondary_opts) if n.startswith("-")]
+    return difflib.get_close_matches(option, names or list(err.possibilities or []), n=1, cutoff=0.6)
+
+
 def _command_path(err: Any) -> str:
     ctx = getattr(err, "ctx", None)
     return getattr(ctx, "command_path", None) or "tqdeploy"
@@ -157,7 +166,7 @@ def usage_error(err: Any) -> tuple[str, str]:
     help_hint = f"`{path} -h` lists the options and shows examples"
     option = getattr(err, "option_name", None)
     if option is not None and hasattr(err, "possibilities"):  # NoSuchOption: click's difflib matches
-        close = list(err.possibilities or [])[:2]  # best first, as click's difflib ranks them
+        close = _closest_options(err, option)
         message = f"{path} has no option {option}"
         return message, (f"did you mean {' or '.join(close)}? ({help_hint})" if close else help_hint)
     param = getattr(err, "param", None)
