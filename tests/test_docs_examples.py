@@ -65,8 +65,13 @@ def variants(line: str) -> list[list[str]]:
     return forms
 
 
+# Eager options whose callbacks act while parsing (typer installs shell completion into ~/.bashrc): never here.
+ACTS_WHILE_PARSING = ("--install-completion", "--show-completion", "--version", "-h", "--help")
+
+
 def parse(argv: list[str]) -> None:
     """Parse as the CLI does, without running: a usage error raises."""
+    assert not set(argv) & set(ACTS_WHILE_PARSING), f"{argv}: an example of an eager option is not parsed here"
     group = typer.main.get_command(app)
     with group.make_context("tqdeploy", list(argv), resilient_parsing=False) as ctx:
         name, command, rest = group.resolve_command(ctx, list(argv))
