@@ -232,3 +232,11 @@ def test_tqdeploy_alone_prints_its_help_and_a_missing_argument_is_named(run_cli)
     assert code == 0 and out.startswith("Usage: tqdeploy") and "Commands:" in out and err == ""
     code, _, err = run_cli("explain")
     assert code == 2 and err.splitlines()[0] == "tqdeploy: error: tqdeploy explain needs CHECK_ID"
+
+
+def test_connect_defaults_to_build_as_the_other_deployment_commands(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", "build")[0] == 0
+    default = run_cli("connect", "openai", "--json")
+    named = run_cli("connect", "openai", "build", "--json")
+    assert default[0] == 0 and default[1] == named[1], default[2]
