@@ -111,7 +111,7 @@ class HostSnapshot:
         # a FIFO to look at its magic bytes would block.
         if p.is_file() and is_bundle(p):
             return cls._from_bundle(p)
-        from tqdeploy.safeio import read_bytes
+        from tqdeploy.safeio import FileRefused, read_bytes
 
         if not p.exists():
             raise TQError(
@@ -120,6 +120,12 @@ class HostSnapshot:
         try:
             # The path is the user's own (--snapshot), so a link is followed; a FIFO, device or folder is not.
             data = json.loads(read_bytes(p, SNAPSHOT_LIMIT, "snapshot file", follow_symlinks=True).decode("utf-8"))
+        except FileRefused as exc:
+            why = exc.message.removeprefix(f"snapshot file {p} ")
+            raise TQError(
+                f"snapshot file {p} is not a readable text file ({why})",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            ) from None
         except (UnicodeDecodeError, RecursionError) as exc:
             raise TQError(
                 f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
