@@ -497,7 +497,7 @@ def test_the_image_context_holds_only_what_the_dockerfile_copies(tmp_path):
     from tqdeploy.render.image import context_tar
 
     out = _built(tmp_path, "qwen36-27b-tq")
-    (out / "secrets").mkdir()
+    (out / "secrets").mkdir(exist_ok=True)  # build created it with a random key
     (out / "secrets" / "vllm-api-key").write_text(SECRET)
     (out / "models").mkdir()
     (out / "models" / "w.safetensors").write_bytes(b"weights")

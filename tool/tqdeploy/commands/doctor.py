@@ -65,4 +65,4 @@ def doctor(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("doctor", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(doctor)
+    app.command("doctor")(doctor)

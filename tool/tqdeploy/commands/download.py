@@ -30,8 +30,9 @@ def download(
     spec: Path | None = typer.Option(
         None,
         "--spec",
-        metavar="FILE",
-        help="Take the model, revision, mirrors and target folder from a deployment spec (tqdeploy.toml).",
+        metavar="FILE|BUILD",
+        help="Take the model, revision, mirrors and target folder from a deployment spec (tqdeploy.toml), or a "
+        "build directory: the model lands in the folder `tqdeploy up BUILD` serves it from.",
     ),
     lock: Path | None = typer.Option(
         None,

@@ -65,6 +65,12 @@ def up(
             drain_timeout=drain_timeout,
         )
     emit(result, as_json)
+    if result.interrupted_by:  # one line on stderr also with --json: why it stopped and what it stopped
+        print(
+            f"tqdeploy up: interrupted by {result.interrupted_by}: stopped {len(result.stopped)} process(es) "
+            f"of {result.build_dir}, as `tqdeploy down` does",
+            file=sys.stderr,
+        )
     return result.exit_code
 
 

@@ -144,8 +144,9 @@ def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | 
     except TQError as err:
         on_event(f"commit not recorded in {build_dir / LOCK_NAME}: {err.message}")
         return None
-    models = Path(spec["storage"]["models_dir"]).expanduser()
-    served = (models if models.is_absolute() else build_dir / models) / spec.model_dir_name
+    from tqdeploy.runtime.deployment import spec_model_dir
+
+    served = spec_model_dir(spec, build_dir)
     if served.resolve() != dest.resolve():
         on_event(f"commit not recorded in {lock.path}: that build serves its model from {served}, not {dest}")
         return None

@@ -46,6 +46,9 @@ class Timeline:
     compile_cache: str | None = None  # hit | miss | load-failed | none (eager)
     weights: dict = field(default_factory=dict)
     startup_plan: str | None = None  # applied | not-applied | saved (VLLM_ENABLE_STARTUP_PLAN), None: no plan line
+    # milestones whose time is earlier than the one before them (a clock set back, an edited or merged log):
+    # their phases read 0 s, which is no measurement
+    clock_backwards: list[dict] = field(default_factory=list)
 
     @property
     def wall_seconds(self) -> float:
@@ -130,6 +133,10 @@ def build_timeline(
         if event.time is None:
             timeline.untimed.append(event.phase)
             continue
+        if event.time < prev:
+            timeline.clock_backwards.append(
+                {"phase": event.phase, "line": event.line_no + 1, "seconds_back": round(prev - event.time, 3)}
+            )
         gap = max(0.0, event.time - prev)
         start = prev - t0
         slack = _SLACK_S.get(event.source, 1.0)

@@ -90,8 +90,13 @@ def _shown(raw: bytes, since: float | None, stamps: bool) -> Iterator[str]:
 
 
 def _live(build_dir: Path) -> bool:
+    """Whether a process of the deployment is alive: it carries the folder's marker (a pid in state.json
+    that names an unrelated live process does not keep `logs -f` following)."""
+    from tqdeploy.runtime.marker import trust_state
+
     try:
         st = state.read_state(build_dir) or {}
-    except state.CorruptState:
+    except TQError:
         return False
-    return procs.alive(st.get("supervisor_pid")) or procs.alive(st.get("pid"))
+    trusted = trust_state(build_dir, st)
+    return bool(procs.deployment_procs(trusted.marker, trusted.started_at))

@@ -6,6 +6,8 @@ block even then: vLLM would only fail later, after loading weights).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,24 @@ from tqdeploy.runtime.stop import port_free
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
 HARD = {"TQ401", "TQ412", "TQ413"}
+
+
+class StartBusy(Exception):
+    """Another `up` of this build holds its start lock."""
+
+
+@contextmanager
+def start_lock(build_dir: Path) -> Iterator[None]:
+    """One `up` at a time per build: an flock on BUILD/.tqdeploy held from the running check until the
+    start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
+    port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
+    from tqdeploy.fsutil import exclusive_dir
+    from tqdeploy.runtime.state import state_dir
+
+    directory = state_dir(build_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    with exclusive_dir(directory, StartBusy()):
+        yield
 
 
 def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) -> Finding:

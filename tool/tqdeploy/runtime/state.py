@@ -8,7 +8,6 @@ renamed into place, so a reader never sees half a file.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -40,6 +39,7 @@ FIELDS: dict[str, Any] = {
     "api_key_file": None,
     "restarts": 0,
     "last_error": None,
+    "marker": None,  # the folder's deployment_marker when `up` wrote it; another value: a copied state
 }
 
 
@@ -64,8 +64,10 @@ def current_log(build_dir: Path) -> Path:
 
 
 def deployment_marker(build_dir: Path) -> str:
-    """Stable id of a deployment: a hash of its resolved build directory."""
-    return hashlib.sha256(str(Path(build_dir).resolve()).encode()).hexdigest()[:16]
+    """Id of a deployment: the build folder itself (resolved path, st_dev, st_ino; runtime/marker.py)."""
+    from tqdeploy.runtime.marker import folder_marker
+
+    return folder_marker(build_dir)
 
 
 STATE_LIMIT = 1 << 20  # tqdeploy writes a few KiB; a larger file is not its state
