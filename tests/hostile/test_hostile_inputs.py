@@ -502,7 +502,11 @@ def test_the_image_context_holds_only_what_the_dockerfile_copies(tmp_path):
     (out / "models").mkdir()
     (out / "models" / "w.safetensors").write_bytes(b"weights")
     with tarfile.open(fileobj=io.BytesIO(context_tar(out))) as tar:
-        assert sorted(tar.getnames()) == ["Dockerfile", "healthcheck.sh", "serve.sh"]
+        # exactly what the Dockerfile COPYs (serve.sh healthcheck.sh warmup.sh launch_vllm.py) and itself
+        lines = (out / "Dockerfile").read_text().splitlines()
+        copied = [name for line in lines if line.startswith("COPY") for name in line.split()[1:-1]]
+        assert sorted(tar.getnames()) == sorted(["Dockerfile", *copied])
+        assert "serve.sh" in tar.getnames() and not any(n.startswith(("secrets", "models")) for n in tar.getnames())
         assert tar.getmember("serve.sh").mode & 0o777 == 0o755
 
 
