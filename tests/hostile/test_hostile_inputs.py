@@ -1160,3 +1160,43 @@ def test_impossible_numbers_in_a_vllm_log_or_metrics_are_not_figures():
     }
     assert clock_seconds(2, 30, 8, 5, 3) is None and clock_seconds(13, 1, 0, 0, 0) is None
     assert clock_seconds(2, 29, 0, 0, 1.5) - clock_seconds(2, 29, 0, 0, 0) == 1.5  # the year is a leap year
+
+
+HOSTILE_VALUES = [
+    *(None, True, -1, 0, 2**63, 1e300, -1e300, float("nan"), float("inf")),
+    *("", "x" * 5000, "a\nb", "\x1b[2J", "http://[::1", "/etc/shadow"),
+    *([], [1, None, {}], {}, {"id": 5}, {"id": "TQ1", "title": "t", "remediation": 7}),
+]
+
+
+def test_no_value_in_any_state_field_is_an_internal_error(capsys, tmp_path):
+    """Every field, set to each value above, through what status and connect do with it (read, judge, render
+    as text and JSON): a result or a TQError, never another exception. The CLI's one-line funnel for a
+    TQError is held by the state_field_* cases above; this is the breadth (~500 states, in-process)."""
+    from tqdeploy.connect import connect, resolve_endpoint
+    from tqdeploy.errors import TQError
+    from tqdeploy.output import emit
+    from tqdeploy.runtime.statefields import CHECKS
+    from tqdeploy.runtime.status import status
+
+    build = tmp_path / "b"
+    _state_dir(tmp_path)
+    outcomes = set()
+    for field_name in CHECKS:
+        for value in HOSTILE_VALUES:
+            (build / ".tqdeploy" / "state.json").write_text(json.dumps({**GOOD_STATE, field_name: value}))
+            for run in (
+                lambda: status(build, probe=False),
+                lambda: connect("openai", resolve_endpoint(build)),
+            ):
+                try:
+                    result = run()
+                except TQError as err:
+                    outcomes.add("refused")
+                    assert "\n" not in err.message, err.message  # one line, whatever the value held
+                    continue
+                for as_json in (False, True):
+                    emit(result, as_json)
+                outcomes.add("read")
+    capsys.readouterr()
+    assert outcomes == {"read", "refused"}
