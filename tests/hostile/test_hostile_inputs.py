@@ -872,6 +872,28 @@ def snapshot_infinite_shm(tmp: Path) -> Case:
     return Case(["doctor", "--snapshot", str(snap)], needle="shm.free_bytes = inf")
 
 
+def snapshot_memory_total_string_plan(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(memory_total="80GB"))
+    argv = ["plan", "--model", str(model_dir(tmp)), "--snapshot", str(snap)]
+    return Case(argv, needle="gpus[0].memory_total = '80GB' must be an integer or null")
+
+
+def snapshot_gpu_name_null_plan(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(name=None))
+    return Case(["plan", "--model", str(model_dir(tmp)), "--snapshot", str(snap)], needle="gpus[0].name = None")
+
+
+def snapshot_compute_capability_number_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(compute_capability=9.0))
+    needle = "compute_capability = 9.0 must be a list of integers or null"
+    return Case(["doctor", "--snapshot", str(snap)], needle=needle)
+
+
+def snapshot_disk_free_string_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["disk"].update(free_bytes="lots"))
+    return Case(["doctor", "--snapshot", str(snap)], needle="disk.free_bytes = 'lots' must be an integer")
+
+
 def snapshot_fifo(tmp: Path) -> Case:
     os.mkfifo(tmp / "host.json")
     return Case(["doctor", "--snapshot", str(tmp / "host.json")], needle="is a FIFO", subprocess=True)

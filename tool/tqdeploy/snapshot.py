@@ -76,6 +76,9 @@ class HostSnapshot:
         for name, value in kwargs.items():
             _check_shape(name, value, known[name])
             _check_numbers(value, name, allowed=UNLIMITED if name == "limits" else ())
+        from tqdeploy.snapshot_types import check_sections
+
+        check_sections(kwargs)
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
         return cls(**kwargs)
 
@@ -181,8 +184,14 @@ def _check_numbers(value: Any, where: str, allowed: tuple[int, ...] = ()) -> Non
 def _build(cls, data: dict[str, Any]):
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
+    from typing import get_type_hints
+
+    from tqdeploy.snapshot_types import check_type
+
     known = {f.name: f for f in fields(cls)}
+    hints = get_type_hints(cls)
     kwargs = {k: v for k, v in data.items() if k in known}
     for name, value in kwargs.items():
         _check_shape(f"gpus[].{name}", value, known[name])
+        check_type(value, hints[name], f"gpus[{data.get('index', '?')}].{name}")
     return cls(**kwargs)
