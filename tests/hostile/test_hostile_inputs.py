@@ -828,6 +828,11 @@ def config_layer_types_mixed(tmp: Path) -> Case:
     return Case(_plan(model_dir(tmp, config)), needle="layer_types = [1, None, {}] is not a list of names")
 
 
+def config_torch_dtype_unknown(tmp: Path) -> Case:
+    folder = model_dir(tmp, qwen3_config(torch_dtype=[1, None]))
+    return Case(_plan(folder), needle="torch_dtype = [1, None] is not a dtype")
+
+
 def config_attn_type_list_strings(tmp: Path) -> Case:
     return Case(_plan(model_dir(tmp, qwen3_config(attn_type_list=["1", "0"]))), needle="attn_type_list")
 
