@@ -1227,3 +1227,16 @@ def test_no_value_in_any_state_field_is_an_internal_error(capsys, tmp_path):
                 outcomes.add("read")
     capsys.readouterr()
     assert outcomes == {"read", "refused"}
+
+
+def test_the_fix_a_corrupt_state_names_works(run_cli, tmp_path):
+    """`status` refuses a hand-edited field and names `down BUILD --force`; that command rewrites the state
+    (finding nothing of the deployment running) and `status` reads it again."""
+    build = _write_state(tmp_path, json.dumps({**GOOD_STATE, "pid": "x", "started_at": 1e300}))
+    code, _, err = run_cli("status", str(build))
+    assert code == 2 and f"`tqdeploy down {build.resolve()} --force`" in err, err
+    code, out, err = run_cli("down", str(build), "--force", "--json")
+    assert code == 0, err
+    assert any(f["id"] == "TQ420" and "field pid = 'x'" in f["evidence"]["error"] for f in json.loads(out)["findings"])
+    code, out, err = run_cli("status", str(build), "--json")
+    assert code == 1 and json.loads(out)["state"] == "stopped", err
