@@ -102,7 +102,7 @@ def _text(value: Any, ctx: dict[str, Any]) -> str:
 
 def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
     def check(value: Any, ctx: dict[str, Any]) -> str:
-        if value not in options:
+        if not isinstance(value, str) or value not in options:
             raise BadField("must be one of " + ", ".join(sorted(options)))
         return str(value)
 
@@ -122,12 +122,13 @@ def host(value: Any, ctx: dict[str, Any] | None = None) -> str:
     """An IP address or a DNS name, as server.host holds it."""
     if isinstance(value, str) and value in ("", "::", "0.0.0.0"):
         return value
+    name = text(value, 253)
     try:
-        ipaddress.ip_address(text(value, 253))
+        ipaddress.ip_address(name)
     except ValueError:
-        if not _HOSTNAME.match(value):
+        if not _HOSTNAME.match(name):
             raise BadField("must be an IP address or a host name") from None
-    return str(value)
+    return name
 
 
 def _local_names(bound: str) -> set[str]:
