@@ -41,7 +41,9 @@ NOT_SECRET_BEFORE_KEY = frozenset(
 # A bare word as a name (`password: x`, `token=x`) counts only at the start of a line or of a comment;
 # mid-sentence (`without an API key: tqdeploy's key file`) it is prose.
 BARE_NAMES = frozenset(SECRET_WORDS | LAST_ONLY_WORDS)
-LINE_START = re.compile(r"[ \t]{0,16}(?:#|//|;|--|\*|-)?[ \t]{0,16}(?:export[ \t]{1,8})?")
+LINE_START = re.compile(
+    r"(?:\d{9,11}\.\d{3}\|)?[ \t]{0,16}(?:#|//|;|--|\*|-|\+)?[ \t]{0,16}(?:export[ \t]{1,8})?"
+)  # after a tqdeploy log stamp (EPOCH.mmm|), a comment marker, a shell trace's `+`
 # A last word that makes the name about a secret, not one: api_key_file, hf_token_present, secretKeyRef.
 NOT_SECRET_LAST = frozenset(
     {"file", "path", "dir", "present", "set", "count", "len", "length", "name", "env", "ref", "id", "type", "size"}
@@ -201,7 +203,7 @@ def looks_like_version(before: str) -> bool:
     """Before an IPv4-shaped string, ==, v, `version: "`, `cuda-`: it is a version (torch==2.13.0.1), not an IP."""
     b = before.rstrip(" \t\"':")
     low = b.lower()
-    if low.endswith(("=", "<", ">", "~", "version", "ver")) or before.endswith(("v", "V")):
+    if low.endswith(("==", ">=", "<=", "~=", "!=", "<", ">", "version", "ver")) or before.endswith(("v", "V")):
         return True
     return len(b) >= 2 and b[-1] in "-_" and b[-2].isalpha()
 
