@@ -154,7 +154,8 @@ def planted_log() -> str:
     auth = base64.b64encode(f"bob:{P['docker_auth']}".encode()).decode()
     lines = [
         "(APIServer pid=7152) INFO 12-01 08:05:03 [api_utils.py:286] non-default args: {'port': 8000, "
-        f"'model': '/home/{USER}/models/tiny', 'api_key': ['{P['key_file']}', '{P['log_key']}'], 'max_model_len': 512}}",
+        f"'model': '/home/{USER}/models/tiny', 'api_key': ['{P['key_file']}', '{P['log_key']}'], "
+        "'max_model_len': 512}",
         f"(APIServer pid=7152) INFO 12-01 08:05:04 [launcher.py:40] peer {IP} ib0: {IPV6} mac {MAC} on {FQDN}",
         f"ib0: <BROADCAST,MULTICAST,UP> link/infiniband {IPOIB} brd 00:ff:ff:ff:ff:12:40:1b",
         f"Dec 01 08:05:05 {HOST} kernel: NVRM: Xid 79 on {HOST}; pulled from registry.zqhlab.io:5000/vllm",

@@ -286,7 +286,8 @@ class Redactor(NameRules):
             return m.group(0)
         sep = m.group("sep")
         prose_like = ":" in sep or sep != sep.strip()  # `key: x`, `token = x`; `token=x` and `k="v"` are data
-        if not m.group("q") and name.lower() in R.BARE_NAMES and prose_like and not R.at_line_start(m.string, m.start()):
+        bare = not m.group("q") and name.lower() in R.BARE_NAMES
+        if bare and prose_like and not R.at_line_start(m.string, m.start()):
             return m.group(0)  # `an API key: see below` is prose; `password: x` at a line's start is not
         value = m.group("value")
         if value.startswith("[") and value.endswith("]") and not R.PLACEHOLDER.fullmatch(value):

@@ -161,8 +161,11 @@ def name_words(name: str) -> list[str]:
 def is_secret_name(name: str) -> bool:
     """HF_TOKEN, api_key, X-Api-Key, DB_PASS, GITHUB_PAT, MINIO_SECRETKEY, SecretAccessKey: a name whose value
     is a secret (whole words only, so max_tokens or kv_cache_dtype are not)."""
-    if name.lower().replace("-", "_") in SECRET_NAMES:
+    key = name.lower().replace("-", "_")
+    if key in SECRET_NAMES:
         return True
+    if key in ("pwd", "oldpwd"):  # the shell's working directory, not a password
+        return False
     words = name_words(name)
     if not words or words[-1] in NOT_SECRET_LAST:
         return False
