@@ -216,7 +216,8 @@ def test_private_keys_of_every_kind_also_cut_by_a_tail_window():
     body = ["b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"] * 3
     cases = [
         "-----BEGIN EC PRIVATE KEY-----\nzqkey1\n-----END EC PRIVATE KEY-----\n",
-        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nzqkey2\n-----END ENCRYPTED PRIVATE KEY-----\n",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nzqkey2\n"
+        "-----END ENCRYPTED PRIVATE KEY-----\n",
         "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nzqkey3\n=ab12\n-----END PGP PRIVATE KEY BLOCK-----\n",
         "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\nzqkey4\nPrivate-MAC: 0a\n",
         "\n".join(body) + "\nzqkey5\n-----END OPENSSH PRIVATE KEY-----\n",  # BEGIN cut off
