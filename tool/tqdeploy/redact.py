@@ -45,10 +45,8 @@ def _trigger_hits(text: str, low: str) -> list[int]:
         _find_all(low, needle, hits)
     for needle in R.TOKEN_LITERALS:
         _find_all(text, needle, hits)
-    for word in R.NAMED_WORDS:
-        found: list[int] = []
-        _find_all(low, word, found)
-        hits.extend(p for p in found if R.NAME_TAIL.match(low, p + len(word)))
+    for trigger in R.NAMED_TRIGGERS:
+        hits.extend(m.start() for m in trigger.finditer(low))
     return sorted(hits)
 
 

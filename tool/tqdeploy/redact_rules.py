@@ -127,7 +127,8 @@ SECRET_LITERALS = (
     "login", "-u", "passw", "account", "?", "&",
 )  # fmt: skip
 NAMED_WORDS = ("token", "key", "secret", "pwd", "pass", "pat", "auth", "sig", "credential")
-NAME_TAIL = re.compile(r"[\w.\-]{0,80}['\"]?[ \t]{0,8}[:=]")
+# One pattern per word, each starting with its literal, so the regex engine's literal scan finds the few hits.
+NAMED_TRIGGERS = tuple(re.compile(w + r"[\w.\-]{0,80}['\"]?[ \t]{0,8}[:=]") for w in NAMED_WORDS)
 TOKEN_LITERALS = (
     "hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-",
     "glft-", "glsoat-", "glcbt-", "xox", "xapp-", "AIza", "nvapi-", "eyJ", "AKIA", "ASIA", "AGPA", "AIDA", "AROA",
@@ -140,6 +141,7 @@ BASE64_BLOB = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,4096}={0,2}(?!
 # One pass finds every word that may be an address or a host name (a dot or colon in it); Python sorts them.
 NOT_ADDRESS = (
     r"\d{1,20}(?:\.\d{1,20}){0,2}%?|\d{1,20}(?::\d{1,20}){1,4}(?:\.\d{1,9})?"  # 12.3, 08:05:03, 1764576300.123
+    r"|[A-Za-z0-9_\-]{1,80}\.(?:py|sh|c|cc|cpp|cu|h|rs|go):\d{1,6}"  # [loggers.py:259] of every vLLM log line
 )
 ADDRESS = re.compile(
     r"(?<![A-Za-z0-9_.:%\-\\])(?!(?:" + NOT_ADDRESS + r")(?![A-Za-z0-9_:%\-]|\.[A-Za-z0-9]))"

@@ -68,7 +68,7 @@ def archive_bytes(manifest: dict[str, Any], files: dict[str, bytes], mtime: int)
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
     out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=mtime) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=mtime, compresslevel=6) as gz:
         gz.write(buf.getvalue())
     return out.getvalue()
 
