@@ -40,6 +40,7 @@ class NameRules:
     """The identity half of tqdeploy.redact.Redactor (it supplies placeholder, add_literal, _sub_literals)."""
 
     counts: Counter[str]
+    _literals: dict[str, tuple[str, str]]
 
     def __init__(self, domains: Iterable[str] = (), public_hosts: Iterable[str] | None = None) -> None:
         public, self._reserved, self._tlds, self._file_ext = public_names()
@@ -172,6 +173,8 @@ class NameRules:
             return self.placeholder("domain", low)
         self.add_literal(name, "host")
         short, _, domain = low.partition(".")
+        if domain and self._literals.get(short, ("", ""))[0] == "host":  # this host's short name: its domain too
+            self.add_domain(domain)
         if domain and any(domain == d or domain.endswith("." + d) for d in self._domains):
             self.add_literal(short, "host") if len(short) >= 3 and not short.isdigit() else None
         return self.placeholder("host", name)

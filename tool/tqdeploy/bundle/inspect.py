@@ -15,6 +15,7 @@ from typing import Any
 from tqdeploy.bundle.identity import HostIdentity
 
 MAX_FINDINGS_PER_MEMBER = 20
+MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a bundle is at most 24 MiB of content; anything far larger is not one
 _URL_ENCODED = re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.\-~+]){8,4096}")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,2048}(?![0-9A-Fa-f])")
 
@@ -137,10 +138,14 @@ def inspect_bundle(path: Path, identity: HostIdentity | None = None) -> InspectR
     from tqdeploy.bundle.identity import this_host
     from tqdeploy.bundle.unpack import Budget, TooLarge, members, walk
     from tqdeploy.errors import TQError
+    from tqdeploy.safeio import FileRefused, read_bytes
 
     if not path.is_file():
         raise TQError(f"bundle {path} does not exist or is not a file", "pass a file written by `tqdeploy bundle`")
-    raw = path.read_bytes()
+    try:
+        raw = read_bytes(path, MAX_BUNDLE_BYTES, "bundle", follow_symlinks=True)
+    except FileRefused as exc:
+        raise TQError(str(exc), "pass a file written by `tqdeploy bundle` (at most 256 MiB)") from None
     budget = Budget()
     try:
         top = dict(members(raw, budget)) if raw[:2] == b"\x1f\x8b" else {}
