@@ -211,6 +211,7 @@ def make_build(root: Path, base_url: str, pid: int | None) -> Path:
     # a value only ever written encoded: base64 here, the plain value learnt from a later file
     (logs / "aaa-encoded.log").write_text(f"blob {base64.b64encode(P['encoded_only'].encode()).decode()}\n")
     (logs / "zzz-late.log").write_text(f"HF_TOKEN={P['encoded_only']}\n")
+    (logs / f"worker-{HOST}.log").write_text("INFO worker up\n")  # a member name that names the host
     state = {
         "schema": "tqdeploy.state/1",
         "runtime": "process",
@@ -288,6 +289,8 @@ def test_no_planted_value_in_any_decompressed_byte_in_any_encoding(planted):
     assert status["metrics"] == "ok" and status["processes"] == "ok" and status["docker-container"] == "ok"
     assert b"vllm:num_requests_running 0" in files["metrics/metrics.txt"]
     assert json.loads(files["versions/versions.json"])["server"] == {"version": "0.32.0"}
+    worker = [n for n in files if n.startswith("logs/worker-")]
+    assert len(worker) == 1 and worker[0].startswith("logs/worker-[host-") and files[worker[0]] == b"INFO worker up\n"
     log = files["logs/server.log"].decode()
     assert "non-default args: {" in log and log.rstrip().endswith("after the keys") and "[private-key dropped]" in log
     assert result.manifest["redactions"]["private_key"] >= 2
