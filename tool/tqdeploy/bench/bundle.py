@@ -71,7 +71,7 @@ def large_logs_rows(root: Path) -> list[Row]:
         write_logs(build / ".tqdeploy" / "logs", count, size)
         out = case / "bundle.tar.gz"
         argv = tqdeploy_argv() + ["bundle", str(build), "--out", str(out), "--force"]
-        walls = [measure(argv)[0] for _ in range(max(1, RUNS // 2))]
+        walls = [measure(argv)[0] for _ in range(max(3, RUNS // 2))]
         t0 = time.perf_counter()
         subprocess.run(["tar", "czf", str(case / "byhand.tar.gz"), "-C", str(case), "build"], check=True)
         tar_wall = time.perf_counter() - t0
