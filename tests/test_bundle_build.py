@@ -340,3 +340,19 @@ def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden
             assert data == on_disk[name], name
         assert result.manifest["redactions"] == {}, result.mapping_path.read_text()
         assert result.manifest["skipped"] == []
+
+
+def test_human_output_shows_placeholders_as_written(tmp_path, run_cli):
+    """Rich reads `[ip-1]` as a style tag: printed with markup it vanished from the report lines."""
+    from tqdeploy.bundle import build_bundle
+
+    def boom(ctx):
+        raise RuntimeError(f"cannot reach {IP}")
+
+    result = build_bundle(None, tmp_path / "b.tar.gz", collectors=(("boom", boom),))
+    from tqdeploy.output import make_console
+
+    console = make_console()
+    with console.capture() as captured:
+        result.render(console)
+    assert "cannot reach [ip-1]" in captured.get()

@@ -50,21 +50,22 @@ class InspectResult:
 
     def render(self, console) -> None:
         m = self.manifest
-        console.print(f"bundle {self.path}: tqdeploy {m.get('tool_version')}, {m.get('created_at')}")
+        console.print(f"bundle {self.path}: tqdeploy {m.get('tool_version')}, {m.get('created_at')}", markup=False)
         for c in m.get("collectors", []):
             console.print(
-                f"  {c.get('status', '?'):8} {c.get('name', '?'):11} {c.get('reason') or c.get('error') or ''}"
+                f"  {c.get('status', '?'):8} {c.get('name', '?'):11} {c.get('reason') or c.get('error') or ''}",
+                markup=False,
             )
         for f in self.files:
             mark = "ok" if f["hash_ok"] else "HASH MISMATCH"
-            console.print(f"  {f['size']:>9}  {f['path']}  {mark}")
+            console.print(f"  {f['size']:>9}  {f['path']}  {mark}", markup=False)
         for f in self.findings:
             console.print(f"  {f['kind']} in {f['member']} line {f['line']}", markup=False)
         for p in self.problems:
             console.print(f"  problem: {p}", markup=False)
         verdict = "looks clean" if self.exit_code == 0 else "CHECK BEFORE SHARING"
         red = "redacted" if m.get("redacted") else "NOT REDACTED"
-        console.print(f"{len(self.files)} file(s), {red}; second scan: {verdict}")
+        console.print(f"{len(self.files)} file(s), {red}; second scan: {verdict}", markup=False)
 
 
 def _views(text: str) -> list[tuple[str, str]]:
