@@ -359,13 +359,14 @@ def test_inspect_says_clean_for_it_and_names_member_and_line_for_a_leak(planted,
         ("url-encoded", f"x {quote('password: ' + P['bare_password'])}\n"),
         ("host", f"node {HOST} up\n"),
         ("ipoib", f"link/infiniband {IPOIB}\n"),
+        ("gz member", gzip.compress(f"old line\nDB_PASS={P['db_pass']}\n".encode())),
         ("key body", "\n".join([PEM_BODY] * 3) + "\n-----END OPENSSH PRIVATE KEY-----\n"),
     ],
 )
 def test_inspect_detects_each_kind_in_a_bundle_member(name, text, tmp_path, run_cli):
     from tqdeploy.bundle.archive import archive_bytes
 
-    data = text.encode()
+    data = text if isinstance(text, bytes) else text.encode()
     import hashlib
 
     manifest = {"schema": "tqdeploy.bundle/1", "files": {"logs/x.log": {"sha256": hashlib.sha256(data).hexdigest()}}}
@@ -374,7 +375,9 @@ def test_inspect_detects_each_kind_in_a_bundle_member(name, text, tmp_path, run_
     from tqdeploy.bundle import inspect_bundle
 
     report = inspect_bundle(path, identity(tmp_path))
-    assert report.exit_code == 1 and report.findings and report.findings[0]["member"] == "logs/x.log", name
+    assert report.exit_code == 1 and report.findings, name
+    member = "logs/x.log!(gunzipped)" if isinstance(text, bytes) else "logs/x.log"
+    assert report.findings[0]["member"] == member and report.findings[0]["line"] >= 1, report.findings
 
 
 def test_a_build_file_that_holds_nothing_is_byte_identical_and_nothing_is_counted(planted):
@@ -409,6 +412,10 @@ def test_symlinked_log_folder_state_and_log_path_outside_are_skipped_with_their_
     logs = build / ".tqdeploy" / "logs"
     (logs / "evil.log").symlink_to(outside)
     os.mkfifo(logs / "fifo.log")
+    try:  # /dev/zero's numbers: a read would never end
+        os.mknod(logs / "zero.log", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 5))
+    except PermissionError:
+        pass
     (logs / "folder.log").mkdir()
     (build / "serve.sh").symlink_to(outside)
     (build / "tqdeploy.lock.json").write_text(json.dumps({"files": {"serve.sh": "x", "../shadow": "y"}}))
@@ -421,6 +428,7 @@ def test_symlinked_log_folder_state_and_log_path_outside_are_skipped_with_their_
     skipped = {Path(s["path"]).name: s for s in result.manifest["skipped"]}
     assert skipped["evil.log"]["target"] == str(outside) and "symlink" in skipped["evil.log"]["reason"]
     assert "not a regular file" in skipped["fifo.log"]["reason"] and "folder.log" in skipped
+    assert not (logs / "zero.log").exists() or "not a regular file" in skipped["zero.log"]["reason"]
     assert "outside the build" in skipped["shadow"]["reason"] and skipped["serve.sh"]["target"] == str(outside)
 
     # a symlinked state.json and a symlinked logs folder: neither followed
