@@ -524,17 +524,23 @@ def test_patterns_are_linear_on_one_huge_word(text):
 
     t0 = time.perf_counter()
     Redactor().text(text)
-    assert time.perf_counter() - t0 < 2
+    assert time.perf_counter() - t0 < 3  # 0.1 s here; the old NAMED pattern did not finish in 120 s
 
 
-def test_redaction_time_grows_linearly(tmp_path):
+def test_redaction_time_grows_linearly():
+    """8x the input takes about 8x the time (best of a few runs each, so another process's burst does not
+    decide it); the old patterns grew faster than the input."""
     from tqdeploy.redact import Redactor
 
     line = "INFO 12-01 08:05:03 [loggers.py:259] Avg prompt throughput: 12.3 tokens/s, GPU KV cache usage: 0.4% {}\n"
     small = "".join(line.format(f"10.0.{i % 7}.{i % 250}") for i in range(2000))
-    t0 = time.perf_counter()
-    Redactor().text(small)
-    t_small = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    Redactor().text(small * 8)
-    assert time.perf_counter() - t0 < 8 * t_small * 3 + 0.5
+
+    def best(text: str, runs: int) -> float:
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            Redactor().text(text)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    assert best(small * 8, 2) < 8 * best(small, 3) * 4 + 1.0
