@@ -217,14 +217,24 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 }
 
 
+def _foreign(data: dict[str, Any], build_dir: Path) -> bool:
+    """The state records another folder's marker: a `cp -a` copy of a build. Its own fields are still
+    checked, its paths left out, and `down`/`status` say what was found (TQ425) instead of calling it corrupt."""
+    from tqdeploy.runtime.state import deployment_marker
+
+    recorded = data.get("marker")
+    return isinstance(recorded, str) and recorded != deployment_marker(build_dir)
+
+
 def validated(data: dict[str, Any], build_dir: Path) -> dict[str, Any]:
     """Only known fields, each checked (null stays None, an absent field stays absent); BadField names the
     first bad one."""
     ctx = {"build_dir": Path(build_dir).resolve(), "host": data.get("host")}
+    foreign = _foreign(data, build_dir)
     out: dict[str, Any] = {}
     for name, check in CHECKS.items():
-        if name not in data:
-            continue
+        if name not in data or (foreign and check is _inside_build):
+            continue  # a copied state's paths name the folder it was copied from: never this one's to use
         value = data[name]
         if value is None:
             out[name] = None
