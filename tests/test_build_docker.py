@@ -295,7 +295,8 @@ def test_no_seeded_secret_in_any_image_layer_or_build_output(docker_client, buil
 def test_image_build_is_refused_cleanly_when_no_engine_answers(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-such.sock")
     code, stdout, err = run_cli("build", "--out", str(tmp_path / "b"), "--image", "--json")
-    assert code == 0
+    assert code == 1  # the files are written, the image asked for is not: exit 1 with the command to run
+    assert (tmp_path / "b" / "Dockerfile").is_file()
     image = json.loads(stdout)["image"]
     assert image["id"] is None and image["reason"] == "no Docker engine answers here"
     assert image["command"] == (

@@ -314,3 +314,45 @@ def test_host_only_bundle_without_a_build_dir(tmp_path, monkeypatch, run_cli):
     status = {c["name"]: c["status"] for c in result["collectors"]}
     assert status["doctor"] == "ok" and status["spec"] == "absent" and status["state"] == "absent"
     assert (tmp_path / result["path"].replace(".tar.gz", ".mapping.json")).stat().st_mode & 0o777 == 0o600
+
+
+GOLDEN = __import__("pathlib").Path(__file__).resolve().parent / "golden"
+
+
+@pytest.mark.parametrize("golden", sorted(p.name for p in GOLDEN.iterdir() if p.is_dir()))
+def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden, tmp_path):
+    """issue 19 item 2: serve.sh's VLLM_API_KEY="$(cat "$API_KEY_FILE")", the comment `--api-key is absent`,
+    compose/k8s comments and dotted versions came out altered; a build with no secret counted 6."""
+    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.identity import HostIdentity, this_host
+
+    src = GOLDEN / golden
+    on_disk = {f"build/{p.relative_to(src)}": p.read_bytes() for p in src.rglob("*") if p.is_file()}
+    spec_only = tuple(c for c in COLLECTORS if c[0] == "spec")
+    planted_host = HostIdentity(hostnames=["gpu-zq-7.zqcorp.internal"], users=["zqalice"], domains=["zqcorp.internal"])
+    for n, ident in enumerate((planted_host, this_host())):
+        result = build_bundle(src, tmp_path / f"b{n}.tar.gz", collectors=spec_only, identity=ident)
+        files = members(result.path)
+        files.pop("manifest.json")
+        assert set(files) == set(on_disk)
+        for name, data in files.items():
+            assert data == on_disk[name], name
+        assert result.manifest["redactions"] == {}, result.mapping_path.read_text()
+        assert result.manifest["skipped"] == []
+
+
+def test_human_output_shows_placeholders_as_written(tmp_path, run_cli):
+    """Rich reads `[ip-1]` as a style tag: printed with markup it vanished from the report lines."""
+    from tqdeploy.bundle import build_bundle
+
+    def boom(ctx):
+        raise RuntimeError(f"cannot reach {IP}")
+
+    result = build_bundle(None, tmp_path / "b.tar.gz", collectors=(("boom", boom),))
+    from tqdeploy.output import make_console
+
+    console = make_console()
+    with console.capture() as captured:
+        result.render(console)
+    assert "cannot reach [ip-1]" in captured.get()

@@ -126,9 +126,9 @@ def test_dash_h_is_help_everywhere(run_cli, args):
 @pytest.mark.parametrize(
     ("args", "line", "fix"),
     [
-        (["lint", "--jsno"], "tqdeploy lint has no option --jsno", "did you mean --json"),
+        (["lint", "--jsno"], "tqdeploy lint has no option --jsno", "did you mean --json? ("),
         (["doctor", "--jsn"], "tqdeploy doctor has no option --jsn", "did you mean --json?"),
-        (["doctor", "--ofline"], "tqdeploy doctor has no option --ofline", "--offline"),
+        (["doctor", "--ofline"], "tqdeploy doctor has no option --ofline", "did you mean --offline? ("),
         # before `--`: the option is refused, not swallowed into the launch command
         (["lint", "--vllm-versoin", "0.25.0", "--", "vllm", "serve", "x"], "lint has no option --vllm-versoin",
          "did you mean --vllm-version?"),
@@ -167,3 +167,76 @@ def test_help_is_plain_and_whole(tqdeploy_exe, columns):
         assert not re.search(r"<[a-z][^<>]*>", text), (name, re.findall(r"<[^<>]*>", text))  # no <list[str]>
         assert f"Examples:\n  tqdeploy {name}" in text and "Exit codes:" in text, name
         assert max(len(line) for line in text.split("Examples:")[0].splitlines()) <= int(columns), name
+
+
+@pytest.mark.parametrize("as_json", [[], ["--json"]])
+def test_a_reader_that_stops_early_leaves_the_commands_own_exit_code(tqdeploy_exe, as_json):
+    # `tqdeploy plan | head -1`: the pipe closes before tqdeploy writes; the exit code stays the plan's.
+    model = str(__import__("pathlib").Path(__file__).parent / "fixtures" / "models" / "qwen3.6-27b")
+    cmd = [tqdeploy_exe, "plan", "--model", model, "--gpu", "H200", *as_json]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first byte
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and err == "", err
+    assert subprocess.run(cmd, capture_output=True, timeout=60).returncode == 0  # as without the pipe
+
+
+def test_a_value_of_the_wrong_type_is_said_in_words(run_cli):
+    code, _, err = run_cli("plan", "--model", "m", "--gpus", "abc")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpus must be a whole number"
+    code, _, err = run_cli("plan", "--model", "m", "--gpu-memory-utilization", "x")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: --gpu-memory-utilization must be a number"
+
+
+def test_the_human_findings_table_is_worst_first_across_areas(run_cli, tmp_path):
+    snap = json.loads(
+        (__import__("pathlib").Path(__file__).parent / "fixtures" / "hosts" / "h200-1gpu.json").read_text()
+    )
+    snap["shm"]["total_bytes"] = snap["shm"]["free_bytes"] = 64 << 20  # a 64 MiB /dev/shm: too small
+    path = tmp_path / "snap.json"
+    path.write_text(json.dumps(snap))
+    code, out, _ = run_cli("doctor", "--snapshot", str(path))
+    severities = [m.group(1) for m in re.finditer(r"^│ TQ\d+ +│ (\w+) ", out, re.M)]
+    rank = {"error": 4, "warn": 3, "info": 2, "ok": 1, "skipped": 0}
+    assert severities[0] in ("error", "warn") and "ok" in severities, out
+    assert [rank[s] for s in severities] == sorted((rank[s] for s in severities), reverse=True), severities
+
+
+def test_down_of_a_never_started_build_names_no_log_that_does_not_exist(run_cli, tmp_path):
+    build = tmp_path / "b"
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(build))[0] == 0
+    code, out, _ = run_cli("down", str(build))
+    assert code == 0 and out.strip() == f"{build}: nothing running"
+    assert "True" not in out and "False" not in out
+
+
+def test_logs_json_is_one_object_a_line_with_the_time_tqdeploy_read_it(run_cli, tmp_path):
+    build = tmp_path / "b"
+    logs = build / ".tqdeploy" / "logs"
+    logs.mkdir(parents=True)
+    (logs / "server.log").write_text("1796000100.000|old line\n1796000200.500|new line\nunstamped\n")
+    code, out, _ = run_cli("logs", str(build), "--json")
+    assert code == 0
+    assert [json.loads(line) for line in out.splitlines()] == [
+        {"schema": "tqdeploy.logs/1", "time": 1796000100.0, "line": "old line"},
+        {"schema": "tqdeploy.logs/1", "time": 1796000200.5, "line": "new line"},
+        {"schema": "tqdeploy.logs/1", "time": None, "line": "unstamped"},
+    ]
+    code, out, _ = run_cli("logs", str(build), "--json", "--since", "1796000150")
+    assert [json.loads(line)["line"] for line in out.splitlines()] == ["new line", "unstamped"]
+    assert run_cli("logs", str(build))[1] == "old line\nnew line\nunstamped\n"  # the text form as before
+
+
+def test_tqdeploy_alone_prints_its_help_and_a_missing_argument_is_named(run_cli):
+    code, out, err = run_cli()
+    assert code == 0 and out.startswith("Usage: tqdeploy") and "Commands:" in out and err == ""
+    code, _, err = run_cli("explain")
+    assert code == 2 and err.splitlines()[0] == "tqdeploy: error: tqdeploy explain needs CHECK_ID"
+
+
+def test_connect_defaults_to_build_as_the_other_deployment_commands(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", "build")[0] == 0
+    default = run_cli("connect", "openai", "--json")
+    named = run_cli("connect", "openai", "build", "--json")
+    assert default[0] == 0 and default[1] == named[1], default[2]

@@ -211,3 +211,37 @@ def test_progress_bars_on_a_terminal_and_none_with_json(repo, tmp_path, tqdeploy
         assert code == 0 and "file(s)" not in shown
         code, shown = run_on_a_tty([tqdeploy_exe, "download", "--verify", str(tmp_path / "a")])
         assert code == 0 and "verify 8 file(s)" in shown and "MB" in shown  # the hashing bar
+
+
+def test_progress_lines_without_a_terminal(repo, tmp_path, tqdeploy_exe):
+    # nohup, CI or a pipe: no bars, but never silent (issue 21: stderr stayed empty for a whole download)
+    with HubMirror(repo) as m:
+        base = [tqdeploy_exe, "download", "org/tiny", "--mirror", m.url]
+        res = subprocess.run([*base, "--to", str(tmp_path / "a")], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 0, res.stderr
+        lines = [line for line in res.stderr.splitlines() if line.startswith("tqdeploy: download 7 file(s): ")]
+        assert lines and lines[-1].endswith("MB (100%)"), res.stderr
+        assert len(lines) <= 11 and "\r" not in res.stderr  # a tenth at a time, no bar redraws
+        quiet = subprocess.run(
+            [*base, "--to", str(tmp_path / "b"), "--json"], capture_output=True, text=True, timeout=120
+        )
+        assert quiet.returncode == 0 and "file(s):" not in quiet.stderr
+
+
+def test_the_repair_command_verify_prints_works_as_printed(repo, tmp_path, run_cli, monkeypatch):
+    import re
+    import shlex
+
+    monkeypatch.chdir(tmp_path)
+    dest = tmp_path / "m"
+    with HubMirror(repo) as m:
+        assert run_cli("download", "org/tiny", "--mirror", m.url, "--to", str(dest))[0] == 0
+        with open(dest / SHARD1, "r+b") as fh:
+            fh.write(b"\0" * 8)  # a damaged shard
+        code, out, _ = run_cli("download", "--verify", str(dest))
+        assert code == 1, out
+        printed = re.search(r"`(tqdeploy download [^`]+)` fetches only those again", out).group(1)
+        assert f"--mirror {m.url}" in printed  # the mirror it came from, not the default endpoint
+        assert run_cli(*shlex.split(printed)[1:])[0] == 0  # run as printed
+    assert (dest / SHARD1).read_bytes() == (repo.root / SHARD1).read_bytes()
+    assert run_cli("download", "--verify", str(dest))[0] == 0

@@ -134,3 +134,46 @@ def test_every_compat_rule_code_is_reported_under_a_documented_id(run_cli):
         assert found is not None, code
         code_page = run_cli("explain", code)[1]
         assert code_page == run_cli("explain", found[0])[1] and code_page.startswith(f"# {found[0]}: ")
+
+
+def test_fail_on_warn_makes_warnings_fail_as_the_doctors_does(run_cli):
+    command = ["--", "vllm", "serve", "m"]  # TQ322 (warn): no --host and no API key
+    assert run_cli("lint", *command)[0] == 0
+    assert run_cli("lint", "--fail-on", "warn", *command)[0] == 1
+    code, _, err = run_cli("lint", "--fail-on", "wran", *command)
+    assert code == 2 and err.splitlines() == [
+        "tqdeploy: error: --fail-on 'wran' is not one of error, warn",
+        "  fix: use warn",
+    ]
+
+
+def test_fix_never_gives_an_option_twice(run_cli):
+    # FA001's fix is --kv-cache-dtype turboquant_4bit_nc; the command already sets one: the fix only drops
+    # --quantization turboquant, and says which setting stays.
+    code, out, _ = run_cli(
+        "lint", "--fix", "--", "vllm", "serve", "m", "--quantization", "turboquant", "--kv-cache-dtype", "fp8"
+    )
+    assert out.strip() == "vllm serve m --kv-cache-dtype fp8 --host 127.0.0.1"
+    data = json.loads(
+        run_cli(
+            "lint", "--json", "--", "vllm", "serve", "m", "--quantization", "turboquant", "--kv-cache-dtype", "fp8"
+        )[1]
+    )
+    advice = next(f for f in data["findings"] if f["id"] == "TQ310")
+    assert "the command already sets --kv-cache-dtype fp8: --fix only drops --quantization" in advice["remediation"]
+    fixed = run_cli("lint", "--fix", "--", "vllm", "serve", "m", "--quantization", "turboquant")[1]
+    assert fixed.strip() == "vllm serve m --kv-cache-dtype turboquant_4bit_nc --host 127.0.0.1"  # none set: the fix
+
+
+def test_python_dash_c_is_linted_as_the_snippet_it_runs(run_cli, tmp_path):
+    code_text = 'from vllm import LLM; llm = LLM("m", max_modle_len=4096)'
+    code, out, err = run_cli("lint", "--json", "--", "python3", "-c", code_text)
+    found = json.loads(out)["findings"]
+    assert code == 1 and [f["id"] for f in found] == ["TQ315"], err
+    assert "did you mean max_model_len?" in found[0]["title"]
+    script = tmp_path / "x.py"
+    script.write_text(code_text + "\n")
+    assert json.loads(run_cli("lint", "--json", "--file", str(script))[1])["findings"] == found  # as --file reads it
+    code, _, err = run_cli("lint", "--", "python3", "-c", "print(1)")
+    assert code == 2 and "no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in the -c code" in err
+    assert run_cli("lint", "--", "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m")[0] in (0, 1)

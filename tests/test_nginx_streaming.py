@@ -14,7 +14,6 @@ import json
 import re
 import statistics
 import threading
-import time
 
 import pytest
 
@@ -128,7 +127,7 @@ def test_streams_longer_and_quieter_than_60_s_pass_where_the_default_cuts_them(r
     try:
         a = threading.Thread(target=run, args=("A", proxy.base_url, {"events": A_EVENTS, "interval_s": 1.0}))
         a.start()
-        time.sleep(1.0)  # A holds the only sequence slot
+        assert paced.server.slot_taken.wait(30)  # A holds the only sequence slot (waited for, not slept on)
         threads = [
             threading.Thread(target=run, args=("B", proxy.base_url, {"events": 4})),
             threading.Thread(target=run, args=("C", control.base_url, {"events": 4})),

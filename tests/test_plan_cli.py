@@ -314,3 +314,25 @@ def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cl
     lines = err.splitlines()
     assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
     assert "H200" not in err  # never an unrelated GPU as the answer
+
+
+def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    text = " ".join(out.split())
+    assert code == 1 and "recommended:" not in out
+    assert "no recommendation: fix the error above (TQ203) first; then the plan would pick --kv-cache-dtype" in text
+
+
+@pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://no-such-host.invalid"])
+def test_a_hub_model_without_a_network_fails_within_seconds(run_cli, monkeypatch, endpoint):
+    import time
+
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy", "HF_HUB_OFFLINE"):
+        monkeypatch.delenv(var, raising=False)
+    for command in (["plan", "--gpu", "H200"], ["doctor", "--offline", "--json"]):
+        started = time.monotonic()
+        code, _, err = run_cli(*command, "--model", "Qwen/Qwen3-8B@main")
+        assert time.monotonic() - started < 15  # huggingface_hub's own retries took about 24 s
+        assert code == 2 and "Retrying" not in err, err
+        assert f"cannot fetch Qwen/Qwen3-8B@main: {endpoint} is unreachable" in err.splitlines()[0]

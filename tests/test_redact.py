@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 
@@ -142,3 +143,110 @@ def test_secret_names():
         assert is_secret_name(name), name
     for name in ("max_tokens", "kv_cache_dtype", "max_num_batched_tokens", "api_key_file", "hf_token_present"):
         assert not is_secret_name(name), name
+
+
+def test_lint_fix_lines_print_as_written(run_cli):
+    """issue 21 item 5: TQ323's fix came out as `remove --api-key [secret-1] [secret-2] [secret-3]"$(cat ...`."""
+    key = "sk-ZQlintfix0123456789abcd"
+    fix = 'remove --api-key and export VLLM_API_KEY="$(cat /path/to/secret)" before starting vLLM'
+    code, out, _ = run_cli("lint", "--json", "--", "vllm", "serve", "m", "--api-key", key)
+    findings = {f["id"]: f for f in json.loads(out)["findings"]}
+    assert findings["TQ323"]["fix"] == fix and key not in out
+    code, out, _ = run_cli("lint", "--", "vllm", "serve", "m", "--api-key", key)
+    assert fix in " ".join(out.split()) and key not in out and "[secret-1]" in out
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "# vLLM reads VLLM_API_KEY when --api-key is absent (vllm/entrypoints/serve/middleware/register.py),",
+        'VLLM_API_KEY="$(cat "$API_KEY_FILE")"',
+        "# Create it with: kubectl create secret generic x-api-key --from-file=api-key=<key file>",
+        "topologyKey: kubernetes.io/hostname",
+        "        key: api-key",
+        "# vLLM starts here without an API key: tqdeploy's key file is not used.",
+        "pip install torch==2.13.0.1 nvidia-cudnn-cu12==9.1.0.70 and cuda-12.4.1.0, vLLM v0.32.0.1",
+        "token counting: 45.6 tokens/s at 08:05:03, basic functionality, Bearer authentication",
+        "docker run -u 1000:1000 img; python -u x.py; --password-stdin",
+        "logger.info(x) in api_utils.py, serve.sh, model.pt, https://huggingface.co/Qwen/x, registry-1.docker.io",
+        "HF_TOKEN: absent, api_key: null, hf_token_present: true, apiKeyHelper: /usr/local/bin/key.sh",
+    ],
+)
+def test_what_holds_no_secret_and_no_identity_is_left_as_written(text):
+    r = Redactor(hostnames=["gpu-zq-7"], usernames=["zqalice"])
+    assert r.text(text) == text and not r.counts
+
+
+@pytest.mark.parametrize(
+    "text, seed",
+    [
+        ("DB_PASS=zqv0001x", "zqv0001x"),
+        ("GITHUB_PAT=zqv0002x", "zqv0002x"),
+        ("MINIO_SECRETKEY=zqv0003x", "zqv0003x"),
+        ("DOCKER_PASS=zqv0004x", "zqv0004x"),
+        ("password: zqv0005x", "zqv0005x"),
+        ("  # token = zqv0006x", "zqv0006x"),
+        ("1764576300.123|secret: zqv0007x", "zqv0007x"),
+        ("key=zqv0008x", "zqv0008x"),
+        ('labels{token="zqv0009x"}', "zqv0009x"),
+        ("docker login --username bob -p zqv0010x reg.io", "zqv0010x"),
+        ("curl --user bob:zqv0011x https://x", "zqv0011x"),
+        ("machine x login bob password zqv0012x", "zqv0012x"),
+        ("  password zqv0013x", "zqv0013x"),
+        ("https://hooks.slack.com/services/T00/B00/zqv0014xabcdef", "zqv0014x"),
+        ("glpat-zqv0015xabcdefghijklmnop", "zqv0015x"),
+        ("xoxp-1234-zqv0016xabcd", "zqv0016x"),
+        ("AIzaSyzqv0017xabcdefghijklmnopqrstuvwx", "zqv0017x"),
+        ("nvapi-zqv0018xabcdefghijklmnopqrstuv", "zqv0018x"),
+        ("github_pat_11zqv0019xabcdefghijklmn", "zqv0019x"),
+        ("ASIAZQV0020XAAAAAAAA", "ZQV0020X"),
+        ('["--api-key", "zqv0021x"]', "zqv0021x"),
+        ('\\"--api-key\\", \\"zqv0022x\\"', "zqv0022x"),
+        ("vllm serve m --api-key \\\n    zqv0023x --port 1", "zqv0023x"),
+        ("SecretAccessKey: zqv0024x", "zqv0024x"),
+        ('{"auths": {"r.io": {"auth": "' + base64.b64encode(b"bob:zqv0025x").decode() + '"}}}', "zqv0025x"),
+    ],
+)
+def test_every_secret_kind(text, seed):
+    out = Redactor().text(text)
+    assert seed not in out and "[secret-" in out, out
+
+
+def test_private_keys_of_every_kind_also_cut_by_a_tail_window():
+    body = ["b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW"] * 3
+    cases = [
+        "-----BEGIN EC PRIVATE KEY-----\nzqkey1\n-----END EC PRIVATE KEY-----\n",
+        "-----BEGIN ENCRYPTED PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\n\nzqkey2\n"
+        "-----END ENCRYPTED PRIVATE KEY-----\n",
+        "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\nzqkey3\n=ab12\n-----END PGP PRIVATE KEY BLOCK-----\n",
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 1\nzqkey4\nPrivate-MAC: 0a\n",
+        "\n".join(body) + "\nzqkey5\n-----END OPENSSH PRIVATE KEY-----\n",  # BEGIN cut off
+        "\n".join(f"1764576300.{i:03d}|{b}" for i, b in enumerate(body)) + "\n",  # stamped, no BEGIN, no END
+    ]
+    for case in cases:
+        r = Redactor()
+        out = r.text("before\n" + case + "after\n")
+        assert out.startswith("before\n") and out.endswith("after\n") and "zqkey" not in out, out
+        assert body[0] not in out and r.counts["private_key"] == 1, out
+
+
+def test_encodings_of_a_known_secret_anywhere():
+    from urllib.parse import quote
+
+    value = "zq/Known+Secret=0042"
+    r = Redactor(secrets=[value])
+    text = " ".join([value, quote(value, safe=""), base64.b64encode(value.encode()).decode(), value.encode().hex()])
+    out = r.text(text)
+    assert out == " ".join(["[secret-1]"] * 4), out
+
+
+def test_host_identity_as_sos_clean():
+    r = Redactor(hostnames=["gpu-zq-7.zqcorp.internal"], usernames=["zqalice"], domains=["zqlab.net"])
+    out = r.text(
+        "gpu-zq-7 and gpu-zq-7.zqcorp.internal, peer db.zqcorp.internal, search zqcorp.internal, "
+        "ib0: fe80::a00:27ff:fe4e:66a1%ib0, ip-10-1-2-3.ec2.internal, registry.zqlab.net:5000/x, "
+        "/data/zqalice/x and /home/zqbob/y then zqbob, pulled from nvcr.io and hf-mirror.com"
+    )
+    for seed in ("gpu-zq-7", "zqcorp", "fe80", "ip-10-1-2-3", "zqlab", "zqalice", "zqbob"):
+        assert seed not in out, (seed, out)
+    assert "nvcr.io" in out and "hf-mirror.com" in out and "%ib0" in out

@@ -9,12 +9,23 @@ state, log or argv of the deployment.
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
-from support.up_builds import assert_nothing_left, build_key, key_headers, kill_leftovers, live_members, make_build, tq
+from support.up_builds import (
+    TQDEPLOY,
+    assert_nothing_left,
+    build_key,
+    env,
+    key_headers,
+    kill_leftovers,
+    live_members,
+    make_build,
+    tq,
+)
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
@@ -83,6 +94,10 @@ def test_status_shows_ready_with_the_engine_processes(running):
         except OSError:
             pass
     assert key and not [i for i, text in enumerate(seen) if key in text]
+    # The real run's state.json passes the field validation (status above read it) and its log reads through
+    # safeio: server.log is a link to this run's log inside the build, which `logs` follows.
+    logs = subprocess.run([str(TQDEPLOY), "logs", str(build)], capture_output=True, text=True, timeout=60, env=env())
+    assert logs.returncode == 0 and "Starting vLLM server on" in logs.stdout and key not in logs.stdout, logs.stderr
 
 
 def test_a_second_up_of_the_running_build_is_refused_and_names_it(running):

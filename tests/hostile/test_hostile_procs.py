@@ -50,7 +50,7 @@ class H(http.server.BaseHTTPRequestHandler):
 print(f"Starting vLLM server on http://127.0.0.1:{args.port}", flush=True)
 http.server.HTTPServer(("127.0.0.1", args.port), H).serve_forever()
 """
-EXEC = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'  # the keyed demo's serve.sh (launch_vllm.py reads the key)
+EXEC = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'  # a keyed build: the key read in-process
 
 
 def standin_build(root: Path) -> tuple[Path, int]:

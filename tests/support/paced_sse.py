@@ -53,6 +53,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         try:
             with self.server.slot:  # queued: headers sent, not a byte of body until the slot is free
+                self.server.slot_taken.set()
                 for i in range(events):
                     self._chunk(_event(i))
                     time.sleep(interval)
@@ -65,6 +66,7 @@ class _Handler(BaseHTTPRequestHandler):
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     slot = threading.Lock()  # replaced per server in start(): one sequence slot
+    slot_taken = threading.Event()  # set once a request holds the slot (a test waits for it, not a clock)
 
 
 @dataclass
@@ -83,7 +85,7 @@ class PacedUpstream:
 
 def start() -> PacedUpstream:
     server = _Server(("127.0.0.1", 0), _Handler)
-    server.slot = threading.Lock()
+    server.slot, server.slot_taken = threading.Lock(), threading.Event()
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.2}, daemon=True)
     thread.start()
     return PacedUpstream(server, thread)

@@ -84,6 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as err:
         # click's usage errors (typer vendors click in recent releases, so match them by shape, not class)
+        if type(err).__name__ == "NoArgsIsHelpError":  # `tqdeploy` alone: its help, as kubectl and docker do
+            from tqdeploy.output import echo
+
+            echo(err.ctx.get_help())  # type: ignore[attr-defined]
+            return 0
         if callable(getattr(err, "format_message", None)) and isinstance(getattr(err, "exit_code", None), int):
             message, fix = usage_error(err)
             return report_error(TQError(message, fix, err.exit_code or EXIT_USAGE))  # type: ignore[attr-defined]

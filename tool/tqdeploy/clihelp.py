@@ -10,69 +10,17 @@ Typer is the only import, so `tqdeploy --help` stays instant.
 from __future__ import annotations
 
 import re
+import shlex
 from typing import Any
 
 from typer.core import TyperCommand, TyperGroup
+
+from tqdeploy.cliexamples import EXAMPLES, EXIT_CODES
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
 # The variadic argument that holds a launch command (lint, doctor): it is taken only from after `--`.
 LAUNCH_COMMAND_PARAM = "command"
-
-EXIT_CODES = [
-    ("0", "success, no error findings"),
-    ("1", "the command ran and found errors (findings, a failed check or verification)"),
-    ("2", "usage error or bad input (one line, with its fix)"),
-    ("3", "a bug in tqdeploy (TQDEPLOY_DEBUG=1 adds the traceback)"),
-    ("130", "interrupted (Ctrl-C)"),
-]
-
-# Runnable as written where the files exist; tests/test_docs_examples.py runs the ones this machine can.
-EXAMPLES: dict[str, list[str]] = {
-    "": [
-        "tqdeploy doctor",
-        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --gpu H200",
-        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
-        "tqdeploy explain TQ101",
-    ],
-    "doctor": [
-        "tqdeploy doctor",
-        "tqdeploy doctor --json --fail-on warn",
-        "tqdeploy doctor --snapshot-out host.json",
-        "tqdeploy doctor --model /models/Qwen3.6-27B --file serve.sh",
-        "tqdeploy doctor --model /models/Qwen3.6-27B -- vllm serve /models/Qwen3.6-27B --tensor-parallel-size 2",
-    ],
-    "plan": [
-        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H200 --gpus 2",
-        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --snapshot host.json --max-model-len 65536",
-        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H100-SXM --kv-cache-dtype turboquant_4bit_nc --json",
-    ],
-    "init": ["tqdeploy init --model Qwen/Qwen3.6-27B@main", "tqdeploy build"],
-    "build": [
-        "tqdeploy build",
-        "tqdeploy build tqdeploy.toml --out build",
-        "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
-        "tqdeploy build --check",
-    ],
-    "download": [
-        "tqdeploy download Qwen/Qwen3.6-27B@main --to models/Qwen--Qwen3.6-27B",
-        "tqdeploy download --spec tqdeploy.toml --offline",
-        "tqdeploy download --verify models/Qwen--Qwen3.6-27B",
-    ],
-    "lint": [
-        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
-        "tqdeploy lint --file serve.sh --json",
-        "tqdeploy lint --fix -- vllm serve M --kv-cache-dtype turboquant4",
-    ],
-    "profile": ["tqdeploy profile build/demo --start warm", "tqdeploy profile --log vllm.log --json"],
-    "connect": ["tqdeploy connect openai build", "tqdeploy connect claude-code build --check"],
-    "up": ["tqdeploy up build/demo --python .venv-vllm/bin/python", "tqdeploy up build --json"],
-    "status": ["tqdeploy status build/demo", "tqdeploy status build --json"],
-    "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
-    "down": ["tqdeploy down build/demo", "tqdeploy down build --timeout 30 --json"],
-    "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],
-    "explain": ["tqdeploy explain TQ101", "tqdeploy explain TQ302 --json"],
-}
 
 # typer's type labels (`<list[str]>`, `<int range>`) as the metavars click, docker and kubectl users know.
 _TYPE_LABELS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN"}
@@ -150,7 +98,7 @@ class TQCommand(TyperCommand):
 
             raise TQError(
                 f"unexpected argument {before[0]!r}: tqdeploy {self.name} takes a launch command only after `--`",
-                f"tqdeploy {self.name} [OPTIONS] -- {' '.join(before)}",
+                f"tqdeploy {self.name} [OPTIONS] -- {shlex.join(before)}",
             )
         ctx.params[LAUNCH_COMMAND_PARAM] = tail or None
         return rest
@@ -181,6 +129,14 @@ def first_sentence(text: str) -> str:
     return first[: cut.start()] if cut else first.rstrip(".")
 
 
+# typer's validation messages (pydantic's wording) as a sentence about the option
+_IN_WORDS = [
+    (r"valid integer", "must be a whole number"),
+    (r"valid number", "must be a number"),
+    (r"valid boolean", "must be true or false"),
+]
+
+
 def _option_range(param: Any) -> str:
     low, high = getattr(param, "min", None), getattr(param, "max", None)
     if low is not None and high is not None:
@@ -188,6 +144,15 @@ def _option_range(param: Any) -> str:
     if low is not None:
         return f"{low} or more"
     return f"{high} or less" if high is not None else ""
+
+
+def _closest_options(err: Any, option: str) -> list[str]:
+    """The command's option nearest the typo (click's own list is sorted by name, not by how near)."""
+    import difflib
+
+    command = getattr(getattr(err, "ctx", None), "command", None)
+    names = [n for p in getattr(command, "params", []) for n in (*p.opts, *p.secondary_opts) if n.startswith("-")]
+    return difflib.get_close_matches(option, names or list(err.possibilities or []), n=1, cutoff=0.6)
 
 
 def _command_path(err: Any) -> str:
@@ -201,14 +166,19 @@ def usage_error(err: Any) -> tuple[str, str]:
     help_hint = f"`{path} -h` lists the options and shows examples"
     option = getattr(err, "option_name", None)
     if option is not None and hasattr(err, "possibilities"):  # NoSuchOption: click's difflib matches
-        close = list(err.possibilities or [])[:2]  # best first, as click's difflib ranks them
+        close = _closest_options(err, option)
         message = f"{path} has no option {option}"
         return message, (f"did you mean {' or '.join(close)}? ({help_hint})" if close else help_hint)
     param = getattr(err, "param", None)
+    if param is not None and type(err).__name__ == "MissingParameter" and param.param_type_name == "argument":
+        return f"{path} needs {str(param.name).upper()}", help_hint  # not click's 'check_id'
     names = "/".join(getattr(param, "opts", None) or [])
     allowed = _option_range(param) if param is not None else ""
     if names and allowed and re.search(r"greater than|less than|range", str(getattr(err, "message", ""))):
         return f"{names} must be {allowed}", f"pass {names} {allowed}"
+    if names and getattr(err, "message", ""):  # BadParameter of an option: name it the way it is typed
+        words = next((w for pattern, w in _IN_WORDS if re.search(pattern, err.message)), err.message)
+        return f"{names.split('/')[0]} {words}", getattr(err, "remediation", None) or help_hint
     message = err.format_message() if callable(getattr(err, "format_message", None)) else str(err)
     message = " ".join(message.split())
     if "No such command" in message:

@@ -7,10 +7,11 @@ A command builds a result with ``to_dict()`` (the JSON contract, with a "schema"
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Protocol
 
-from tqdeploy.findings import Finding, group_by_area
+from tqdeploy.findings import Finding, sort_worst_first
 
 SEVERITY_STYLE = {
     "error": "bold red",
@@ -27,10 +28,33 @@ class Result(Protocol):
     def render(self, console) -> None: ...
 
 
+def _stop_writing() -> None:
+    """The reader of stdout went away (`tqdeploy plan | head`): send the rest to /dev/null, so the command
+    ends with its own exit code, as it would have without the pipe, instead of rich's SystemExit(1) or
+    Python's "Exception ignored" at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+def echo(text: str) -> None:
+    """One text on stdout, tolerant of a reader that stops early."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stop_writing()
+
+
 def make_console(stderr: bool = False):
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            _stop_writing()
+
+    return _Console(stderr=stderr, highlight=False, soft_wrap=False)
 
 
 def dumps(data: dict[str, Any]) -> str:
@@ -38,10 +62,14 @@ def dumps(data: dict[str, Any]) -> str:
 
 
 def emit(result: Result, as_json: bool) -> None:
-    if as_json:
-        sys.stdout.write(dumps(result.to_dict()) + "\n")
-    else:
+    if not as_json:
         result.render(make_console())
+        return
+    try:
+        sys.stdout.write(dumps(result.to_dict()) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stop_writing()
 
 
 def format_evidence(evidence: dict[str, Any]) -> str:
@@ -56,7 +84,8 @@ def format_evidence(evidence: dict[str, Any]) -> str:
 
 
 def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
-    """A table grouped by area (the area with the worst finding first), with the fix under each problem."""
+    """A table worst first across all areas (an error is never below another area's passes), the area on
+    every row, the fix under each problem."""
     from rich.table import Table
     from rich.text import Text
 
@@ -65,20 +94,20 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
     table.add_column("severity", no_wrap=True)
     table.add_column("area", no_wrap=True)
     table.add_column("finding")
-    for area, group in group_by_area(findings):
-        rows = [f for f in group if show_ok or f.severity.value not in ("ok", "skipped")]
-        for i, f in enumerate(rows):
-            body = Text(f.title)
-            ev = format_evidence(f.evidence)
-            if ev:
-                body.append("\n" + ev, style="dim")
-            if f.remediation and f.severity.value in ("error", "warn", "info"):
-                body.append("\nfix: " + f.remediation, style="bold")
-            table.add_row(
-                f.id,
-                Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
-                area if i == 0 else "",
-                body,
-                end_section=i == len(rows) - 1,
-            )
+    rows = [f for f in sort_worst_first(findings) if show_ok or f.severity.value not in ("ok", "skipped")]
+    for i, f in enumerate(rows):
+        body = Text(f.title)
+        ev = format_evidence(f.evidence)
+        if ev:
+            body.append("\n" + ev, style="dim")
+        if f.remediation and f.severity.value in ("error", "warn", "info"):
+            body.append("\nfix: " + f.remediation, style="bold")
+        last_of_severity = i == len(rows) - 1 or rows[i + 1].severity is not f.severity
+        table.add_row(
+            f.id,
+            Text(f.severity.value, style=SEVERITY_STYLE[f.severity.value]),
+            f.area,
+            body,
+            end_section=last_of_severity,
+        )
     console.print(table)

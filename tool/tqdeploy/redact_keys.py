@@ -23,7 +23,7 @@ _INSIDE = re.compile(_STAMP + r"[ \t]{0,8}(?:[A-Za-z0-9+/=]{1,120}|[A-Za-z][\w-]
 _END = re.compile(_STAMP + r"[ \t]{0,8}-----END [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----")
 BODY_RUN = re.compile(
     r"(?m)^(?:" + _STAMP + r"[A-Za-z0-9+/]{40,100}={0,2}[ \t]{0,8}\r?\n){2,}"
-    r"(?:" + _STAMP + r"[A-Za-z0-9+/]{1,100}={0,2}[ \t]{0,8}(?:\r?\n|\Z))?"
+    r"(?:" + _STAMP + r"(?=[^\n]{0,120}[A-Z0-9+/=])[A-Za-z0-9+/]{1,100}={0,2}[ \t]{0,8}(?:\r?\n|\Z))?"
     r"(?:" + _STAMP + r"[ \t]{0,8}-----END [A-Z0-9 ]{0,40}-----[^\n]{0,8}(?:\n|\Z))?"
 )
 END_LINE = re.compile(r"(?m)^" + _END.pattern + r"[^\n]{0,8}$")
@@ -51,12 +51,14 @@ def _block_end(text: str, start: int) -> int:
 def _dropped_before_end(text: str, end: re.Match[str]) -> tuple[int, int]:
     """An END line whose BEGIN was cut off: the base64 lines above it belong to it too."""
     start = end.start()
+    first = True  # the line just above END may be short; the ones above it are of key width
     while start > 0:
         prev = text.rfind("\n", 0, start - 1) + 1
         line = text[prev : start - 1]
-        if not line or not re.fullmatch(_STAMP + r"[A-Za-z0-9+/=]{1,120}\r?", line):
+        width = "{1,120}" if first else "{40,120}"
+        if not line or not re.fullmatch(_STAMP + r"[A-Za-z0-9+/=]" + width + r"\r?", line):
             break
-        start = prev
+        start, first = prev, False
     stop = end.end() + 1 if text.startswith("\n", end.end()) else end.end()
     return start, stop
 

@@ -40,11 +40,13 @@ class NameRules:
     """The identity half of tqdeploy.redact.Redactor (it supplies placeholder, add_literal, _sub_literals)."""
 
     counts: Counter[str]
+    _literals: dict[str, tuple[str, str]]
 
     def __init__(self, domains: Iterable[str] = (), public_hosts: Iterable[str] | None = None) -> None:
         public, self._reserved, self._tlds, self._file_ext = public_names()
         self._public = frozenset(h.lower() for h in public_hosts) if public_hosts is not None else public
         self._domains: set[str] = set()
+        self._ip_seen: dict[str, str] = {}  # address as written -> its placeholder (or itself: loopback)
         for d in domains:
             self.add_domain(d)
 
@@ -115,8 +117,10 @@ class NameRules:
         core = word.rstrip(".:-%_")
         if not core:
             return word
-        after = m.string[m.end() : m.end() + 1]
         before = m.string[max(0, m.start() - 24) : m.start()]
+        if R.IPV4.fullmatch(core):  # the common case, without the general path
+            return self._ipv4(core, before) + word[len(core) :]
+        after = m.string[m.end() : m.end() + 1]
         return self._classify(core, before, after) + word[len(core) :]
 
     def _classify(self, core: str, before: str, after: str) -> str:
@@ -169,6 +173,8 @@ class NameRules:
             return self.placeholder("domain", low)
         self.add_literal(name, "host")
         short, _, domain = low.partition(".")
+        if domain and self._literals.get(short, ("", ""))[0] == "host":  # this host's short name: its domain too
+            self.add_domain(domain)
         if domain and any(domain == d or domain.endswith("." + d) for d in self._domains):
             self.add_literal(short, "host") if len(short) >= 3 and not short.isdigit() else None
         return self.placeholder("host", name)
@@ -186,14 +192,22 @@ class NameRules:
         return self.placeholder("user", name)
 
     def _ipv4(self, text: str, before: str) -> str:
+        known = self._ip_seen.get(text)
+        if known is not None:  # an address met before: its placeholder, unless this one is a version
+            if known == text or R.looks_like_version(before):
+                return text
+            self.counts["ip"] += 1
+            return known
         octets = [int(o) for o in text.split(".")]
         if max(octets) > 255 or any(o != "0" and o.startswith("0") for o in text.split(".")):
             return text
         if octets[0] == 127 or octets[0] == 0 or 224 <= octets[0] <= 239 or text == "255.255.255.255":
+            self._ip_seen[text] = text
             return text  # loopback, unspecified, multicast, broadcast: the same on every host
         if R.looks_like_version(before):
             return text  # torch==2.13.0.1, cuda-12.4.1.0: a version, not an address
-        return self.placeholder("ip", ".".join(map(str, octets)))
+        self._ip_seen[text] = self.placeholder("ip", ".".join(map(str, octets)))
+        return self._ip_seen[text]
 
     def _ipv6(self, text: str) -> str | None:
         """The placeholder of an IPv6 address (its %zone kept), the address itself for loopback and

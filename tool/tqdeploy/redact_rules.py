@@ -41,7 +41,9 @@ NOT_SECRET_BEFORE_KEY = frozenset(
 # A bare word as a name (`password: x`, `token=x`) counts only at the start of a line or of a comment;
 # mid-sentence (`without an API key: tqdeploy's key file`) it is prose.
 BARE_NAMES = frozenset(SECRET_WORDS | LAST_ONLY_WORDS)
-LINE_START = re.compile(r"[ \t]{0,16}(?:#|//|;|--|\*|-)?[ \t]{0,16}(?:export[ \t]{1,8})?")
+LINE_START = re.compile(
+    r"(?:\d{9,11}\.\d{3}\|)?[ \t]{0,16}(?:#|//|;|--|\*|-|\+)?[ \t]{0,16}(?:export[ \t]{1,8})?"
+)  # after a tqdeploy log stamp (EPOCH.mmm|), a comment marker, a shell trace's `+`
 # A last word that makes the name about a secret, not one: api_key_file, hf_token_present, secretKeyRef.
 NOT_SECRET_LAST = frozenset(
     {"file", "path", "dir", "present", "set", "count", "len", "length", "name", "env", "ref", "id", "type", "size"}
@@ -125,7 +127,8 @@ SECRET_LITERALS = (
     "login", "-u", "passw", "account", "?", "&",
 )  # fmt: skip
 NAMED_WORDS = ("token", "key", "secret", "pwd", "pass", "pat", "auth", "sig", "credential")
-NAME_TAIL = re.compile(r"[\w.\-]{0,80}['\"]?[ \t]{0,8}[:=]")
+# One pattern per word, each starting with its literal, so the regex engine's literal scan finds the few hits.
+NAMED_TRIGGERS = tuple(re.compile(w + r"[\w.\-]{0,80}['\"]?[ \t]{0,8}[:=]") for w in NAMED_WORDS)
 TOKEN_LITERALS = (
     "hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-",
     "glft-", "glsoat-", "glcbt-", "xox", "xapp-", "AIza", "nvapi-", "eyJ", "AKIA", "ASIA", "AGPA", "AIDA", "AROA",
@@ -138,6 +141,7 @@ BASE64_BLOB = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/]{12,4096}={0,2}(?!
 # One pass finds every word that may be an address or a host name (a dot or colon in it); Python sorts them.
 NOT_ADDRESS = (
     r"\d{1,20}(?:\.\d{1,20}){0,2}%?|\d{1,20}(?::\d{1,20}){1,4}(?:\.\d{1,9})?"  # 12.3, 08:05:03, 1764576300.123
+    r"|[A-Za-z0-9_\-]{1,80}\.(?:py|sh|c|cc|cpp|cu|h|rs|go):\d{1,6}"  # [loggers.py:259] of every vLLM log line
 )
 ADDRESS = re.compile(
     r"(?<![A-Za-z0-9_.:%\-\\])(?!(?:" + NOT_ADDRESS + r")(?![A-Za-z0-9_:%\-]|\.[A-Za-z0-9]))"
@@ -159,8 +163,11 @@ def name_words(name: str) -> list[str]:
 def is_secret_name(name: str) -> bool:
     """HF_TOKEN, api_key, X-Api-Key, DB_PASS, GITHUB_PAT, MINIO_SECRETKEY, SecretAccessKey: a name whose value
     is a secret (whole words only, so max_tokens or kv_cache_dtype are not)."""
-    if name.lower().replace("-", "_") in SECRET_NAMES:
+    key = name.lower().replace("-", "_")
+    if key in SECRET_NAMES:
         return True
+    if key in ("pwd", "oldpwd"):  # the shell's working directory, not a password
+        return False
     words = name_words(name)
     if not words or words[-1] in NOT_SECRET_LAST:
         return False
@@ -201,7 +208,7 @@ def looks_like_version(before: str) -> bool:
     """Before an IPv4-shaped string, ==, v, `version: "`, `cuda-`: it is a version (torch==2.13.0.1), not an IP."""
     b = before.rstrip(" \t\"':")
     low = b.lower()
-    if low.endswith(("=", "<", ">", "~", "version", "ver")) or before.endswith(("v", "V")):
+    if low.endswith(("==", ">=", "<=", "~=", "!=", "<", ">", "version", "ver")) or before.endswith(("v", "V")):
         return True
     return len(b) >= 2 and b[-1] in "-_" and b[-2].isalpha()
 

@@ -76,6 +76,9 @@ class HostSnapshot:
         for name, value in kwargs.items():
             _check_shape(name, value, known[name])
             _check_numbers(value, name, allowed=UNLIMITED if name == "limits" else ())
+        from tqdeploy.snapshot_types import check_sections
+
+        check_sections(kwargs)
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
         return cls(**kwargs)
 
@@ -111,7 +114,7 @@ class HostSnapshot:
         # a FIFO to look at its magic bytes would block.
         if p.is_file() and is_bundle(p):
             return cls._from_bundle(p)
-        from tqdeploy.safeio import read_bytes
+        from tqdeploy.safeio import FileRefused, read_bytes
 
         if not p.exists():
             raise TQError(
@@ -120,6 +123,12 @@ class HostSnapshot:
         try:
             # The path is the user's own (--snapshot), so a link is followed; a FIFO, device or folder is not.
             data = json.loads(read_bytes(p, SNAPSHOT_LIMIT, "snapshot file", follow_symlinks=True).decode("utf-8"))
+        except FileRefused as exc:
+            why = exc.message.removeprefix(f"snapshot file {p} ")
+            raise TQError(
+                f"snapshot file {p} is not a readable text file ({why})",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            ) from None
         except (UnicodeDecodeError, RecursionError) as exc:
             raise TQError(
                 f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
@@ -175,8 +184,14 @@ def _check_numbers(value: Any, where: str, allowed: tuple[int, ...] = ()) -> Non
 def _build(cls, data: dict[str, Any]):
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
+    from typing import get_type_hints
+
+    from tqdeploy.snapshot_types import check_type
+
     known = {f.name: f for f in fields(cls)}
+    hints = get_type_hints(cls)
     kwargs = {k: v for k, v in data.items() if k in known}
     for name, value in kwargs.items():
         _check_shape(f"gpus[].{name}", value, known[name])
+        check_type(value, hints[name], f"gpus[{data.get('index', '?')}].{name}")
     return cls(**kwargs)

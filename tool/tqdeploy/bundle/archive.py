@@ -68,21 +68,20 @@ def archive_bytes(manifest: dict[str, Any], files: dict[str, bytes], mtime: int)
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
     out = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=mtime) as gz:
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=mtime, compresslevel=6) as gz:
         gz.write(buf.getvalue())
     return out.getvalue()
 
 
 def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """(manifest, {path: bytes}) of a bundle; raises ValueError for anything that is not one."""
-    files: dict[str, bytes] = {}
+    """(manifest, {path: bytes}) of a bundle, bounded (tqdeploy.bundle.unpack); ValueError for anything else."""
+    from tqdeploy.bundle.unpack import Budget, TooLarge, members
+    from tqdeploy.safeio import FileRefused, read_bytes
+
     try:
-        with tarfile.open(path, mode="r:gz") as tar:
-            for member in tar.getmembers():
-                if member.isfile():
-                    fh = tar.extractfile(member)
-                    files[member.name] = fh.read() if fh else b""
-    except (tarfile.TarError, OSError, EOFError) as exc:
+        raw = read_bytes(path, 256 * 1024 * 1024, "bundle", follow_symlinks=True)
+        files = dict(members(raw, Budget())) if raw[:2] == b"\x1f\x8b" else {}
+    except (FileRefused, TooLarge, tarfile.TarError, OSError, EOFError) as exc:
         raise ValueError(f"not a tar.gz archive ({exc})") from None
     if "manifest.json" not in files:
         raise ValueError("no manifest.json in it")

@@ -64,13 +64,13 @@ class BundleResult:
     def render(self, console) -> None:
         for c in self.manifest["collectors"]:
             note = c.get("reason") or c.get("error") or ", ".join(c.get("files", []))
-            console.print(f"  {c['status']:8} {c['name']:11} {c['seconds']:6.2f} s  {note}")
+            console.print(f"  {c['status']:8} {c['name']:11} {c['seconds']:6.2f} s  {note}", markup=False)
         red = ", ".join(f"{k} {v}" for k, v in sorted(self.manifest["redactions"].items())) or "nothing"
-        console.print(f"bundle {self.path} ({self.size} bytes, {self.seconds:.2f} s); redacted: {red}")
+        console.print(f"bundle {self.path} ({self.size} bytes, {self.seconds:.2f} s); redacted: {red}", markup=False)
         if self.mapping_path:
-            console.print(f"placeholder mapping (keep it, do not share it): {self.mapping_path}")
+            console.print(f"placeholder mapping (keep it, do not share it): {self.mapping_path}", markup=False)
         else:
-            console.print("NOT REDACTED (--no-redact): do not attach this bundle anywhere public")
+            console.print("NOT REDACTED (--no-redact): do not attach this bundle anywhere public", markup=False)
 
 
 def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) -> tuple[dict, dict[str, Any]]:

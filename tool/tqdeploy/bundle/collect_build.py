@@ -17,7 +17,7 @@ from tqdeploy.bundle.context import STATE_DIR, Absent, BundleContext, inside
 from tqdeploy.filenames import SPEC_FILE_NAME
 
 LOG_TAIL_BYTES = 2 * 1024 * 1024  # the last 2 MiB of each server log; --logs-since narrows it further
-LOGS_TOTAL_BYTES = 8 * 1024 * 1024  # all logs together: bounds the redaction time (issue 19: <= 5 s)
+LOGS_TOTAL_BYTES = 4 * 1024 * 1024  # all logs together: bounds the redaction time (issue 19: <= 5 s)
 RENDERED_MAX_BYTES = 512 * 1024
 PROFILE_MAX_BYTES = 8 * 1024 * 1024
 PROFILE_WALK_LIMIT = 20000  # files looked at while searching the build for profile.json

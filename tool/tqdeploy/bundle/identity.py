@@ -54,11 +54,12 @@ def people(passwd: Path = PASSWD) -> list[str]:
 
 def host_names() -> list[str]:
     """The short and the full name of this host (the full one only where the resolver answers locally)."""
+    from tqdeploy.safeio import FileRefused, read_bytes
+
     names = {socket.gethostname()}
     try:
-        with open("/etc/hostname", encoding="utf-8") as fh:
-            names.add(fh.read(256).strip())
-    except OSError:
+        names.add(read_bytes(Path("/etc/hostname"), 256, "/etc/hostname", follow_symlinks=True).decode().strip())
+    except (FileRefused, UnicodeDecodeError):
         pass
     return sorted(n for n in names if n and n != "localhost")
 

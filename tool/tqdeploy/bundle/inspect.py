@@ -15,6 +15,7 @@ from typing import Any
 from tqdeploy.bundle.identity import HostIdentity
 
 MAX_FINDINGS_PER_MEMBER = 20
+MAX_BUNDLE_BYTES = 256 * 1024 * 1024  # a bundle is at most 24 MiB of content; anything far larger is not one
 _URL_ENCODED = re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.\-~+]){8,4096}")
 _HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,2048}(?![0-9A-Fa-f])")
 
@@ -49,21 +50,22 @@ class InspectResult:
 
     def render(self, console) -> None:
         m = self.manifest
-        console.print(f"bundle {self.path}: tqdeploy {m.get('tool_version')}, {m.get('created_at')}")
+        console.print(f"bundle {self.path}: tqdeploy {m.get('tool_version')}, {m.get('created_at')}", markup=False)
         for c in m.get("collectors", []):
             console.print(
-                f"  {c.get('status', '?'):8} {c.get('name', '?'):11} {c.get('reason') or c.get('error') or ''}"
+                f"  {c.get('status', '?'):8} {c.get('name', '?'):11} {c.get('reason') or c.get('error') or ''}",
+                markup=False,
             )
         for f in self.files:
             mark = "ok" if f["hash_ok"] else "HASH MISMATCH"
-            console.print(f"  {f['size']:>9}  {f['path']}  {mark}")
+            console.print(f"  {f['size']:>9}  {f['path']}  {mark}", markup=False)
         for f in self.findings:
             console.print(f"  {f['kind']} in {f['member']} line {f['line']}", markup=False)
         for p in self.problems:
             console.print(f"  problem: {p}", markup=False)
         verdict = "looks clean" if self.exit_code == 0 else "CHECK BEFORE SHARING"
         red = "redacted" if m.get("redacted") else "NOT REDACTED"
-        console.print(f"{len(self.files)} file(s), {red}; second scan: {verdict}")
+        console.print(f"{len(self.files)} file(s), {red}; second scan: {verdict}", markup=False)
 
 
 def _views(text: str) -> list[tuple[str, str]]:
@@ -137,10 +139,14 @@ def inspect_bundle(path: Path, identity: HostIdentity | None = None) -> InspectR
     from tqdeploy.bundle.identity import this_host
     from tqdeploy.bundle.unpack import Budget, TooLarge, members, walk
     from tqdeploy.errors import TQError
+    from tqdeploy.safeio import FileRefused, read_bytes
 
     if not path.is_file():
         raise TQError(f"bundle {path} does not exist or is not a file", "pass a file written by `tqdeploy bundle`")
-    raw = path.read_bytes()
+    try:
+        raw = read_bytes(path, MAX_BUNDLE_BYTES, "bundle", follow_symlinks=True)
+    except FileRefused as exc:
+        raise TQError(str(exc), "pass a file written by `tqdeploy bundle` (at most 256 MiB)") from None
     budget = Budget()
     try:
         top = dict(members(raw, budget)) if raw[:2] == b"\x1f\x8b" else {}

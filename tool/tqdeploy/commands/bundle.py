@@ -21,11 +21,17 @@ def bundle(
         None, "--logs-since", help="Only server log lines of the last DURATION, e.g. 30m, 2h, 1d."
     ),
     keyword: list[str] = typer.Option(
-        [], "--keyword", help="A word to replace wherever it appears (a project or customer name); repeatable."
+        [],
+        "--keyword",
+        metavar="WORD",
+        help="A word to replace wherever it appears (a project or customer name); repeatable.",
     ),
     keyword_file: Path | None = typer.Option(None, "--keyword-file", help="File of such words, one per line."),
     domain: list[str] = typer.Option(
-        [], "--domain", help="A domain whose host names are replaced too (beside this host's); repeatable."
+        [],
+        "--domain",
+        metavar="DOMAIN",
+        help="A domain whose host names are replaced too (beside this host's); repeatable.",
     ),
     no_redact: bool = typer.Option(False, "--no-redact", help="Keep secrets and host names (never share the result)."),
     inspect: Path | None = typer.Option(

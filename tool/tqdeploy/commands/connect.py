@@ -13,7 +13,9 @@ ORDER = 60
 
 def connect(
     client: str = typer.Argument(..., help="openai, claude-code or comfyui."),
-    build_dir: Path = typer.Argument(Path("."), help="The directory `tqdeploy build --out` wrote (default: .)."),
+    build_dir: Path = typer.Argument(
+        Path("build"), help="The directory `tqdeploy build --out` wrote (default: build, as for up, status and down)."
+    ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="The address clients use, e.g. http://10.0.0.5:8000 (default: from the build)."
     ),

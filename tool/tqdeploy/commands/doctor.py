@@ -18,7 +18,7 @@ def doctor(
         None, "--snapshot-out", help="Write the raw host snapshot (JSON) to a new file (see --force)."
     ),
     force: bool = typer.Option(False, "--force", help="Let --snapshot-out replace an existing file (atomically)."),
-    fail_on: str = typer.Option("error", "--fail-on", help="Exit 1 on findings at or above: error | warn."),
+    fail_on: str = options.fail_on(),
     vllm_version: str | None = options.vllm_version(),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
     model: str | None = options.model("Also audit a checkpoint"),

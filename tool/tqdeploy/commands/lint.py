@@ -21,6 +21,7 @@ def lint(
     file: Path | None = options.script_file("Lint the vLLM command in a shell script."),
     fix: bool = typer.Option(False, "--fix", help="Print only the corrected command (secrets stay redacted)."),
     as_json: bool = options.as_json("tqdeploy.lint/1"),
+    fail_on: str = options.fail_on(),
     vllm_version: str | None = options.vllm_version(default="the image tag's, else tqdeploy's pinned release"),
     model: str | None = options.model("Checkpoint for TP / max-model-len / TurboQuant rules"),
     snapshot: Path | None = options.snapshot("for GPU rules"),
@@ -32,7 +33,7 @@ def lint(
         help="Also parse with vLLM's own parser (default: when the pinned vLLM is importable).",
     ),
 ) -> int:
-    """Find invalid flags, false advice and risky settings; exit 1 when any finding is an error."""
+    """Find invalid flags, false advice and risky settings; exit 1 when a finding is an error (see --fail-on)."""
     from tqdeploy.errors import TQError
 
     if snapshot is not None and gpu is not None:
@@ -52,7 +53,9 @@ def lint(
         from tqdeploy.output import emit
 
         emit(report, as_json)
-    return 1 if report.errors else 0
+    from tqdeploy.findings import exit_code_for
+
+    return exit_code_for(report.findings, fail_on)
 
 
 def _host(snapshot: Path | None, gpu: str | None, count: int):

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
+from tqdeploy.commands import options
+
 ORDER = 62
+SCHEMA = "tqdeploy.logs/1"
 
 
 def logs(
@@ -14,15 +18,28 @@ def logs(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines while the server runs."),
     since: str | None = typer.Option(None, "--since", help="Only lines since: 30s, 5m, 2h, or an epoch time."),
     stamps: bool = typer.Option(False, "--stamps", help="Prefix each line with the time tqdeploy read it (UTC)."),
+    as_json: bool = options.as_json(
+        SCHEMA, what="each line", note='one object a line: {"schema", "time" (epoch s or null), "line"}'
+    ),
 ) -> int:
     """Print the server log of BUILD_DIR's current (or last) run; earlier runs stay in .tqdeploy/logs/."""
     import sys
 
-    from tqdeploy.runtime.logs import parse_since, read_lines
+    from tqdeploy.runtime.logs import parse_since, read_lines, read_records
 
     start = parse_since(since) if since else None
+    lines: Iterator[str]
+    if as_json:
+        import json
+
+        lines = (
+            json.dumps({"schema": SCHEMA, "time": when, "line": text})
+            for when, text in read_records(build_dir, start, follow)
+        )
+    else:
+        lines = read_lines(build_dir, start, stamps, follow)
     try:
-        for line in read_lines(build_dir, start, stamps, follow):
+        for line in lines:
             sys.stdout.write(line + "\n")
             if follow:
                 sys.stdout.flush()

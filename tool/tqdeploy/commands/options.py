@@ -72,3 +72,23 @@ def check_seconds(flag: str, value: float | None, *, most: float = WEEK_S, examp
             f"{flag} {value:g} is not a number of seconds above 0 and at most {most:.0f}",
             f"pass {flag} in seconds, e.g. {flag} {example}",
         )
+
+
+FAIL_ON = ("error", "warn")
+
+
+def _check_fail_on(value: str) -> str:
+    if value not in FAIL_ON:
+        from tqdeploy.suggest import use_hint
+
+        err = typer.BadParameter(f"{value!r} is not one of {', '.join(FAIL_ON)}")
+        err.remediation = use_hint(value, FAIL_ON)  # type: ignore[attr-defined]  # clihelp.usage_error shows it
+        raise err
+    return value
+
+
+def fail_on(what: str = "findings") -> Any:
+    """--fail-on: the lowest severity that makes the exit code 1 (doctor, lint)."""
+    return typer.Option(
+        "error", "--fail-on", callback=_check_fail_on, help=f"Exit 1 on {what} at or above: error | warn."
+    )

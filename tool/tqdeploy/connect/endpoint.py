@@ -147,5 +147,9 @@ def resolve_endpoint(
     if not served:
         raise TQError("the deployment names no served model", "set model.served_name in the spec, or pass --model")
     key_path = api_key_file.expanduser().resolve() if api_key_file else _key_path(key, build_dir.resolve())
-    assert root is not None
+    if root is None:  # a state without base_url and no spec copy beside it
+        raise TQError(
+            f"{build_dir} names no address for the deployment (state.json has no base_url, and no {SPEC_NAME})",
+            "pass --base-url URL, or run `tqdeploy up` again",
+        )
     return Endpoint(root, served, key_path, source)

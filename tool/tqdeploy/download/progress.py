@@ -1,4 +1,5 @@
-"""Progress bars on stderr (rich), shown only to a person: off for --json and when stderr is no TTY.
+"""Progress on stderr: rich bars on a terminal; without one (nohup, CI, a pipe) one line at every tenth of
+the way and at least every 30 s, so a long download is never silent; off for --json.
 
 Messages (mirror fallbacks, retries, re-downloads) go through the same object so they print above
 the bars instead of through them.
@@ -7,13 +8,18 @@ the bars instead of through them.
 from __future__ import annotations
 
 import sys
+import threading
+import time
 from collections.abc import Callable
+
+LINE_EVERY_S = 30.0  # without a terminal: a line at least this often while bytes arrive
 
 
 class Bars:
     def __init__(self, enabled: bool, on_event: Callable[[str], None] | None = None):
         self._on_event = on_event
         self._progress = None
+        self._lines = enabled and not sys.stderr.isatty()
         if enabled and sys.stderr.isatty():
             from rich.progress import (
                 BarColumn,
@@ -47,6 +53,8 @@ class Bars:
 
     def bar(self, description: str, total: int) -> Callable[[int], None]:
         """A bar advanced by the returned function (thread-safe); a no-op without a TTY."""
+        if self._lines and total > 0:
+            return _LineProgress(description, total)
         if self._progress is None or total <= 0:
             return lambda n: None
         task = self._progress.add_task(description, total=total)
@@ -60,6 +68,31 @@ class Bars:
             self._progress.console.print(f"tqdeploy: {message}", highlight=False, markup=False)
         else:
             print(f"tqdeploy: {message}", file=sys.stderr, flush=True)
+
+
+class _LineProgress:
+    """Plain progress lines on stderr (thread-safe): at each tenth of the total, and every LINE_EVERY_S."""
+
+    def __init__(self, description: str, total: int):
+        self.description, self.total, self.done = description, total, 0
+        self._lock = threading.Lock()
+        self._tenth = 0
+        self._last = time.monotonic()
+
+    def __call__(self, n: int) -> None:
+        with self._lock:
+            self.done = min(self.total, self.done + n)
+            tenth = self.done * 10 // self.total
+            now = time.monotonic()
+            if tenth > self._tenth or now - self._last >= LINE_EVERY_S:
+                self._tenth, self._last = tenth, now
+                mb = 1_000_000
+                print(
+                    f"tqdeploy: {self.description}: {self.done / mb:.1f} of {self.total / mb:.1f} MB "
+                    f"({100 * self.done // self.total}%)",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 def say(console, text: str) -> None:

@@ -32,6 +32,7 @@ class VerifyReport:
     remote_checked: bool
     remote_note: str
     events: list[str] = field(default_factory=list)
+    mirrors: list[str] = field(default_factory=list)  # what the repair command fetches from (--mirror, else recorded)
 
     @property
     def bad(self) -> list[FileCheck]:
@@ -62,11 +63,19 @@ class VerifyReport:
         if self.ok:
             say(console, f"OK: every file matches its sha256 ({m.total_bytes / 1e9:.2f} GB)")
         else:
-            say(
-                console,
-                f"{len(self.bad)} bad file(s); `tqdeploy download {m.repo}@{m.commit} --to {self.dest}`"
-                " fetches only those again",
-            )
+            say(console, f"{len(self.bad)} bad file(s); `{self.repair_command}` fetches only those again")
+
+    @property
+    def repair_command(self) -> str:
+        """The download that fetches the bad files again, from the mirrors this copy came from (or the ones
+        --verify was given): without them it would try the default endpoint, which may be unreachable."""
+        import shlex
+
+        from tqdeploy.download.urls import shown_url
+
+        m = self.manifest
+        mirrors = "".join(f" --mirror {shlex.quote(shown_url(u))}" for u in self.mirrors)
+        return f"tqdeploy download {m.repo}@{m.commit}{mirrors} --to {shlex.quote(str(self.dest))}"
 
 
 def verify_dir(
@@ -110,7 +119,8 @@ def verify_dir(
         else:
             checks.append(FileCheck(f.path, "ok"))
     remote_checked, note = _against_remote(manifest, checks, mirrors, resolve_token(token) or False, events)
-    return VerifyReport(dest, manifest, checks, remote_checked, note, events)
+    recorded = sorted({f.endpoint for f in manifest.files if f.endpoint and f.endpoint != LOCAL})
+    return VerifyReport(dest, manifest, checks, remote_checked, note, events, mirrors or recorded)
 
 
 def _against_remote(manifest: Manifest, checks: list[FileCheck], mirrors, token, events) -> tuple[bool, str]:

@@ -12,6 +12,8 @@ TurboQuant, exposure, docker, model (via tqdeploy.model.compat), vLLM's own pars
 
 from __future__ import annotations
 
+import re
+
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.report import LintReport, apply_edits, lint_finding
 
@@ -90,6 +92,7 @@ def _lint(
     if inv.kind in VLLM_KINDS:
         ctx.parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, ctx.schema, variables)
     findings = run_rules(ctx)
+    _no_repeated_options(findings, ctx)
     fixed = apply_edits(inv.argv, [f.edit for f in findings if f.edit is not None])
     return LintReport(
         vllm_version=ctx.schema.version,
@@ -143,6 +146,30 @@ def lint_command(
     return report
 
 
+def _no_repeated_options(findings, ctx) -> None:
+    """A fix that would add an option the command already sets elsewhere (`--quantization turboquant
+    --kv-cache-dtype fp8`: the advice's fix is `--kv-cache-dtype turboquant_4bit_nc`) would give it twice, the
+    last one winning silently: the fix then only drops the wrong part, and says which setting stays."""
+    from dataclasses import replace
+
+    for f in findings:
+        edit = f.edit
+        if edit is None or not edit.tokens or not edit.tokens[0].startswith("--"):
+            continue
+        opt = ctx.schema.lookup(edit.tokens[0].split("=", 1)[0])
+        kept = [
+            o
+            for o in ctx.parsed.occurrences
+            if opt is not None
+            and o.option.dest == opt.dest
+            and not edit.start <= o.start < max(edit.end, edit.start + 1)
+        ]
+        if kept:
+            setting = f"{kept[-1].name} {kept[-1].value}" if kept[-1].value is not None else kept[-1].name
+            f.edit = replace(edit, tokens=())
+            f.remediation += f" (the command already sets {setting}: --fix only drops {f.location or 'this'})"
+
+
 def lint_source(argv: list[str] | None = None, file=None, **options) -> LintReport:
     """Lint a command given as argv or the vLLM command in a script file (exactly one of them)."""
     from pathlib import Path
@@ -157,6 +184,9 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
             "nothing to lint", "tqdeploy lint -- vllm serve MODEL --flag ...  or  tqdeploy lint --file serve.sh"
         )
     if file is None:
+        snippet = python_c_snippet(argv)
+        if snippet is not None:  # `python3 -c 'from vllm import LLM; ...'`: the code, as --file x.py reads it
+            return lint_python(snippet, name="the -c code", **options)
         return lint_command(argv, **options)
     text = read_script(Path(file))
     if options.get("vllm_version") is None:
@@ -184,6 +214,24 @@ def build_lock_vllm_version(script) -> str | None:
     except (FileRefused, ValueError, AttributeError):
         return None
     return version if isinstance(version, str) and re.fullmatch(r"\d+\.\d+\.\d+", version) else None
+
+
+_PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
+
+
+def python_c_snippet(argv: list[str]) -> str | None:
+    """The code of `python[3] -c CODE ...` (interpreter options before -c allowed), else None. A module run
+    (`python -m vllm.entrypoints...`) is a command, not a snippet."""
+    if not argv or not _PYTHON.match(argv[0]):
+        return None
+    for i, arg in enumerate(argv[1:], 1):
+        if arg == "-c":
+            return argv[i + 1] if i + 1 < len(argv) else None
+        if arg.startswith("-c") and len(arg) > 2:
+            return arg[2:]
+        if not arg.startswith("-") or arg == "-m":
+            return None
+    return None
 
 
 def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:

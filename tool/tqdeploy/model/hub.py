@@ -66,8 +66,34 @@ def _unreachable(repo: str, rev: str, exc: BaseException) -> TQError:
     )
 
 
+CONNECT_TIMEOUT_S = 5.0
+_PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy")
+
+
+def check_reachable(repo: str, rev: str, endpoint: str) -> None:
+    """One TCP connect to the endpoint, bounded, before huggingface_hub: without a network its retries
+    (1, 2, 4, 8, 8 s) print about 24 s of warnings before the same error. Skipped behind a proxy (the
+    endpoint itself may be unreachable directly) and with HF_HUB_OFFLINE (the hub answers that at once)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if any(os.environ.get(v) for v in _PROXY_VARS) or os.environ.get("HF_HUB_OFFLINE", "") not in ("", "0"):
+        return
+    url = urlsplit(endpoint)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        socket.create_connection((url.hostname or "", port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise TQError(
+            f"cannot fetch {repo}@{rev}: {_shown_endpoint()} is unreachable ({reason})",
+            "download the checkpoint and pass its folder, or set HF_ENDPOINT to a reachable mirror",
+        ) from None
+
+
 def fetch_config(repo: str, rev: str) -> dict[str, Any]:
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
+    check_reachable(repo, rev, endpoint)
     from huggingface_hub import hf_hub_download
     from huggingface_hub.utils import disable_progress_bars
 

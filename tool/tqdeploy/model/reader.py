@@ -56,7 +56,7 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     facts.rope_scaling = rope if isinstance(rope, dict) else None
     dtype = cfg.get("torch_dtype") or cfg.get("dtype") or config.get("torch_dtype") or config.get("dtype")
-    facts.dtype = str(dtype).replace("torch.", "") if dtype else None
+    facts.dtype = _checked_dtype(dtype, config_path) if dtype else None
     facts.quantization = _quantization(cfg) or _quantization(config)
     facts.moe = _moe(cfg)
     facts.mtp_layers = _int(cfg, "mtp_num_hidden_layers", "num_nextn_predict_layers") or 0
@@ -151,6 +151,23 @@ _STRICT = (
     "qk_nope_head_dim",
     "v_head_dim",
 )
+
+
+def _checked_dtype(value: Any, config_path: str) -> str:
+    """torch_dtype as a name the sizing knows ("bfloat16", "torch.float16", ...), or one line naming the key."""
+    from tqdeploy.model.facts import dtype_size
+
+    name = value.replace("torch.", "") if isinstance(value, str) else None
+    try:
+        if name is None:
+            raise ValueError(value)
+        dtype_size(name)
+    except ValueError:
+        raise TQError(
+            f"{config_path}: torch_dtype = {repr(value)[:40]} is not a dtype (bfloat16, float16, float32, ...)",
+            "restore the checkpoint's original config.json",
+        ) from None
+    return name
 
 
 def check_numbers(cfg: dict[str, Any], config_path: str) -> None:

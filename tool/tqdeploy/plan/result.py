@@ -120,7 +120,14 @@ class Plan:
             console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {p.title}\n  fix: {p.remediation}")
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
-        if self.recommended:
+        blocked = [p for p in map(as_finding, self.problems) if p.severity is Severity.ERROR]
+        if self.recommended and blocked:  # vLLM would not start as planned: no recommendation to act on yet
+            console.print(
+                f"[bold red]no recommendation[/]: fix the error{'s' if len(blocked) > 1 else ''} above "
+                f"({', '.join(dict.fromkeys(p.id for p in blocked))}) first; then the plan would pick "
+                f"--kv-cache-dtype {self.recommended}"
+            )
+        elif self.recommended:
             console.print(
                 f"recommended: [bold green]--kv-cache-dtype {self.recommended}[/] - {self.recommendation_reason}"
             )

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 _NOTE_MIN = 10  # "warn TQ205" stays in its row at any width
 
 
-def _cells(plan: Plan, row) -> tuple[list[str], str]:
+def _cells(row) -> tuple[list[str], str]:
     from tqdeploy.plan.result import as_finding, flagged
 
     if row.status == "not_applicable":
@@ -32,7 +32,7 @@ def render_rows(console, plan: Plan) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    rows = [(r, *_cells(plan, r)) for r in plan.rows]
+    rows = [(r, *_cells(r)) for r in plan.rows]
     headers = ["kv-cache-dtype", "bytes/\ntoken", "KV tokens", f"seqs @\n{plan.max_model_len:,}", "fixed/\nseq"]
     widths = [
         max([len(r.kv_cache_dtype) for r in plan.rows] + [len(headers[0])]),

@@ -25,11 +25,19 @@ class Inputs:
     build_dir: Path | None = None  # the build the log is of, for the failed-start finding's remedy
 
 
+LOG_TAIL = 64 << 20  # a start's log is a few MiB; a larger file is read from its last 64 MiB
+
+
 def _read_log(path: Path) -> str:
+    """The log, bounded (its tail) and refused when it is a FIFO, device or folder (safeio): the path is the
+    user's own (--log) or the build's, so a link is followed."""
+    from tqdeploy.safeio import read_bytes
+
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise TQError(f"--log {path}: cannot read it ({exc.strerror})", "pass the path of a vLLM log file") from None
+        raw = read_bytes(path, LOG_TAIL, "--log", tail=True, follow_symlinks=True)
+    except TQError as err:
+        raise TQError(err.message, "pass the path of a vLLM log file") from None
+    return raw.decode("utf-8", errors="replace")
 
 
 def _facts(model: str | None, log_text: str):

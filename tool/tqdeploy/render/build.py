@@ -313,6 +313,8 @@ def run_build(
     result.api_key_file = ensure_key_file(spec, out)  # after the build: its folder exists and is checked
     if image:
         result.image = _image(spec, out, progress)
+        if not result.image.get("id"):  # asked for an image and none was built: not a success (the files are)
+            result.exit_code = EXIT_FINDINGS
     return result
 
 

@@ -31,9 +31,13 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 def format_line(line: str, stamps: bool) -> tuple[float | None, str]:
     when, text = split(line)
-    if stamps and when is not None:
-        text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int(when % 1 * 1000):03d}Z {text}"
-    return when, text
+    return when, _stamped(when, text) if stamps else text
+
+
+def _stamped(when: float | None, text: str) -> str:
+    if when is None:
+        return text
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(when)) + f".{int(when % 1 * 1000):03d}Z {text}"
 
 
 LOG_LIMIT = 64 << 20  # `logs` prints at most the last 64 MiB of a run's log
@@ -56,6 +60,14 @@ def open_log(build_dir: Path) -> BinaryIO:
 def read_lines(
     build_dir: Path, since: float | None, stamps: bool, follow: bool, sleep: Callable[[float], None] = time.sleep
 ) -> Iterator[str]:
+    for when, text in read_records(build_dir, since, follow, sleep):
+        yield _stamped(when, text) if stamps else text
+
+
+def read_records(
+    build_dir: Path, since: float | None, follow: bool, sleep: Callable[[float], None] = time.sleep
+) -> Iterator[tuple[float | None, str]]:
+    """(the time tqdeploy read the line or None, the line as vLLM printed it), for `logs` and `logs --json`."""
     with open_log(build_dir) as f:
         size = os.fstat(f.fileno()).st_size
         if size > LOG_LIMIT:
@@ -70,23 +82,23 @@ def read_lines(
                 chunk = f.readline(LINE_LIMIT if follow else max(1, min(LINE_LIMIT, end - f.tell())))
             pending += chunk
             if pending.endswith(b"\n") or len(pending) >= LINE_LIMIT:
-                yield from _shown(pending, since, stamps)
+                yield from _record(pending, since)
                 pending = b""
                 continue
             if chunk and not follow:
                 continue
             if not follow or not _live(build_dir):
-                yield from _shown(pending, since, stamps)  # a last line without its newline is still a line
+                yield from _record(pending, since)  # a last line without its newline is still a line
                 return
             sleep(0.5)  # a partial line stays in pending until its newline arrives
 
 
-def _shown(raw: bytes, since: float | None, stamps: bool) -> Iterator[str]:
+def _record(raw: bytes, since: float | None) -> Iterator[tuple[float | None, str]]:
     if not raw:
         return
-    when, text = format_line(raw.decode("utf-8", errors="replace"), stamps)
+    when, text = split(raw.decode("utf-8", errors="replace"))
     if since is None or when is None or when >= since:
-        yield text
+        yield when, text
 
 
 def _live(build_dir: Path) -> bool:

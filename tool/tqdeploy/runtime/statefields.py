@@ -102,7 +102,7 @@ def _text(value: Any, ctx: dict[str, Any]) -> str:
 
 def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
     def check(value: Any, ctx: dict[str, Any]) -> str:
-        if value not in options:
+        if not isinstance(value, str) or value not in options:
             raise BadField("must be one of " + ", ".join(sorted(options)))
         return str(value)
 
@@ -122,12 +122,13 @@ def host(value: Any, ctx: dict[str, Any] | None = None) -> str:
     """An IP address or a DNS name, as server.host holds it."""
     if isinstance(value, str) and value in ("", "::", "0.0.0.0"):
         return value
+    name = text(value, 253)
     try:
-        ipaddress.ip_address(text(value, 253))
+        ipaddress.ip_address(name)
     except ValueError:
-        if not _HOSTNAME.match(value):
+        if not _HOSTNAME.match(name):
             raise BadField("must be an IP address or a host name") from None
-    return str(value)
+    return name
 
 
 def _local_names(bound: str) -> set[str]:
@@ -216,14 +217,24 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 }
 
 
+def _foreign(data: dict[str, Any], build_dir: Path) -> bool:
+    """The state records another folder's marker: a `cp -a` copy of a build. Its own fields are still
+    checked, its paths left out, and `down`/`status` say what was found (TQ425) instead of calling it corrupt."""
+    from tqdeploy.runtime.state import deployment_marker
+
+    recorded = data.get("marker")
+    return isinstance(recorded, str) and recorded != deployment_marker(build_dir)
+
+
 def validated(data: dict[str, Any], build_dir: Path) -> dict[str, Any]:
     """Only known fields, each checked (null stays None, an absent field stays absent); BadField names the
     first bad one."""
     ctx = {"build_dir": Path(build_dir).resolve(), "host": data.get("host")}
+    foreign = _foreign(data, build_dir)
     out: dict[str, Any] = {}
     for name, check in CHECKS.items():
-        if name not in data:
-            continue
+        if name not in data or (foreign and check is _inside_build):
+            continue  # a copied state's paths name the folder it was copied from: never this one's to use
         value = data[name]
         if value is None:
             out[name] = None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tqdeploy.output import render_findings
 
 
@@ -32,18 +34,19 @@ def render_down(console, result) -> None:
     r = result.report
     if result.status == "stopped" and r is not None:
         forced = f", {len(r.killed)} needed SIGKILL" if r.killed else ""
-        console.print(f"stopped {len(r.found)} process(es) in {r.seconds:.1f} s{forced}; nothing left: {not r.left}")
+        left = "nothing left" if not r.left else f"{len(r.left)} process(es) still running"
+        console.print(f"stopped {len(r.found)} process(es) in {r.seconds:.1f} s{forced}; {left}")
     else:
         console.print(f"{result.build_dir}: nothing running")
     if r is not None and r.port_free is not None:
-        console.print(f"port free: {r.port_free}")
+        console.print("port: free" if r.port_free else "port: still in use")
     if r is not None and r.gpus:
         for g in r.gpus:
             console.print(f"GPU {g['index']}: {g['used_mib']} / {g['total_mib']} MiB used")
     problems = _problems(result.findings)
     if problems:
         render_findings(console, problems, title="tqdeploy down", show_ok=False)
-    if result.log_path:
+    if result.log_path and Path(result.log_path).exists():  # a never-started build has no log to point at
         console.print(f"logs kept: {result.log_path}")
 
 
