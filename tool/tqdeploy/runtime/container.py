@@ -178,7 +178,7 @@ def container_facts(container_id: str) -> dict[str, Any] | None:
         return None
     return {
         "status": c.status,
-        "pid": c.attrs["State"].get("Pid"),
+        "pid": c.attrs["State"].get("Pid") or None,  # Docker says 0 once the container has exited
         "health": (c.attrs["State"].get("Health") or {}).get("Status"),
     }
 
