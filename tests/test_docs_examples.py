@@ -53,14 +53,18 @@ def fenced_examples(doc: Path) -> list[tuple[str, str]]:
     return out
 
 
+# placeholders for an option's value that must parse as one: a count, seconds, a duration (`--logs-since 5m`)
+VALUE_PLACEHOLDERS = {"N": "1", "SECONDS": "1", "DURATION": "5m"}
+
+
 def variants(line: str) -> list[list[str]]:
     """The argv of an example; a synopsis gives its shortest and its longest form."""
-    line = re.sub(r"\s+\.\.\.(?=\s|\]|$)", "", line.replace("...]", "]"))
+    line = re.sub(r"\s+\.\.\.(?=\s|\]|$)", "", line.replace("...]", "]").replace("]...", "]"))
     shortest = re.sub(r"\s*\[[^\[\]]*\]", "", line)
     longest = re.sub(r"\[([^\[\]]*)\]", r"\1", line)
     forms = []
     for form in dict.fromkeys((shortest, longest)):
-        argv = ["1" if a == "N" else a for a in shlex.split(form)[1:]]  # N: a number placeholder
+        argv = [VALUE_PLACEHOLDERS.get(a, a) for a in shlex.split(form)[1:]]
         forms.append([a.split("|")[0] if "|" in a and not a.startswith("-") else a.split("/--no-")[0] for a in argv])
     return forms
 
