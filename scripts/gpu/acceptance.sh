@@ -57,6 +57,8 @@ collect() {  # what this phase has, into OUT (small files only: no weights, logs
   for p in profile-url profile-warm; do
     [ -d "$work/$p" ] && mkdir -p "$out/$p" && cp "$work/$p"/profile.* "$out/$p/" 2>/dev/null
   done
+  local log="$work/$build/.tqdeploy/logs/server.log"
+  [ -f "$log" ] && tail -c 300000 "$log" > "$out/server-log-tail.txt"
   [ -f "$work/up.json" ] && summary > /dev/null 2>&1
   true
 }
