@@ -214,7 +214,7 @@ def test_check_passes_on_a_fresh_build_and_names_drifted_files(run_cli, tmp_path
     out = tmp_path / "build"
     run_cli("build", "--out", str(out))
     code, stdout, _ = run_cli("build", "--check", str(out))
-    assert code == 0 and "all 13 files match" in stdout
+    assert code == 0 and "all 16 files match" in stdout  # + warmup.sh, launch_vllm.py, k8s/warmup-job.yaml
     with open(out / "serve.sh", "a") as fh:
         fh.write("echo tampered\n")
     (out / "k8s" / "service.yaml").unlink()
@@ -258,6 +258,8 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
         "k8s/deployment.yaml",
         "k8s/pvc.yaml",
         "k8s/service.yaml",
+        "k8s/warmup-job.yaml",
+        "launch_vllm.py",
     ]
     assert (out / "models" / "weights.bin").read_bytes() == b"operator data"
     assert (out / "k8s" / "my-extra.yaml").exists()

@@ -114,7 +114,7 @@ def test_kubernetes_manifests_validate_offline(builds):
         env={**os.environ, **OFFLINE},
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count("passed") == 4  # deployment, service, two PVCs
+    assert res.stdout.count("passed") == 5  # deployment, service, two PVCs, the warm-up Job
 
 
 def test_leaderworkerset_pod_templates_validate(builds):

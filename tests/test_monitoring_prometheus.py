@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from support.vllm_server import free_port, start_server, stop_server, tiny_model_dir, vllm_available
+from tqdeploy.net import Client
 from tqdeploy.profile.load import stream_one
 
 pytestmark = pytest.mark.vllm
@@ -113,7 +114,7 @@ def test_every_dashboard_expression_returns_data(demo_build, demo_server, promet
     needed = _scrapes(base) + 3
     while _scrapes(base) < needed:
         assert time.monotonic() < deadline, (work / "prometheus.log").read_text()[-2000:]
-        result = stream_one(server.base_url, served, [11, 12, 13, 14, 15, 16], 8)
+        result = stream_one(Client(server.base_url), served, [11, 12, 13, 14, 15, 16], 8)
         assert result["error"] is None, result
         time.sleep(1)
     up = _get(base + "/api/v1/query?query=up")["data"]["result"]

@@ -17,6 +17,8 @@
 #                               still starting: call it again, it waits for the same start      (~7 min)
 #   acceptance.sh OUT measure   status, connect --check, profile --url --load, bundle, down        (~2 min)
 #   acceptance.sh OUT warm      profile BUILD --start warm --load, then the summary               (~3 min)
+#   acceptance.sh OUT recreated a new API key, then up with an empty HOME and TMPDIR (issue 18: every cache on the
+#                               volume, the key on no file of it, the compile cache still hit)   (~2 min)
 #   acceptance.sh OUT summary   the summary alone (also on a checkout, from a copied WORK)
 #   acceptance.sh OUT doc       on the checkout: the summary under OUT into docs/gpu-acceptance.md (date + commit)
 # Every phase copies what it has (steps, JSON, the summary so far) into OUT, so each device call brings it back.
@@ -212,13 +214,35 @@ phase_warm() {
   summary
 }
 
+phase_recreated() {  # issue 18 on the same build: rotate the key, then start as a recreated container would
+  local home="$work/home-empty" tmp="$work/tmp-empty" key="$build/secrets/vllm-api-key" old t0 rc log
+  rm -rf "$home" "$tmp" && mkdir -p "$home" "$tmp"
+  old=$(cat "$work/$key")
+  grep -rlF -- "$old" "$work/$build/.tqdeploy/cache" > "$work/key-files-on-volume-before.txt" 2>/dev/null
+  python3 -c 'import secrets, sys; open(sys.argv[1], "w").write(secrets.token_urlsafe(32) + "\n")' "$work/$key"
+  t0=$(date +%s.%N)
+  (cd "$work" && HOME="$home" TMPDIR="$tmp" python3 -m tqdeploy up "$build" --python python3 --json --timeout 500 \
+    > up-recreated.json 2> up-recreated.err)
+  rc=$?
+  record up-recreated "$rc" "$t0" "$(date +%s.%N)"
+  log=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["log_path"])' "$work/up-recreated.json")
+  grep -E "torch.compile take|Directly load|Compiling a graph|autotun|Graph capturing finished|init engine" "$log" \
+    | cut -d'|' -f2- | cut -c1-220 > "$work/recreated-log-lines.txt"
+  (cd "$work" && python3 -m tqdeploy down "$build" --json > down-recreated.json 2>&1)
+  grep -rlF -- "$old" "$work/$build/.tqdeploy/cache" > "$work/old-key-files-on-volume.txt" 2>/dev/null
+  grep -rlF -- "$(cat "$work/$key")" "$work/$build/.tqdeploy/cache" > "$work/new-key-files-on-volume.txt" 2>/dev/null
+  (cd "$home" && find . -type f | head -50; cd "$tmp" && find . -type f | head -50) > "$work/recreated-home-tmp-files.txt"
+  du -sh "$work/$build/.tqdeploy/cache"/* > "$work/cache-volume-du.txt" 2>&1
+  return "$rc"
+}
+
 phase_doc() {  # on the checkout, after the device run: OUT holds summary.md (the files the device sent back)
   python3 "$repo/scripts/gpu/acceptance_summary.py" --doc "$out" "$repo/docs/gpu-acceptance.md" \
     --commit "$(git -C "$repo" rev-parse --short HEAD)"
 }
 
 case $phase in
-  prepare | cold | measure | warm)
+  prepare | cold | measure | warm | recreated)
     mkdir -p "$work/steps"
     "phase_$phase"
     rc=$?

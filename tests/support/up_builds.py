@@ -94,11 +94,15 @@ def tq(
 
 
 def live_members(build: Path, pgid: int | None = None) -> list[tuple[int, str]]:
-    """(pid, comm) of every live process in the group or carrying the deployment's marker."""
-    from tqdeploy.runtime.procs import deployment_procs
+    """(pid, comm) of every live process carrying the deployment's marker or in a group it leads, and of
+    the recorded group `pgid` (by /proc, whatever the marker says: a test's check that nothing is left)."""
+    from tqdeploy.runtime.procs import deployment_procs, live_procs
     from tqdeploy.runtime.state import deployment_marker
 
-    return [(p.pid, p.title) for p in deployment_procs(deployment_marker(build), pgid, str(build.resolve()))]
+    found = {p.pid: p.title for p in deployment_procs(deployment_marker(build))}
+    if pgid and pgid > 1:
+        found |= {p.pid: p.title for p in live_procs() if p.pgid == pgid and p.pid != os.getpid()}
+    return sorted(found.items())
 
 
 def port_listening(port: int) -> bool:

@@ -44,14 +44,15 @@ def default_dest(repo: str) -> Path:
 def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
     import re
 
+    from tqdeploy.idents import check_no_control, check_revision
+
+    fix = "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main"
+    check_no_control("REPO[@REV]", ref, fix)  # before strip(): a trailing newline is refused, not trimmed
     repo, rev = split_ref(ref)
-    if not re.match(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$", repo):  # the repo ids plan accepts (model/hub.py)
+    if not re.match(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+\Z", repo):  # the repo ids plan accepts (model/hub.py)
         raise TQError(f"{ref[:200]!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
-    if rev is not None and ("@" in rev or len(rev) > 255 or any(c.isspace() or ord(c) < 32 for c in rev)):
-        raise TQError(
-            f"revision {rev[:200]!r} of {ref[:200]!r} is not a branch, tag or commit",
-            "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main",
-        )
+    if rev is not None:
+        check_revision(rev, ref, fix)
     if rev is None and lock is not None:  # the build's revision, not main, unless one is named
         from tqdeploy.download.buildlock import open_build_lock
 

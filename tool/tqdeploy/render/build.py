@@ -93,6 +93,7 @@ class CheckResult:
     build_dir: str
     drift: dict[str, list[str]]
     checked: int
+    rebuild: str = "tqdeploy build SPEC --out BUILD_DIR"  # what restores the files (rebuild_command)
 
     @property
     def exit_code(self) -> int:
@@ -114,9 +115,7 @@ class CheckResult:
         for kind, paths in self.drift.items():
             for p in paths:
                 console.print(f"{self.build_dir}: {kind}: {p}", soft_wrap=True)
-        console.print(
-            "fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True
-        )
+        console.print(f"fix: run `{self.rebuild}` to restore the files (edit the spec, not the build)", soft_wrap=True)
         if self.drift.get("stale"):
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
@@ -178,7 +177,37 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
         files = render_files(spec)
         now = json.loads(files["tqdeploy.lock.json"].data)["files"]
         drift["stale"] = sorted(p for p in set(now) | set(lock["files"]) if now.get(p) != lock["files"].get(p))
-    return CheckResult(str(build_dir), drift, len(lock["files"]))
+    return CheckResult(
+        str(build_dir), drift, len(lock["files"]), rebuild_command(build_dir, spec_file, embedded, drift)
+    )
+
+
+def spec_to_use(spec_file: Path | None, embedded: str | None) -> tuple[Path | None, str]:
+    """The spec a build reads, and a note when it was not named: the one given; else ./tqdeploy.toml, which
+    `tqdeploy init` writes (as `make` reads ./Makefile and docker compose ./compose.yaml); else the embedded
+    default (spec_file None)."""
+    if spec_file is None and embedded is None and Path(SPEC_FILE_NAME).is_file():
+        return Path(SPEC_FILE_NAME), (
+            f"spec: ./{SPEC_FILE_NAME} (no spec was given); `--embedded NAME` builds an embedded spec instead"
+        )
+    return spec_file, ""
+
+
+def rebuild_command(build_dir: Path, spec_file: Path | None, embedded: str | None, drift: dict[str, list[str]]) -> str:
+    """The `tqdeploy build ...` that restores a drifted build: from the spec --check was given, else from the
+    copy of its spec the build keeps (unless that copy drifted too)."""
+    import shlex
+
+    # an edited file is replaced only with --force (which keeps a backup); a missing one needs no force
+    out = shlex.quote(str(build_dir)) + (" --force" if drift.get("modified") else "")
+    if embedded is not None:
+        return f"tqdeploy build --embedded {shlex.quote(embedded)} --out {out}"
+    if spec_file is not None:
+        return f"tqdeploy build {shlex.quote(str(spec_file))} --out {out}"
+    drifted = set(drift.get("modified", [])) | set(drift.get("missing", []))
+    if SPEC_FILE_NAME not in drifted and (build_dir / SPEC_FILE_NAME).is_file():
+        return f"tqdeploy build {shlex.quote(str(build_dir / SPEC_FILE_NAME))} --out {out}"
+    return f"tqdeploy build SPEC --out {out}"  # SPEC: its own copy drifted too; only the user knows the source
 
 
 def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, model: str | None):
@@ -216,15 +245,10 @@ def run_build(
     from tqdeploy.render.write import diff_build, write_build
     from tqdeploy.spec import load_spec
 
+    spec_file, chosen = spec_to_use(spec_file, embedded)
     facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
     spec = load_spec(spec_file, embedded=embedded, model=facts)
-    notes: list[str] = []
-    if spec_file is None and embedded is None and Path(SPEC_FILE_NAME).is_file():
-        # `tqdeploy init` writes ./tqdeploy.toml; a build without an argument still means the embedded default.
-        notes.append(
-            f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
-            "pass the file (`tqdeploy build tqdeploy.toml`) to build from it"
-        )
+    notes: list[str] = [chosen] if chosen else []
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
     for f in spec.flag_check.findings if spec.flag_check is not None else []:

@@ -12,11 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.net import key_refused_finding, model_ids
 from tqdeploy.runtime import http
 from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
 from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.marker import trust_state
 from tqdeploy.runtime.phases import advance
-from tqdeploy.runtime.procs import alive
+from tqdeploy.runtime.procs import owned
 from tqdeploy.runtime.state import read_state
 
 POLL_S = 0.5
@@ -58,6 +60,16 @@ def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Fin
     return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
 
 
+def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
+    return key_refused_finding(
+        answer,
+        sent_key=key is not None,
+        fix=f"start it with the key in the build's server.api_key_file ({ctx.build_dir}/tqdeploy.toml): "
+        "stop what serves on that port, then `tqdeploy up` again",
+        area=AREA,
+    )
+
+
 def wait_ready(
     build_dir: Path,
     base_url: str,
@@ -86,7 +98,8 @@ def wait_ready(
             tail.read_new()
             finding = classify_exit(tail.lines, state["exit_code"], ctx)
             return WaitOutcome(False, phase, elapsed, finding, state["exit_code"])
-        if not alive(state.get("supervisor_pid") or state.get("pgid")):
+        trusted = trust_state(build_dir, state)
+        if not owned(state.get("supervisor_pid"), trusted.marker, trusted.started_at):
             tail.read_new()
             finding = classify_log(tail.lines, ctx) or _stop_finding(
                 "TQ408",
@@ -96,7 +109,10 @@ def wait_ready(
             )
             return WaitOutcome(False, phase, elapsed, finding)
         if http.health(base_url) == 200:
-            models = http.served_models(base_url, key)
+            answer = http.models_answer(base_url, key)
+            if answer.key_refused:  # the server runs with another key than the build's key file: never ready
+                return WaitOutcome(False, phase, elapsed, _key_refused(answer, key, ctx))
+            models = model_ids(answer)
             if models is not None and served_name in models:
                 return WaitOutcome(True, "ready", time.monotonic() - started)
             if models is not None:
