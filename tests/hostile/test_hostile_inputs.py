@@ -502,7 +502,7 @@ def test_the_image_context_holds_only_what_the_dockerfile_copies(tmp_path):
     (out / "models").mkdir()
     (out / "models" / "w.safetensors").write_bytes(b"weights")
     with tarfile.open(fileobj=io.BytesIO(context_tar(out))) as tar:
-        assert sorted(tar.getnames()) == ["Dockerfile", "healthcheck.sh", "serve.sh"]
+        assert sorted(tar.getnames()) == ["Dockerfile", "healthcheck.sh", "launch_vllm.py", "serve.sh", "warmup.sh"]
         assert tar.getmember("serve.sh").mode & 0o777 == 0o755
 
 
