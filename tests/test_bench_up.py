@@ -22,10 +22,13 @@ from tqdeploy.bench import up as bench_up
 class _Vllmish(BaseHTTPRequestHandler):
     models: list[str] = []
     health = 200
+    key: str | None = None  # set: /v1 answers 401 without `Authorization: Bearer KEY`, as vLLM with --api-key
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         if self.path == "/health":
             code, body = self.health, b""
+        elif self.path.startswith("/v1") and self.key and self.headers.get("Authorization") != f"Bearer {self.key}":
+            code, body = 401, b'{"error": "Unauthorized"}'
         elif self.path == "/v1/models":
             code, body = 200, json.dumps({"object": "list", "data": [{"id": m} for m in self.models]}).encode()
         else:
@@ -41,7 +44,7 @@ class _Vllmish(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def server():
-    _Vllmish.models, _Vllmish.health = [], 503
+    _Vllmish.models, _Vllmish.health, _Vllmish.key = [], 503, None
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Vllmish)
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
@@ -59,6 +62,9 @@ def test_ready_needs_health_200_and_the_served_model_listed(server):
     _Vllmish.models = ["tiny"]
     assert bench_up.is_ready(server, "tiny")
     assert not bench_up.is_ready(f"http://127.0.0.1:{bench_up.free_port()}", "tiny")  # nothing listens
+    _Vllmish.key = "sk-bench"  # the demo is keyed: the by-hand poll must send the build's key
+    assert not bench_up.is_ready(server, "tiny") and not bench_up.is_ready(server, "tiny", "sk-wrong")
+    assert bench_up.is_ready(server, "tiny", "sk-bench")
 
 
 def test_wait_ready_returns_when_ready_and_gives_up_when_the_server_is_gone(server):

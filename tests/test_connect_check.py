@@ -26,14 +26,18 @@ def keyed(tmp_path_factory):
 
 @pytest.fixture
 def build(tmp_path, run_cli, keyed):
-    """The tiny demo build with the run state `tqdeploy up` writes for the running server."""
+    """The tiny demo build (keyed: build created secrets/vllm-api-key) holding the running server's key, with the
+    run state `tqdeploy up` writes for it."""
     assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(tmp_path))[0] == 0
+    key_file = tmp_path / "secrets" / "vllm-api-key"
+    assert key_file.read_text().strip() != keyed.key  # build's own random key, until the server's is put there
+    key_file.write_text(keyed.key + "\n")
     (tmp_path / ".tqdeploy").mkdir()
     state = {
         "schema": "tqdeploy.state/1",
         "base_url": keyed.base_url,
         "served_model_name": SERVED_NAME,
-        "api_key_file": str(keyed.key_file),
+        "api_key_file": str(key_file.resolve()),
     }
     (tmp_path / ".tqdeploy" / "state.json").write_text(json.dumps(state))
     return tmp_path

@@ -100,6 +100,17 @@ def test_status_shows_ready_with_the_engine_processes(running):
     assert logs.returncode == 0 and "Starting vLLM server on" in logs.stdout and key not in logs.stdout, logs.stderr
 
 
+def test_connect_check_proves_the_keyed_deployment_up_started(running):
+    """The settings a client gets for this build, proven with the key build created, read from up's state."""
+    build, _, up = running
+    rc, data, output = tq("connect", "openai", str(build), "--check", "--json", timeout=300)
+    assert rc == 0, output[-3000:]
+    assert data["endpoint"]["source"] == "state" and data["endpoint"]["served_model_name"] == "tiny"
+    found = {f["id"]: f["severity"] for f in data["findings"]}
+    assert found and set(found.values()) == {"ok"}, found
+    assert build_key(build) not in output
+
+
 def test_a_second_up_of_the_running_build_is_refused_and_names_it(running):
     build, _, up = running
     rc, again, _ = tq("up", str(build), "--json")

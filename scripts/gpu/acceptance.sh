@@ -11,7 +11,7 @@
 #
 # One device command runs at most 10 minutes, so the run is split in phases, each well under 9 minutes and
 # resumable from WORK (default /tmp/tq-accept; TQ_ACCEPT_WORK): `up`'s detached supervisor survives between
-# calls, as does the `up` this script starts with setsid.
+# calls, as does the `up` this script starts with setsid. To start over: rm -rf WORK (after `tqdeploy down`).
 #   acceptance.sh OUT prepare   vLLM check, weights, doctor, build, lint, download            (~2-4 min)
 #   acceptance.sh OUT cold      `tqdeploy up` cold; waits up to TQ_ACCEPT_COLD_WAIT_S (480) s, exit 75 when
 #                               still starting: call it again, it waits for the same start      (~7 min)
@@ -22,6 +22,14 @@
 #   acceptance.sh OUT summary   the summary alone (also on a checkout, from a copied WORK)
 #   acceptance.sh OUT doc       on the checkout: the summary under OUT into docs/gpu-acceptance.md (date + commit)
 # Every phase copies what it has (steps, JSON, the summary so far) into OUT, so each device call brings it back.
+#
+# On the lent H200 (each line one device call, timeout_s 600; vLLM 0.25.0's wheels installed into /tmp/site
+# first, ENVIRONMENT.md "A real vLLM on the H200"; ~15 min of device time in all):
+#   bash scripts/gpu/acceptance.sh "$OUT" prepare
+#   bash scripts/gpu/acceptance.sh "$OUT" cold        # again while it exits 75 (still starting)
+#   bash scripts/gpu/acceptance.sh "$OUT" measure
+#   bash scripts/gpu/acceptance.sh "$OUT" warm        # OUT then holds summary.md and summary.json
+# Then here, with the files of that last call:  scripts/gpu/acceptance.sh FILES_AT doc  (and commit the doc)
 # Needs: vLLM 0.25.0 importable from TQ_VLLM_SITE (default /tmp/site, `pip install --target`), torch with CUDA,
 # safetensors and tokenizers (vLLM's dependencies), one free GPU, ports 18000 and 18090 free on 127.0.0.1.
 set -u
@@ -51,6 +59,8 @@ collect() {  # what this phase has, into OUT (small files only: no weights, logs
   for p in profile-url profile-warm; do
     [ -d "$work/$p" ] && mkdir -p "$out/$p" && cp "$work/$p"/profile.* "$out/$p/" 2>/dev/null
   done
+  local log="$work/$build/.tqdeploy/logs/server.log"
+  [ -f "$log" ] && tail -c 300000 "$log" > "$out/server-log-tail.txt"
   [ -f "$work/up.json" ] && summary > /dev/null 2>&1
   true
 }

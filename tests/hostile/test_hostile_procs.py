@@ -55,7 +55,7 @@ EXEC = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'  # a keyed build: the 
 
 def standin_build(root: Path) -> tuple[Path, int]:
     """A real build whose serve.sh runs STANDIN instead of vLLM (`up --force`: the lock no longer matches)."""
-    build, port = make_build(root)
+    build, port = make_build(root, keyed=False)  # a stand-in, not vLLM: it replaces the unkeyed exec line
     script = root / "standin.py"
     script.write_text(STANDIN)
     serve = build / "serve.sh"

@@ -45,26 +45,36 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def is_ready(base_url: str, model: str) -> bool:
-    """up's definition of ready (runtime/wait.py): /health 200 and the served model listed in /v1/models."""
+def is_ready(base_url: str, model: str, key: str | None = None) -> bool:
+    """up's definition of ready (runtime/wait.py): /health 200 and the served model listed in /v1/models
+    (which a keyed server answers only with the key, as up asks it)."""
     import json
     import urllib.request
 
+    models = urllib.request.Request(base_url + "/v1/models", headers={"Authorization": f"Bearer {key}"} if key else {})
     try:
         with urllib.request.urlopen(base_url + "/health", timeout=2) as r:
             if r.status != 200:
                 return False
-        with urllib.request.urlopen(base_url + "/v1/models", timeout=2) as r:
+        with urllib.request.urlopen(models, timeout=2) as r:
             return any(m.get("id") == model for m in json.load(r).get("data", []))
     except (OSError, ValueError):
         return False
 
 
-def wait_ready(base_url: str, model: str, timeout: float, gone=lambda: False) -> float | None:
+def build_key(build: Path) -> str | None:
+    """The demo is keyed (server.api_key_file): the key `tqdeploy build` created, for the by-hand poll."""
+    from tqdeploy.safeio import read_key_file
+
+    path = build / "secrets" / "vllm-api-key"
+    return read_key_file(path) if path.is_file() else None
+
+
+def wait_ready(base_url: str, model: str, timeout: float, gone=lambda: False, key: str | None = None) -> float | None:
     """time.monotonic() when first ready; None on timeout or once gone() says the server exited."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not gone():
-        if is_ready(base_url, model):
+        if is_ready(base_url, model, key):
             return time.monotonic()
         time.sleep(POLL_S)
     return None
@@ -110,13 +120,16 @@ def start_by_hand(build: Path, python: str, env: dict[str, str], port: int) -> t
     """serve.sh as a user would run it: (seconds to ready or None, seconds from SIGTERM to nothing left)."""
     env = env | {"PATH": os.pathsep.join([str(Path(python).parent), env["PATH"]])}
     env |= {"TQ_MODEL_DIR": str(build / "models" / "tiny")}
+    key = build_key(build)
+    if key:  # what up passes serve.sh; by hand the operator names the same file
+        env |= {"TQ_API_KEY_FILE": str(build / "secrets" / "vllm-api-key")}
     with open(build / "by-hand.log", "ab") as log:
         t0 = time.monotonic()
         proc = subprocess.Popen(
             ["sh", "serve.sh"], cwd=build, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None)
+        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, key)
     finally:
         t_stop = time.monotonic()
         os.killpg(proc.pid, signal.SIGTERM)
@@ -136,7 +149,8 @@ def run_up(build: Path, python: str, env: dict[str, str], port: int) -> dict[str
     exited: list[float] = []  # the poller stops a few seconds after up exits (a failed start)
     after_exit = lambda: bool(exited) and time.monotonic() > exited[0] + 5  # noqa: E731
     url = f"http://127.0.0.1:{port}"
-    poller = threading.Thread(target=lambda: seen.append(wait_ready(url, "tiny", 900, after_exit) or 0))
+    key = build_key(build)
+    poller = threading.Thread(target=lambda: seen.append(wait_ready(url, "tiny", 900, after_exit, key) or 0))
     boot_t0, t0 = time.clock_gettime(time.CLOCK_BOOTTIME), time.monotonic()
     poller.start()
     up = subprocess.run(tqdeploy_argv() + ["up", str(build), "--python", python], env=env, capture_output=True)
