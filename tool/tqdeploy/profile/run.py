@@ -8,7 +8,6 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdeploy.errors import TQError
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.timeline import Event, build_timeline
 
@@ -25,11 +24,14 @@ class Inputs:
     build_dir: Path | None = None  # the build the log is of, for the failed-start finding's remedy
 
 
+LOG_LIMIT = 256 << 20  # a start-up log is megabytes; a longer one is read from its end
+
+
 def _read_log(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise TQError(f"--log {path}: cannot read it ({exc.strerror})", "pass the path of a vLLM log file") from None
+    """The log (a regular file, the path as given: a link the user names is followed), its last 256 MiB."""
+    from tqdeploy.safeio import read_bytes
+
+    return read_bytes(path, LOG_LIMIT, "--log", tail=True, follow_symlinks=True).decode("utf-8", errors="replace")
 
 
 def _facts(model: str | None, log_text: str):
