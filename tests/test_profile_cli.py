@@ -159,7 +159,13 @@ def test_a_log_whose_engine_died_is_a_failed_start_exit_1(run_cli, tmp_path):
 
 
 def test_a_start_that_came_up_is_no_failed_start(run_cli, tmp_path):
-    for log in (LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log", LOGS / "h200-vllm-0.25.0" / "dense-tq.log"):
+    # ... nor is a log cut short while it was still starting without an error (the stalled bf16 hybrid)
+    logs = (
+        "cpu-vllm-0.32.0/tiny-cold.log",
+        "h200-vllm-0.25.0/dense-tq.log",
+        "h200-vllm-0.25.0/q36like-bf16-stalled.log",
+    )
+    for log in (LOGS / name for name in logs):
         code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart", "--json")
         data = json.loads(stdout)
         assert code == 0 and data["context"]["start_failed"] is False, data["findings"]
