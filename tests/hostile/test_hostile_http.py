@@ -307,3 +307,26 @@ def test_status_never_shows_the_state_base_urls_password(build, run_cli):
         code, text, _ = tq("status", str(build), *args)
         assert code in (1, 2), text  # not ready (or the state refused as corrupt): never shown with the password
         never_leaked(text)
+
+
+def test_without_duration_a_stalled_server_gets_no_more_requests(monkeypatch):
+    from tqdeploy.profile import load
+
+    monkeypatch.setattr(load, "REQUEST_TIMEOUT_S", 1.0)  # of silence (120 s in use): short for the test
+    stall = stalled_stream({"choices": [{"text": "a", "token_ids": [5]}]})
+    with serving(_fake_vllm(None, stall)) as srv:
+        t0 = time.monotonic()
+        step = load.run_step(Client(srv.base_url), "tiny", load.LoadSpec([1], 4, 4, requests=5), 1)
+        took = time.monotonic() - t0
+    assert step["requests"] == 1 and step["errors"] == 1 and took < 5, (step, took)
+    assert len([s for s in srv.seen if s.path == "/v1/completions"]) == 1
+
+
+def test_loopback_requests_never_go_through_the_environments_proxy(monkeypatch):
+    with serving({"*": fixed(200, MODELS)}) as proxy, serving({"*": fixed(200, MODELS)}) as target:
+        for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+            monkeypatch.setenv(var, proxy.base_url)
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        assert Client(target.base_url, KEY).get("/v1/models").ok
+    assert proxy.seen == [] and target.authorizations() == [f"Bearer {KEY}"]
