@@ -118,17 +118,21 @@ def test_a_same_origin_redirect_is_followed_with_the_key_but_not_forever():
 
 def test_an_echoed_key_is_replaced_and_answers_are_bounded_in_size_and_time():
     huge = "x" * (5 << 20)
-    routes = {"/echo": echo_headers, "/huge": fixed(200, huge), "/stall": stalled_stream({"choices": []})}
+    cut = "x" * ((1 << 20) - 10) + KEY + " and more"  # the size limit falls inside an echoed key
+    routes = {"/echo": echo_headers, "/huge": fixed(200, huge), "/cut": fixed(200, cut)}
+    routes["/stall"] = stalled_stream({"choices": []})
     with serving(routes) as srv:
         client = Client(srv.base_url, KEY)
         echo = client.get("/echo")
         big = client.get("/huge", limit=1 << 20)
+        halfway = client.get("/cut", limit=1 << 20)
         t0 = time.monotonic()
         with client.stream("/stall", {"x": 1}, deadline=time.monotonic() + 1.5) as st:
             lines = list(st.lines())
         stalled_s = time.monotonic() - t0
     assert KEY not in echo.text() and "<api-key>" in echo.text()
     assert len(big.body) == 1 << 20 and "larger than" in big.error and not big.ok
+    assert halfway.text().endswith("x<api-key>") and KEY[:8] not in halfway.text()
     assert lines[0].startswith("data: ") and st.error and stalled_s < 3.5
 
 

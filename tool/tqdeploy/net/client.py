@@ -123,13 +123,16 @@ class Client:
         return self._key is not None
 
     def scrub(self, data: bytes) -> bytes:
-        """The answer with the key replaced, wherever the server put it."""
-        if self._key and self._key.encode() in data:
-            return data.replace(self._key.encode(), KEY_PLACEHOLDER.encode())
+        """The answer with the key replaced, wherever the server put it, and a start of it at the very end
+        (an answer cut at its size limit in the middle of an echoed key)."""
+        if not self._key:
+            return data
+        key, mark = self._key.encode(), KEY_PLACEHOLDER.encode()
+        data = data.replace(key, mark)
+        for n in range(len(key) - 1, 3, -1):
+            if data.endswith(key[:n]):
+                return data[:-n] + mark
         return data
-
-    def scrub_text(self, text: str) -> str:
-        return text.replace(self._key, KEY_PLACEHOLDER) if self._key else text
 
     def _request(self, path: str, body: dict | None, headers: dict[str, str] | None) -> urllib.request.Request:
         h = {"Content-Type": "application/json", **(headers or {})} if body is not None else dict(headers or {})
@@ -173,9 +176,8 @@ class Client:
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > limit:
-                    return Answer(
-                        url, status, self.scrub(b"".join(chunks)[:limit]), f"answer larger than {limit} bytes"
-                    )
+                    body = self.scrub(b"".join(chunks)[:limit])
+                    return Answer(url, status, body, f"answer larger than {limit} bytes")
         except (OSError, http.client.HTTPException, ValueError) as err:
             return Answer(url, status, self.scrub(b"".join(chunks)), _reason(err))
         return Answer(url, status, self.scrub(b"".join(chunks)))
