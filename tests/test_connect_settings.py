@@ -19,7 +19,7 @@ def qwen_build(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("qwen-build")
     assert main(["build", "--embedded", "qwen36-27b-tq", "--out", str(out)]) == 0
-    (out / "secrets").mkdir()
+    (out / "secrets").mkdir(exist_ok=True)  # build created it with a random key
     (out / "secrets" / "vllm-api-key").write_text(SENTINEL_KEY + "\n")
     return out
 

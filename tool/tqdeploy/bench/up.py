@@ -84,7 +84,7 @@ def seconds_until_gone(t0: float, build: Path, pgid: int, port: int, timeout: fl
 
     marker = deployment_marker(build)
     while time.monotonic() < t0 + timeout:
-        if not deployment_procs(marker, pgid, str(build.resolve())) and port_free(port):
+        if not deployment_procs(marker) and port_free(port):
             return time.monotonic() - t0
         time.sleep(POLL_S)
     return float("inf")

@@ -9,6 +9,7 @@ import typer
 from tqdeploy.commands import options
 
 ORDER = 63
+MAX_TIMEOUT_S = 3600
 
 
 def down(
@@ -18,12 +19,17 @@ def down(
     as_json: bool = options.as_json("tqdeploy.down/1"),
 ) -> int:
     """Stop the deployment in BUILD_DIR (its whole process group) and prove nothing is left."""
+    import math
+
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
     from tqdeploy.runtime import down as stop
 
-    if timeout < 0:
-        raise TQError(f"--timeout {timeout} must be 0 or more", "pass the grace period in seconds, e.g. 30")
+    if not (math.isfinite(timeout) and 0 <= timeout <= MAX_TIMEOUT_S):  # nan compares false: no grace at all
+        raise TQError(
+            f"--timeout {timeout} must be a number of seconds from 0 to {MAX_TIMEOUT_S}",
+            "pass the grace period between SIGTERM and SIGKILL in seconds, e.g. 30",
+        )
     if not Path(build_dir).is_dir():
         raise TQError(f"{build_dir} is not a directory", "pass the build directory `tqdeploy up` started")
     result = stop(build_dir, timeout=timeout, force=force)

@@ -44,9 +44,8 @@ def up(
         raise TQError(f"--runtime {runtime!r} is not a runtime", "use --runtime process or --runtime docker")
     if image and runtime != "docker":
         raise TQError("--image is for the docker runtime", "add --runtime docker, or drop --image")
-    for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout)):
-        if not value > 0:
-            raise TQError(f"{name} {value} must be more than 0", f"pass {name} in seconds, e.g. 600")
+    for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout), ("--drain-timeout", drain_timeout)):
+        options.check_seconds(name, value, example="600")
     # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
     with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
         result = start(
@@ -66,6 +65,12 @@ def up(
             drain_timeout=drain_timeout,
         )
     emit(result, as_json)
+    if result.interrupted_by:  # one line on stderr also with --json: why it stopped and what it stopped
+        print(
+            f"tqdeploy up: interrupted by {result.interrupted_by}: stopped {len(result.stopped)} process(es) "
+            f"of {result.build_dir}, as `tqdeploy down` does",
+            file=sys.stderr,
+        )
     return result.exit_code
 
 

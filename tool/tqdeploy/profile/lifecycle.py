@@ -13,6 +13,7 @@ from tqdeploy.profile.run import Inputs, profile, progress
 
 def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
     """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
+    from tqdeploy.profile import caches
     from tqdeploy.profile import start as up
     from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
     from tqdeploy.profile.probe import first_token_probe
@@ -23,11 +24,15 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
     progress(f"{mode} start of {build} through tqdeploy up")
     key_file = inputs.key_file or up.key_file(build)  # the key the build's serve.sh exported
+    where = caches.locations(build)
+    before = caches.snapshot(where)
     try:
         started = up.start(build, mode)
     except up.StartFailed as failed:
         up.stop(build)
         return failed_profile(build, mode, inputs, failed)
+    if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
+        before = caches.cleared(before, up.compile_cache_dir(build))
     try:
         from tqdeploy.profile.server import make_client, refused
 
@@ -44,6 +49,9 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     if "direct_read" not in measured:  # once per build, with the server down
         measured["direct_read"] = measure_direct_read(model_dir)
     apply_disk(result, residency, "before start", measured["direct_read"])
+    after = caches.snapshot(where)  # hit, miss or absent per cache, and where each lives (profile/caches.py)
+    result.context["caches"] = caches.report(before, after)
+    result.findings.extend(caches.cache_findings(build, where, after))
     result.context.update(
         compile_cache=started.compile_cache,
         page_cache=page_cache_wording(residency, started.page_cache),

@@ -9,12 +9,11 @@ the gap is "unattributed", shown, never folded into a neighbour.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from tqdeploy.profile import milestones as ms
 from tqdeploy.profile.events import Event
 from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
-from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.logstamp import clock_seconds, split
 
 UNATTRIBUTED = "unattributed"
 # a reported length may differ from the one-second clock by up to a second either side
@@ -68,11 +67,11 @@ def _vllm_clock(text: str) -> float | None:
     m = ms.VLLM_CLOCK.search(text)
     if m is not None:
         mon, day, hh, mm, ss = (int(g) for g in m.groups())
-        return datetime(2000, mon, day, hh, mm, ss).timestamp()  # year unknown: only differences are used
+        return clock_seconds(mon, day, hh, mm, ss)  # year unknown: only differences are used
     m = ms.FULL_CLOCK.search(text)
     if m is not None:
         _, mon, day, hh, mm, ss, milli = (int(g) for g in m.groups())
-        return datetime(2000, mon, day, hh, mm, ss).timestamp() + milli / 1000
+        return clock_seconds(mon, day, hh, mm, ss + milli / 1000)
     return None
 
 

@@ -10,6 +10,7 @@ from typing import Any
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import state
 from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.marker import foreign_pids, trust_state
 from tqdeploy.runtime.stop import StopReport, stop_deployment
 
 SCHEMA = "tqdeploy.down/1"
@@ -70,21 +71,28 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
             )
         )
     st = st or {}
-    host, port = st.get("host"), st.get("port")
+    trusted = trust_state(build_dir, st)
+    if force:  # by the marker alone, whatever the state says about times
+        trusted.started_at = None
+    # A state written for another folder (a copy) or without a marker: nothing in it is acted on.
+    own = st if st.get("marker") == trusted.marker else {}
+    host, port = own.get("host"), own.get("port")
     if port is None and force:
         host, port = _spec_address(build_dir)
-    container = _stop_container(st, timeout, force, build_dir)
+    container = _stop_container(own, timeout, force, build_dir)
     report = stop_deployment(
         build_dir,
-        st.get("pgid"),
+        own.get("pgid"),
         timeout,
-        server_pid=None if st.get("container_id") else st.get("pid"),
+        server_pid=None if own.get("container_id") else own.get("pid"),
         host=host,
         port=port,
-        gpu_baseline=st.get("gpu_baseline"),
+        gpu_baseline=own.get("gpu_baseline"),
+        trusted=trusted,
     )
-    result.report, result.log_path = report, st.get("log_path") or str(state.current_log(build_dir))
-    result.findings += report.findings
+    result.report, result.log_path = report, own.get("log_path") or str(state.current_log(build_dir))
+    foreign = foreign_pids(st, trusted, [p["pid"] for p in report.found])
+    result.findings += trusted.findings + ([foreign] if foreign else []) + report.findings
     if container.get("found"):
         report.found.insert(0, {"container_id": container["id"], "title": "container"})
     if report.found:

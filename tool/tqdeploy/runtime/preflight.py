@@ -6,6 +6,9 @@ block even then: vLLM would only fail later, after loading weights).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
@@ -17,6 +20,24 @@ from tqdeploy.runtime.stop import port_free
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
 HARD = {"TQ401", "TQ412", "TQ413"}
+
+
+class StartBusy(Exception):
+    """Another `up` of this build holds its start lock."""
+
+
+@contextmanager
+def start_lock(build_dir: Path) -> Iterator[None]:
+    """One `up` at a time per build: an flock on BUILD/.tqdeploy held from the running check until the
+    start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
+    port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
+    from tqdeploy.fsutil import exclusive_dir
+    from tqdeploy.runtime.state import state_dir
+
+    directory = state_dir(build_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    with exclusive_dir(directory, StartBusy()):
+        yield
 
 
 def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) -> Finding:
@@ -88,22 +109,25 @@ def host_findings(dep: Deployment) -> list[Finding]:
             )
         )
     if dep.api_key_file is not None:
-        try:
-            present = dep.api_key_file.stat().st_size > 0
-        except OSError:
-            present = False
-        if not present:
-            out.append(
-                _f(
-                    "TQ413",
-                    Severity.ERROR,
-                    f"API key file {dep.api_key_file} is missing or empty",
-                    {"api_key_file": str(dep.api_key_file), "present": False},
-                    "write the key into that file (chmod 600); it is never put on the command line",
-                )
-            )
+        out += key_file_findings(dep.api_key_file)
     out += gpu_findings(dep)
     return out
+
+
+def key_file_findings(path: Path) -> list[Finding]:
+    """TQ413: an error (blocks even with --force) when the key file is missing, empty, binary, a folder or
+    FIFO (serve.sh would exit 67, or vLLM start with a wrong key); a warning when group or others can read it."""
+    from tqdeploy.keyfile import inspect_key_file
+
+    facts = inspect_key_file(path)
+    evidence = {"api_key_file": str(path), "present": facts.problem is None, "mode": facts.mode}
+    if facts.problem is not None:
+        fix = f"{facts.fix}; write the key into that file (chmod 600): it is never put on the command line"
+        return [_f("TQ413", Severity.ERROR, facts.problem, evidence, fix)]
+    if facts.too_open:
+        title = f"API key file {path} has mode {facts.mode}: others on this host can read the key"
+        return [_f("TQ413", Severity.WARN, title, evidence, facts.fix)]
+    return []
 
 
 def gpu_findings(dep: Deployment) -> list[Finding]:

@@ -10,6 +10,7 @@ in PATH: a vLLM installed with `pip --target` plus PYTHONPATH has no console scr
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -48,15 +49,19 @@ def has_vllm(python: str) -> bool:
 
 
 def write_shims(build_dir: Path, python: str) -> Path:
-    """BUILD/.tqdeploy/bin with `python3` and `vllm` running the chosen interpreter."""
+    """BUILD/.tqdeploy/bin with `python3` and `vllm` running the chosen interpreter.
+
+    The paths are shell-quoted (shlex.quote: one single-quoted word): a `$(...)`, backtick, quote, space or
+    newline in --python's path or the build path is part of the name, never run.
+    """
     bin_dir = state_dir(build_dir) / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
-    shims = {"python3": f'exec "{python}" "$@"\n'}
+    shims = {"python3": f'exec {shlex.quote(python)} "$@"\n'}
     own_vllm = Path(python).parent / "vllm"
     if own_vllm.is_file() and os.access(own_vllm, os.X_OK):
-        shims["vllm"] = f'exec "{own_vllm}" "$@"\n'
+        shims["vllm"] = f'exec {shlex.quote(str(own_vllm))} "$@"\n'
     else:  # vllm.entrypoints.cli.main is what the console script calls
-        shims["vllm"] = f'exec "{python}" -m vllm.entrypoints.cli.main "$@"\n'
+        shims["vllm"] = f'exec {shlex.quote(python)} -m vllm.entrypoints.cli.main "$@"\n'
     for name, body in shims.items():
         path = bin_dir / name
         path.write_text("#!/bin/sh\n" + body)
@@ -68,6 +73,12 @@ def serve_env(
     build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None, gpus: str | list[int] = "all"
 ) -> dict[str, str]:
     build_dir = Path(build_dir).resolve()
+    for what, path in (("the build folder", str(build_dir)), ("--python", python)):
+        if os.pathsep in path:  # PATH would split it: serve.sh's python3 would be another one
+            raise TQError(
+                f"{what} {path!r} contains {os.pathsep!r}, which PATH cannot hold",
+                "use a path without ':' (move or symlink it)",
+            )
     env = dict(os.environ)
     if isinstance(gpus, list) and gpus and "CUDA_VISIBLE_DEVICES" not in env:
         # resources.gpus are NVML (PCI bus) indices; CUDA's default order may differ.

@@ -8,7 +8,6 @@ renamed into place, so a reader never sees half a file.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from contextlib import contextmanager
@@ -40,6 +39,7 @@ FIELDS: dict[str, Any] = {
     "api_key_file": None,
     "restarts": 0,
     "last_error": None,
+    "marker": None,  # the folder's deployment_marker when `up` wrote it; another value: a copied state
 }
 
 
@@ -64,28 +64,53 @@ def current_log(build_dir: Path) -> Path:
 
 
 def deployment_marker(build_dir: Path) -> str:
-    """Stable id of a deployment: a hash of its resolved build directory."""
-    return hashlib.sha256(str(Path(build_dir).resolve()).encode()).hexdigest()[:16]
+    """Id of a deployment: the build folder itself (resolved path, st_dev, st_ino; runtime/marker.py)."""
+    from tqdeploy.runtime.marker import folder_marker
+
+    return folder_marker(build_dir)
+
+
+STATE_LIMIT = 1 << 20  # tqdeploy writes a few KiB; a larger file is not its state
+
+
+def _corrupt(build_dir: Path, what: str) -> CorruptState:
+    return CorruptState(
+        f"{state_path(build_dir)} {what}",
+        f"run `tqdeploy down {build_dir} --force` (it finds the deployment's processes without the file), "
+        f"or `tqdeploy up {build_dir}` again",
+    )
 
 
 def read_state(build_dir: Path) -> dict[str, Any] | None:
-    """The state, None when there is none; CorruptState (exit 2) when the file cannot be read."""
+    """The state, None when there is none; CorruptState (exit 2) when the file cannot be read or a field
+    holds what tqdeploy never writes there.
+
+    Read as untrusted input (safeio): a regular file inside the build, at most 1 MiB, no final symlink
+    followed; the dict returned holds only the fields statefields knows, each validated.
+    """
+    from tqdeploy.runtime.statefields import BadField, validated
+    from tqdeploy.safeio import FileRefused, read_bytes
+
     path = state_path(build_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    try:
+        raw = read_bytes(path, STATE_LIMIT, "state file", within=Path(build_dir).resolve())
+        data = json.loads(raw.decode("utf-8"))
+    except FileRefused as err:
         raise CorruptState(
-            f"{path} is corrupt ({type(err).__name__}: {err})",
-            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
+            err.message,
+            f"{err.remediation}; or run `tqdeploy down {build_dir} --force`: it finds the deployment's processes "
+            "without the file",
         ) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise _corrupt(build_dir, f"is corrupt ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise CorruptState(
-            f"{path} is not a {SCHEMA} file",
-            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
-        )
-    return data
+        raise _corrupt(build_dir, f"is not a {SCHEMA} file")
+    try:
+        return validated(data, build_dir)
+    except BadField as err:
+        raise _corrupt(build_dir, f"is corrupt: {err}") from None
 
 
 @contextmanager

@@ -119,9 +119,13 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
             container = None
         live = bool(container and container["status"] == "running")
     else:
-        live = procs.alive(st.get("pid")) or procs.alive(st.get("supervisor_pid"))
-    marker = state.deployment_marker(build_dir)
-    members = procs.deployment_procs(marker, st.get("pgid"), str(build_dir)) if live else []
+        live = True  # decided below: by the deployment's own processes, not by state.json's pids
+    from tqdeploy.runtime.marker import trust_state
+
+    trusted = trust_state(build_dir, st)  # only processes with this folder's marker count (runtime/procs.py)
+    members = procs.deployment_procs(trusted.marker, trusted.started_at) if live else []
+    if not st.get("container_id"):
+        live = bool(members)
     server = ServerAnswers.ask(build_dir, st.get("base_url")) if (probe and live) else ServerAnswers()
     health = server.health
     # `up --no-wait` never records ready: what /health answers now is the truth.

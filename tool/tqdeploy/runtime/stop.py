@@ -3,6 +3,7 @@ process of it, its port free, and on GPU hosts the GPU memory back near what it 
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import time
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import gpu, procs
 from tqdeploy.runtime.classify import AREA
-from tqdeploy.runtime.state import deployment_marker
+from tqdeploy.runtime.marker import Trusted, trust_state
 
 # NVML reports a few MiB of jitter and the driver returns memory shortly after the process is gone.
 GPU_TOLERANCE_MIB = 512
@@ -42,6 +43,19 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def address(host: object, port: object) -> tuple[str, int] | None:
+    """The state's host and port when they are an address to check (an IP literal or localhost, a port
+    number); None otherwise, so a hand-edited host never makes `down` resolve names or wait on them."""
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536 or not isinstance(host, str):
+        return None
+    if host == "localhost":
+        return "127.0.0.1", port
+    try:
+        return str(ipaddress.ip_address(host.strip("[]"))), port
+    except ValueError:
+        return None
+
+
 def stop_deployment(
     build_dir: Path,
     pgid: int | None,
@@ -50,11 +64,14 @@ def stop_deployment(
     host: str | None = None,
     port: int | None = None,
     gpu_baseline: list[dict[str, Any]] | None = None,
+    trusted: Trusted | None = None,
 ) -> StopReport:
+    """Stop what is provably the deployment's (trusted: the marker and start time; pgid and server_pid
+    only say which of those are orphans)."""
     t0 = time.monotonic()
-    marker = deployment_marker(build_dir)
-    server_alive = procs.alive(server_pid)
-    found, killed, left = procs.stop_procs(marker, pgid, grace, str(Path(build_dir).resolve()))
+    trusted = trusted or trust_state(build_dir, None)
+    server_alive = procs.owned(server_pid, trusted.marker, trusted.started_at)
+    found, killed, left = procs.stop_procs(trusted.marker, trusted.started_at, grace)
     report = StopReport([p.to_dict() for p in found], [p.to_dict() for p in killed], [p.to_dict() for p in left])
     # vLLM children left without their API server, or outside the group: what a bare `kill PID` leaves.
     strays = [
@@ -82,7 +99,19 @@ def stop_deployment(
                 "if it does not, the GPU needs a reset (`nvidia-smi -r`) or the host a reboot",
             )
         )
-    if host and port:
+    where = address(host, port) if port is not None else None  # no port recorded: nothing to check
+    if port is not None and where is None:
+        report.findings.append(
+            Finding(
+                "TQ425",
+                Severity.WARN,
+                "state.json's host or port is not an address: the port was not checked",
+                {"host": str(host)[:80], "port": str(port)[:20]},
+                "nothing to do: `tqdeploy up` writes the spec's address again",
+            )
+        )
+    if where is not None:
+        host, port = where
         report.port_free = _wait(lambda: port_free(host, port), 5.0)
         if not report.port_free:
             report.findings.append(

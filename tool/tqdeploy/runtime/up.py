@@ -21,7 +21,7 @@ SCHEMA = "tqdeploy.up/1"
 class UpResult:
     build_dir: str
     runtime: str
-    status: str  # ready | failed | started | refused
+    status: str  # ready | failed | started | refused | interrupted
     base_url: str | None = None
     served_model_name: str | None = None
     pid: int | None = None
@@ -32,9 +32,15 @@ class UpResult:
     doctor: str | None = None
     findings: list[Finding] = field(default_factory=list)
     replaced: dict[str, Any] | None = None
+    interrupted_by: str | None = None  # SIGINT | SIGTERM
+    started: bool = False  # whether this `up` got as far as starting processes
+    stopped: list[dict[str, Any]] = field(default_factory=list)  # what an interrupt stopped
+    exit_status: int | None = None  # 130 / 143 after an interrupt
 
     @property
     def exit_code(self) -> int:
+        if self.exit_status is not None:
+            return self.exit_status
         return 0 if self.status in ("ready", "started") else 1
 
     def to_dict(self) -> dict[str, Any]:
@@ -53,6 +59,7 @@ class UpResult:
             "doctor": self.doctor,
             "findings": [f.to_dict() for f in self.findings],
             "replaced": self.replaced,
+            "interrupted_by": self.interrupted_by,
         }
 
     def render(self, console) -> None:
@@ -62,18 +69,27 @@ class UpResult:
 
 
 def running_state(build_dir: Path) -> dict[str, Any] | None:
-    """The state of a deployment whose processes are alive, else None (a corrupt file raises)."""
+    """The state of a deployment whose own processes are alive (marker, start time), else None (a corrupt
+    file raises; a state copied from another folder is not this deployment's)."""
+    from tqdeploy.runtime.marker import trust_state
+
     st = state.read_state(build_dir)
-    if st and (procs.alive(st.get("supervisor_pid")) or procs.alive(st.get("pid"))):
+    if not st:
+        return None
+    trusted = trust_state(build_dir, st)
+    if trusted.findings:
+        return None
+    if any(procs.owned(st.get(k), trusted.marker, trusted.started_at) for k in ("supervisor_pid", "pid")):
         return st
     return None
 
 
-def already_running(build_dir: Path, st: dict[str, Any]) -> Finding:
+def already_running(build_dir: Path, st: dict[str, Any], starting: bool = False) -> Finding:
+    what = "is being started by another `tqdeploy up`" if starting else "is already running"
     return Finding(
         "TQ414",
         Severity.ERROR,
-        f"{build_dir} is already running (pid {st.get('pid')}, {st.get('base_url')})",
+        f"{build_dir} {what} (pid {st.get('pid')}, {st.get('base_url')})",
         {"pid": st.get("pid"), "pgid": st.get("pgid"), "phase": st.get("phase"), "base_url": st.get("base_url")},
         f"`tqdeploy status {build_dir}` shows it; `tqdeploy down {build_dir}` stops it first",
         AREA,
@@ -112,9 +128,68 @@ def up(
     nginx_pid: Path = Path("/run/nginx.pid"),
     drain_timeout: float = 60.0,
 ) -> UpResult:
-    """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped)."""
+    """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped).
+
+    One `up` per build at a time (preflight.start_lock); SIGINT/SIGTERM stop what it started (interrupt.py).
+    """
+    from tqdeploy.runtime.interrupt import Interrupted, raising
+
     dep = load_deployment(build_dir)
     result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
+    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, runtime, image)
+    try:
+        with raising(), preflight.start_lock(dep.build_dir):
+            try:
+                return _up(dep, result, opts, replace, nginx_conf, nginx_pid, drain_timeout)
+            except Interrupted as sig:
+                return _interrupted(dep, result, sig, grace)
+    except preflight.StartBusy:
+        result.findings.append(already_running(dep.build_dir, _state_or_empty(dep.build_dir), starting=True))
+        return result
+    except Interrupted as sig:  # before the lock was taken: nothing of this `up` runs
+        result.status, result.interrupted_by, result.exit_status = "interrupted", sig.name, sig.exit_code
+        return result
+
+
+@dataclass
+class _Options:
+    python: str | None
+    wait: bool
+    timeout: float
+    stall_timeout: float
+    force: bool
+    grace: float
+    on_progress: Callable[[str, float, str], None] | None
+    on_doctor: Callable[[str], None] | None
+    runtime: str
+    image: str | None
+
+
+def _state_or_empty(build_dir: Path) -> dict[str, Any]:
+    try:
+        return state.read_state(build_dir) or {}
+    except TQError:
+        return {}
+
+
+def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResult:
+    """Stop everything this `up` started, as `down` does; the result says by which signal."""
+    from tqdeploy.runtime.down import down
+    from tqdeploy.runtime.interrupt import ignored
+
+    result.status, result.interrupted_by, result.exit_status = "interrupted", sig.name, sig.exit_code
+    if not result.started:
+        return result
+    with ignored():
+        stopped = down(dep.build_dir, timeout=grace)
+    result.stopped = stopped.report.found if stopped.report else []
+    result.findings += stopped.findings
+    return result
+
+
+def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout) -> UpResult:
+    python, wait, timeout, stall_timeout, force, grace = o.python, o.wait, o.timeout, o.stall_timeout, o.force, o.grace
+    on_progress, on_doctor, runtime, image = o.on_progress, o.on_doctor, o.runtime, o.image
     st = running_state(dep.build_dir)
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
@@ -235,6 +310,7 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
     baseline = gpu.gpu_memory()
     started, t0 = time.time(), time.monotonic()
     previous = _previous_restarts(dep.build_dir)
+    result.started = True  # from here an interrupt stops the deployment
     state.new_state(
         dep.build_dir,
         runtime=runtime,
@@ -250,6 +326,7 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         restarts=previous,
         python=vllm_python,
         gpu_baseline=baseline,
+        marker=state.deployment_marker(dep.build_dir),
     )
     try:
         sup, pgid, container_id = _launch(dep, runtime, image, vllm_python, log_path, ulimits)
@@ -295,7 +372,10 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
 
         stop_container(container_id, grace)
     server_pid = None if container_id else st.get("pid")
-    report = stop_deployment(dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline)
+    from tqdeploy.runtime.marker import trust_state
+
+    trusted = trust_state(dep.build_dir, st)
+    report = stop_deployment(dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline, trusted=trusted)
     result.findings += report.findings
     sup.wait(timeout=5)
     state.update_state(

@@ -15,6 +15,8 @@ def render_up(console, result) -> None:
             f"[green]ready[/green] {result.served_model_name} at {result.base_url} "
             f"in {result.seconds_to_ready:.1f} s (pid {result.pid}, group {result.pgid})"
         )
+    elif result.status == "interrupted":
+        console.print(f"[bold red]interrupted[/bold red] ({result.interrupted_by}): {result.build_dir} is not serving")
     elif result.status == "started":
         console.print(f"started {result.served_model_name} (group {result.pgid}); `tqdeploy status` follows it")
     else:

@@ -16,8 +16,9 @@ from tqdeploy.net import key_refused_finding, model_ids
 from tqdeploy.runtime import http
 from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
 from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.marker import trust_state
 from tqdeploy.runtime.phases import advance
-from tqdeploy.runtime.procs import alive
+from tqdeploy.runtime.procs import owned
 from tqdeploy.runtime.state import read_state
 
 POLL_S = 0.5
@@ -97,7 +98,8 @@ def wait_ready(
             tail.read_new()
             finding = classify_exit(tail.lines, state["exit_code"], ctx)
             return WaitOutcome(False, phase, elapsed, finding, state["exit_code"])
-        if not alive(state.get("supervisor_pid") or state.get("pgid")):
+        trusted = trust_state(build_dir, state)
+        if not owned(state.get("supervisor_pid"), trusted.marker, trusted.started_at):
             tail.read_new()
             finding = classify_log(tail.lines, ctx) or _stop_finding(
                 "TQ408",

@@ -1,0 +1,121 @@
+"""Which deployment a build folder is, and what of its state.json may be acted on.
+
+The marker names the folder itself, not its contents: a hash of its resolved path with its st_dev and
+st_ino, so a `cp -a` copy (same state.json, other inode) is another deployment and a folder moved back
+and forth keeps none of its old processes. `up` records it in state.json; a state whose recorded marker
+is not this folder's was written for another folder, and its pids and times are not trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime.classify import AREA
+
+PID_FIELDS = ("pid", "supervisor_pid", "pgid")
+
+
+def folder_marker(build_dir: Path) -> str:
+    path = Path(build_dir).resolve()
+    st = os.stat(path)
+    return hashlib.sha256(f"{path}\0{st.st_dev}\0{st.st_ino}".encode()).hexdigest()[:16]
+
+
+@dataclass
+class Trusted:
+    """What a state file may be believed about: the marker, and the start time when it is this folder's."""
+
+    marker: str
+    started_at: float | None
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _finding(title: str, evidence: dict[str, Any], fix: str) -> Finding:
+    return Finding("TQ425", Severity.WARN, title, evidence, fix, AREA)
+
+
+def _started_at(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        if 0 < value <= time.time() + 60:
+            return float(value)
+    return None
+
+
+def trust_state(build_dir: Path, st: dict[str, Any] | None) -> Trusted:
+    """The marker to look for and the state's started_at, if the state is this folder's own."""
+    from tqdeploy.runtime.state import deployment_marker
+
+    marker = deployment_marker(build_dir)
+    if not st:
+        return Trusted(marker, None)
+    recorded = st.get("marker")
+    if recorded != marker:
+        title = (
+            "state.json was written for another build folder (a copy?): its processes are not this deployment's"
+            if recorded
+            else "state.json records no deployment marker: its pids are not trusted"
+        )
+        fix = (
+            f"nothing of the other folder was touched; run `tqdeploy down` in the folder `up` started "
+            f"(the one whose marker is {str(recorded)[:16]!r})"
+            if recorded
+            else "processes were looked for by this folder's marker only; `tqdeploy up` records the marker again"
+        )
+        return Trusted(marker, None, [_finding(title, {"recorded_marker": recorded, "folder_marker": marker}, fix)])
+    started = _started_at(st.get("started_at"))
+    trusted = Trusted(marker, started)
+    if started is None and st.get("started_at") is not None:
+        trusted.findings.append(
+            _finding(
+                "state.json's started_at is not a time: processes matched by marker only",
+                {"started_at": str(st.get("started_at"))[:64]},
+                "nothing to do: `tqdeploy up` writes it again",
+            )
+        )
+    return trusted
+
+
+def describe(pid: object) -> str:
+    """What a pid from state.json is, for a finding (never its environment)."""
+    from tqdeploy.runtime.guard import refusal
+    from tqdeploy.runtime.procs import read_proc
+
+    if not isinstance(pid, int) or isinstance(pid, bool):
+        return f"{str(pid)[:40]!r} is not a pid"
+    proc = read_proc(pid) if pid > 0 else None
+    if proc is None or proc.state == "Z":
+        return f"pid {pid} is not running"
+    why = refusal(proc)
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(proc.started))
+    text = f"pid {pid} is {proc.title!r} (uid {proc.uid}, started {started})"
+    return text + (f": {why}, never signalled" if why else "")
+
+
+def foreign_pids(st: dict[str, Any], trusted: Trusted, members: list[int]) -> Finding | None:
+    """A finding for each pid/pgid in state.json that names a live process which is not the deployment's."""
+    from tqdeploy.runtime.procs import alive
+
+    found = {}
+    for name in PID_FIELDS:
+        value = st.get(name)
+        if value is None or value in members:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 1 and not alive(value):
+            continue  # a process that exited: nothing to say
+        found[name] = describe(value)
+    if not found:
+        return None
+    return _finding(
+        "state.json names processes that are not this deployment's: not signalled",
+        found | {"marker": trusted.marker},
+        "nothing of them was touched; a deployment's processes carry TQDEPLOY_DEPLOYMENT="
+        f"{trusted.marker} and started after started_at. If state.json was edited, `tqdeploy down --force` "
+        "finds the deployment's own by that marker",
+    )
