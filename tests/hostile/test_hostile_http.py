@@ -334,3 +334,26 @@ def test_loopback_requests_never_go_through_the_environments_proxy(monkeypatch):
         monkeypatch.delenv("NO_PROXY", raising=False)
         assert Client(target.base_url, KEY).get("/v1/models").ok
     assert proxy.seen == [] and target.authorizations() == [f"Bearer {KEY}"]
+
+
+def test_status_sends_the_builds_key_only_to_the_builds_own_address(tmp_path, run_cli):
+    from pathlib import Path
+
+    from tqdeploy.runtime.status import ServerAnswers
+
+    spec = Path(__file__).parents[2] / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+    with serving({}) as own, serving({}) as elsewhere:
+        (tmp_path / "spec.toml").write_text(spec.read_text().replace("port = 8000", f"port = {own.server_port}"))
+        build = tmp_path / "build"
+        assert run_cli("build", str(tmp_path / "spec.toml"), "--out", str(build))[0] == 0
+        key = (build / "secrets" / "vllm-api-key").read_text().strip()  # the key `build` created
+        for srv in (own, elsewhere):
+            srv.routes.update({"/health": fixed(200), "/v1/models": bearer_required(key, fixed(200, MODELS))})
+        mine = ServerAnswers.ask(build, own.base_url)
+        # a state.json edited to point elsewhere: asked, but without the key
+        other = ServerAnswers.ask(build, elsewhere.base_url)
+    assert mine.health == 200 and mine.models == ["tiny"] and mine.findings == []
+    assert own.authorizations() == [f"Bearer {key}"]
+    assert other.health == 200 and other.models is None and elsewhere.authorizations() == []
+    assert [f.id for f in other.findings] == ["TQ468"] and other.findings[0].evidence["key_sent"] is False
+    assert "is not this build's address" in other.findings[0].remediation
