@@ -357,3 +357,17 @@ def test_status_sends_the_builds_key_only_to_the_builds_own_address(tmp_path, ru
     assert other.health == 200 and other.models is None and elsewhere.authorizations() == []
     assert [f.id for f in other.findings] == ["TQ468"] and other.findings[0].evidence["key_sent"] is False
     assert "is not this build's address" in other.findings[0].remediation
+
+
+def test_profile_api_key_file_that_is_no_key_file_is_one_line(tmp_path):
+    import os
+
+    fifo, folder, binary = tmp_path / "fifo", tmp_path / "folder", tmp_path / "binary"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    binary.write_bytes(b"\x00\xff" + PASSWORD.encode())
+    with serving(_fake_vllm(None, sse([]))) as srv:
+        for bad in (fifo, folder, binary, tmp_path / "absent"):
+            code, text, took = tq("profile", "--url", srv.base_url, "--api-key-file", str(bad), "--out", str(tmp_path))
+            assert code == 2 and f"the API key file {bad}" in text and took < 20, text
+            never_leaked(text)
