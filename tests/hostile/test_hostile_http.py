@@ -17,6 +17,7 @@ import pytest
 from support.loopback_http import (
     METRICS,
     MODELS,
+    Reply,
     bearer_required,
     echo_headers,
     fixed,
@@ -371,3 +372,18 @@ def test_profile_api_key_file_that_is_no_key_file_is_one_line(tmp_path):
             code, text, took = tq("profile", "--url", srv.base_url, "--api-key-file", str(bad), "--out", str(tmp_path))
             assert code == 2 and f"the API key file {bad}" in text and took < 20, text
             never_leaked(text)
+
+
+def test_profile_duration_cuts_a_stream_still_answering_without_calling_it_failed(tmp_path):
+    # A server answering at ~20 tokens/s for 10 s, cut by --duration 2: the H200 acceptance run counted each such
+    # request in flight at a step's end as failed (TQ435, exit 1) although every one was still streaming.
+    event = f"data: {json.dumps({'choices': [{'text': 'a', 'token_ids': [5]}]})}\n\n".encode()
+    steady = lambda _h: Reply(200, chunks=[(0.05, event)] * 200)  # noqa: E731
+    with serving(_fake_vllm(None, steady)) as srv:
+        code, text, took = tq("profile", "--url", srv.base_url, "--load", "--concurrency", "2", "--requests", "4",
+                              "--duration", "2", "--json", "--no-chart", "--out", str(tmp_path))  # fmt: skip
+    data = json.loads(text[: text.rindex("}") + 1])
+    step = data["load"]["steps"][0]
+    assert step["errors"] == 0 and step["cut_at_duration"] == 2, step
+    assert step["output_tokens"] >= 20 and step["seconds"] < 3.0  # the cut streams' tokens count
+    assert "TQ435" not in {f["id"] for f in data["findings"] if f["severity"] == "error"}, data["findings"]

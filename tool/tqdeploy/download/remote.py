@@ -104,7 +104,9 @@ def list_repo(
 def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
     """call(), retried like a file (docs/download.md): 408/429/5xx, timeouts and dropped connections; a
     refused connection is not retried (the mirror is down: the next one is asked)."""
-    import httpx2
+    from tqdeploy.download.httplib import session_http_lib
+
+    http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
     from huggingface_hub.errors import HfHubHTTPError
 
     for attempt in range(1, policy.attempts + 1):
@@ -117,9 +119,9 @@ def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
                 raise
             wait = policy.wait_s(attempt, retry_after_s(err.response.headers.get("Retry-After")))
             reason = f"HTTP {status}"
-        except httpx2.ConnectError:
+        except http_lib.ConnectError:
             raise
-        except (httpx2.TransportError, httpx2.StreamError) as err:
+        except (http_lib.TransportError, http_lib.StreamError) as err:
             if attempt == policy.attempts:
                 raise
             wait, reason = policy.wait_s(attempt, None), type(err).__name__

@@ -151,7 +151,9 @@ def fetch(
 
 
 def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | None = None) -> None:
-    import httpx2
+    from tqdeploy.download.httplib import session_http_lib
+
+    http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
 
     headers = dict(job.headers)
     headers["Accept-Encoding"] = "identity"  # sizes must be byte counts of the file itself
@@ -159,7 +161,7 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
         headers["Range"] = f"bytes={have}-"
     left = policy.left_s() if policy is not None else None
     # A mirror that sends nothing waits out the read timeout: never past the deadline.
-    timeout = httpx2.Timeout(10.0, read=60.0 if left is None else max(0.5, min(60.0, left)))
+    timeout = http_lib.Timeout(10.0, read=60.0 if left is None else max(0.5, min(60.0, left)))
     from huggingface_hub.utils import get_session
 
     try:
@@ -172,9 +174,9 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
             if offset < job.size:
                 # The body ended early but cleanly: the mirror's copy is short (not a dropped connection).
                 raise BadCopy(f"size {offset} bytes, expected {job.size}")
-    except httpx2.ConnectError as err:
+    except http_lib.ConnectError as err:
         raise _Retry(f"cannot connect: {err}", refused=True) from None
-    except (httpx2.TransportError, httpx2.StreamError) as err:
+    except (http_lib.TransportError, http_lib.StreamError) as err:
         raise _Retry(f"transfer broke off: {type(err).__name__}") from None
 
 

@@ -159,9 +159,31 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
     if file is None:
         return lint_command(argv, **options)
     text = read_script(Path(file))
+    if options.get("vllm_version") is None:
+        options["vllm_version"] = build_lock_vllm_version(Path(file))
     if Path(file).suffix == ".py":
         return lint_python(text, name=str(file), **options)
     return lint_script(text, name=str(file), **options)
+
+
+def build_lock_vllm_version(script) -> str | None:
+    """The vLLM release a build pinned, when the script lies in a build folder (its tqdeploy.lock.json): a
+    rendered serve.sh is linted against the release it runs, not tqdeploy's default. None when there is no lock
+    beside it, or it does not name a version."""
+    import json
+    import re
+
+    from tqdeploy.safeio import MIB, FileRefused, read_bytes
+
+    lock = script.parent / "tqdeploy.lock.json"
+    if not lock.is_file():
+        return None
+    try:
+        pins = json.loads(read_bytes(lock, MIB, "the build's lock file")).get("pins", {})
+        version = pins.get("vllm", {}).get("version")
+    except (FileRefused, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) and re.fullmatch(r"\d+\.\d+\.\d+", version) else None
 
 
 def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:

@@ -59,6 +59,13 @@ def concurrency_steps(text: str) -> list[int]:
     return [_positive("--concurrency", v) for v in values]
 
 
+# A stream that fails within this much of the step's deadline was ended by it (the socket timeout is the time
+# left, so it fires at the deadline, give or take the scheduler).
+CUT_SLACK_S = 0.25
+# ...and that received its last token (or was sent) at most this long before it; quieter than that, it stalled.
+CUT_QUIET_S = 1.0
+
+
 def load_spec(
     concurrency: str, prompt_tokens: int, output_tokens: int, requests: int, duration: float | None, interval: float
 ) -> LoadSpec:
@@ -143,7 +150,16 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
             error = f"{type(exc).__name__}: {exc}"[:300]
         error = error or (f"HTTP {st.status}: {st.error}" if st.status not in (0, 200) else st.error) or None
         status, stalled = st.status, st.stalled
-    return {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": error, "status": status, "stalled": stalled}
+    # The step's own --duration ended this stream while tokens were still arriving: the step is over, the server
+    # did not fail. Counted apart (`cut`), never as an error (on the H200 every request in flight at the end of a
+    # step was counted failed). A stream that went quiet before the deadline stalled: that stays an error.
+    quiet_s = time.perf_counter() - (arrivals[-1] if arrivals else sent)
+    at_deadline = deadline is not None and time.monotonic() >= deadline - CUT_SLACK_S
+    cut = bool(error and status == 200 and at_deadline and quiet_s <= CUT_QUIET_S)
+    if cut:
+        error, stalled = None, False
+    result = {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": error, "status": status, "cut": cut}
+    return result | {"stalled": stalled}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -187,15 +203,17 @@ def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed:
 
 
 def summarize_step(results: list[dict], concurrency: int, elapsed: float) -> dict:
-    ok = [r for r in results if r["error"] is None and r["arrivals"]]
+    ok = [r for r in results if r["error"] is None and not r.get("cut") and r["arrivals"]]
+    cut = [r for r in results if r.get("cut")]
     ttft = [r["arrivals"][0] - r["sent"] for r in ok]
     itl = [b - a for r in ok for a, b in zip(r["arrivals"], r["arrivals"][1:], strict=False)]
-    tokens = sum(r["tokens"] for r in ok)
+    tokens = sum(r["tokens"] for r in ok + cut)  # tokens a cut stream received arrived inside the step
     errors = [r["error"] for r in results if r["error"]]
     return {
         "concurrency": concurrency,
         "requests": len(results),
         "completed": len(ok),
+        "cut_at_duration": len(cut),
         "errors": len(errors),
         "first_error": errors[0] if errors else None,
         "seconds": round(elapsed, 3),

@@ -120,16 +120,18 @@ class Spec:
     def lint_argv(self) -> list[str]:
         """The full command serve.sh runs, as argv for `tqdeploy lint` (host/port as the spec says).
 
-        With an API key file, serve.sh exports VLLM_API_KEY from it; lint sees that as the environment
-        prefix (a placeholder value: the key itself is never read at build time).
+        With an API key file, serve.sh runs the rendered launch_vllm.py, which reads the key from the file into
+        the API server's arguments in-process (never VLLM_API_KEY, never argv): lint sees that launcher, as it
+        does in serve.sh itself. An exported VLLM_API_KEY here would make the build warn about its own
+        serve.sh (TQ344 on releases that hash it into the compile cache).
         """
-        env = ["env", "VLLM_API_KEY=<read-from-api_key_file>"] if self.data["server"]["api_key_file"] else []
-        if self.variant == "cpu":
+        if self.data["server"]["api_key_file"]:
+            launcher = ["python3", "launch_vllm.py", self.container_model_path]
+        elif self.variant == "cpu":
             launcher = ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", self.container_model_path]
         else:
             launcher = ["vllm", "serve", self.container_model_path]
         return [
-            *env,
             *launcher,
             *self.vllm_flags(),
             "--host",
