@@ -76,16 +76,17 @@ def test_a_wrong_key_file_fails_with_401_and_the_remedy(run_cli, build, tmp_path
     wrong = tmp_path / "wrong-key"
     wrong.write_text("sk-not-the-servers-key\n")
     code, found, text = check(run_cli, "openai", str(build), "--api-key-file", str(wrong))
-    assert code == 1
-    assert found["TQ460"]["severity"] == "error" and "401" in found["TQ460"]["title"]
-    assert "key file the server was started with" in found["TQ460"]["remediation"]
+    assert code == 1 and "TQ460" not in found  # the server answered: the key is what failed (TQ468, as everywhere)
+    assert found["TQ468"]["severity"] == "error" and "(401)" in found["TQ468"]["title"]
+    assert found["TQ468"]["evidence"]["key_sent"] is True and found["TQ468"]["evidence"]["status"] == 401
+    assert "key file the server was started with" in found["TQ468"]["remediation"]
     assert "sk-not-the-servers-key" not in text
 
 
 def test_no_key_at_all_against_a_keyed_server_fails(run_cli, keyed, tmp_path):
     code, found, _ = check(run_cli, "openai", str(tmp_path), "--base-url", keyed.base_url, "--model", SERVED_NAME)
-    assert code == 1 and found["TQ460"]["severity"] == "error"
-    assert found["TQ460"]["remediation"] == "pass --api-key-file"
+    assert code == 1 and found["TQ468"]["severity"] == "error" and found["TQ468"]["evidence"]["key_sent"] is False
+    assert found["TQ468"]["remediation"] == "pass --api-key-file"
 
 
 def test_a_missing_key_file_is_a_finding(run_cli, build, tmp_path):

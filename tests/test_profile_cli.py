@@ -159,7 +159,13 @@ def test_a_log_whose_engine_died_is_a_failed_start_exit_1(run_cli, tmp_path):
 
 
 def test_a_start_that_came_up_is_no_failed_start(run_cli, tmp_path):
-    for log in (LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log", LOGS / "h200-vllm-0.25.0" / "dense-tq.log"):
+    # ... nor is a log cut short while it was still starting without an error (the stalled bf16 hybrid)
+    logs = (
+        "cpu-vllm-0.32.0/tiny-cold.log",
+        "h200-vllm-0.25.0/dense-tq.log",
+        "h200-vllm-0.25.0/q36like-bf16-stalled.log",
+    )
+    for log in (LOGS / name for name in logs):
         code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart", "--json")
         data = json.loads(stdout)
         assert code == 0 and data["context"]["start_failed"] is False, data["findings"]
@@ -182,3 +188,21 @@ def test_a_clock_that_goes_backwards_is_TQ440(run_cli, tmp_path):
     assert "TQ440" in found and found["TQ440"]["severity"] == "warn", data["findings"]
     assert data["clock_backwards"] and all(s["seconds_back"] > 0 for s in data["clock_backwards"])
     assert found["TQ440"]["evidence"]["steps"][0]["line"] >= 1
+
+
+def test_a_start_up_refuses_is_reported_with_ups_findings_exit_1(run_cli, tmp_path):
+    build = tmp_path / "build"
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(build))[0] == 0
+    env = dict(os.environ, TQDEPLOY_VLLM_PYTHON=sys.executable)  # this python has no vLLM: up's pre-flight refuses
+    proc = subprocess.run(
+        [sys.executable, "-m", "tqdeploy", "profile", str(build), "--no-chart", "--json", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == 1, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["context"]["start_failed"] is True
+    assert [f["id"] for f in data["findings"] if f["severity"] == "error"] == ["TQ424"]
+    assert "Traceback" not in proc.stderr

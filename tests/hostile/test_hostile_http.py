@@ -119,17 +119,21 @@ def test_a_same_origin_redirect_is_followed_with_the_key_but_not_forever():
 
 def test_an_echoed_key_is_replaced_and_answers_are_bounded_in_size_and_time():
     huge = "x" * (5 << 20)
-    routes = {"/echo": echo_headers, "/huge": fixed(200, huge), "/stall": stalled_stream({"choices": []})}
+    cut = "x" * ((1 << 20) - 10) + KEY + " and more"  # the size limit falls inside an echoed key
+    routes = {"/echo": echo_headers, "/huge": fixed(200, huge), "/cut": fixed(200, cut)}
+    routes["/stall"] = stalled_stream({"choices": []})
     with serving(routes) as srv:
         client = Client(srv.base_url, KEY)
         echo = client.get("/echo")
         big = client.get("/huge", limit=1 << 20)
+        halfway = client.get("/cut", limit=1 << 20)
         t0 = time.monotonic()
         with client.stream("/stall", {"x": 1}, deadline=time.monotonic() + 1.5) as st:
             lines = list(st.lines())
         stalled_s = time.monotonic() - t0
     assert KEY not in echo.text() and "<api-key>" in echo.text()
     assert len(big.body) == 1 << 20 and "larger than" in big.error and not big.ok
+    assert halfway.text().endswith("x<api-key>") and KEY[:8] not in halfway.text()
     assert lines[0].startswith("data: ") and st.error and stalled_s < 3.5
 
 
@@ -308,6 +312,66 @@ def test_status_never_shows_the_state_base_urls_password(build, run_cli):
         code, text, _ = tq("status", str(build), *args)
         assert code in (1, 2), text  # not ready (or the state refused as corrupt): never shown with the password
         never_leaked(text)
+
+
+def test_without_duration_a_stalled_server_gets_no_more_requests(monkeypatch):
+    from tqdeploy.profile import load
+
+    monkeypatch.setattr(load, "REQUEST_TIMEOUT_S", 1.0)  # of silence (120 s in use): short for the test
+    stall = stalled_stream({"choices": [{"text": "a", "token_ids": [5]}]})
+    with serving(_fake_vllm(None, stall)) as srv:
+        t0 = time.monotonic()
+        step = load.run_step(Client(srv.base_url), "tiny", load.LoadSpec([1], 4, 4, requests=5), 1)
+        took = time.monotonic() - t0
+    assert step["requests"] == 1 and step["errors"] == 1 and took < 5, (step, took)
+    assert len([s for s in srv.seen if s.path == "/v1/completions"]) == 1
+
+
+def test_loopback_requests_never_go_through_the_environments_proxy(monkeypatch):
+    with serving({"*": fixed(200, MODELS)}) as proxy, serving({"*": fixed(200, MODELS)}) as target:
+        for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY"):
+            monkeypatch.setenv(var, proxy.base_url)
+        monkeypatch.delenv("no_proxy", raising=False)
+        monkeypatch.delenv("NO_PROXY", raising=False)
+        assert Client(target.base_url, KEY).get("/v1/models").ok
+    assert proxy.seen == [] and target.authorizations() == [f"Bearer {KEY}"]
+
+
+def test_status_sends_the_builds_key_only_to_the_builds_own_address(tmp_path, run_cli):
+    from pathlib import Path
+
+    from tqdeploy.runtime.status import ServerAnswers
+
+    spec = Path(__file__).parents[2] / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+    with serving({}) as own, serving({}) as elsewhere:
+        (tmp_path / "spec.toml").write_text(spec.read_text().replace("port = 8000", f"port = {own.server_port}"))
+        build = tmp_path / "build"
+        assert run_cli("build", str(tmp_path / "spec.toml"), "--out", str(build))[0] == 0
+        key = (build / "secrets" / "vllm-api-key").read_text().strip()  # the key `build` created
+        for srv in (own, elsewhere):
+            srv.routes.update({"/health": fixed(200), "/v1/models": bearer_required(key, fixed(200, MODELS))})
+        mine = ServerAnswers.ask(build, own.base_url)
+        # a state.json edited to point elsewhere: asked, but without the key
+        other = ServerAnswers.ask(build, elsewhere.base_url)
+    assert mine.health == 200 and mine.models == ["tiny"] and mine.findings == []
+    assert own.authorizations() == [f"Bearer {key}"]
+    assert other.health == 200 and other.models is None and elsewhere.authorizations() == []
+    assert [f.id for f in other.findings] == ["TQ468"] and other.findings[0].evidence["key_sent"] is False
+    assert "is not this build's address" in other.findings[0].remediation
+
+
+def test_profile_api_key_file_that_is_no_key_file_is_one_line(tmp_path):
+    import os
+
+    fifo, folder, binary = tmp_path / "fifo", tmp_path / "folder", tmp_path / "binary"
+    os.mkfifo(fifo)
+    folder.mkdir()
+    binary.write_bytes(b"\x00\xff" + PASSWORD.encode())
+    with serving(_fake_vllm(None, sse([]))) as srv:
+        for bad in (fifo, folder, binary, tmp_path / "absent"):
+            code, text, took = tq("profile", "--url", srv.base_url, "--api-key-file", str(bad), "--out", str(tmp_path))
+            assert code == 2 and f"the API key file {bad}" in text and took < 20, text
+            never_leaked(text)
 
 
 def test_profile_duration_cuts_a_stream_still_answering_without_calling_it_failed(tmp_path):

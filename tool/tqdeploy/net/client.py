@@ -89,13 +89,14 @@ def _socket_of(resp: Any) -> socket.socket | None:
     return sock if isinstance(sock, socket.socket) else None
 
 
-def _time_left(resp: Any, deadline: float) -> None:
+def _time_left(resp: Any, deadline: float, read_timeout: float | None = None) -> None:
+    """Give the next read the time left before the deadline (and at most read_timeout of silence)."""
     left = deadline - time.monotonic()
     if left <= 0:
         raise TimeoutError("the answer did not complete in time")
     sock = _socket_of(resp)
     if sock is not None:
-        sock.settimeout(left)
+        sock.settimeout(min(left, read_timeout) if read_timeout else left)
 
 
 def _reason(err: BaseException) -> str:
@@ -122,13 +123,16 @@ class Client:
         return self._key is not None
 
     def scrub(self, data: bytes) -> bytes:
-        """The answer with the key replaced, wherever the server put it."""
-        if self._key and self._key.encode() in data:
-            return data.replace(self._key.encode(), KEY_PLACEHOLDER.encode())
+        """The answer with the key replaced, wherever the server put it, and a start of it at the very end
+        (an answer cut at its size limit in the middle of an echoed key)."""
+        if not self._key:
+            return data
+        key, mark = self._key.encode(), KEY_PLACEHOLDER.encode()
+        data = data.replace(key, mark)
+        for n in range(len(key) - 1, 3, -1):
+            if data.endswith(key[:n]):
+                return data[:-n] + mark
         return data
-
-    def scrub_text(self, text: str) -> str:
-        return text.replace(self._key, KEY_PLACEHOLDER) if self._key else text
 
     def _request(self, path: str, body: dict | None, headers: dict[str, str] | None) -> urllib.request.Request:
         h = {"Content-Type": "application/json", **(headers or {})} if body is not None else dict(headers or {})
@@ -172,26 +176,33 @@ class Client:
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > limit:
-                    return Answer(
-                        url, status, self.scrub(b"".join(chunks)[:limit]), f"answer larger than {limit} bytes"
-                    )
+                    body = self.scrub(b"".join(chunks)[:limit])
+                    return Answer(url, status, body, f"answer larger than {limit} bytes")
         except (OSError, http.client.HTTPException, ValueError) as err:
             return Answer(url, status, self.scrub(b"".join(chunks)), _reason(err))
         return Answer(url, status, self.scrub(b"".join(chunks)))
 
     @contextmanager
     def stream(
-        self, path: str, body: dict, *, deadline: float, headers: dict[str, str] | None = None
+        self,
+        path: str,
+        body: dict,
+        *,
+        deadline: float,
+        read_timeout: float | None = None,
+        headers: dict[str, str] | None = None,
     ) -> Iterator[Stream]:
-        """POST, then read the answer line by line as it arrives, until its end or the monotonic ``deadline``:
-        a server that sends headers and then stalls is given up on at the deadline."""
+        """POST, then read the answer line by line as it arrives, until its end or the monotonic ``deadline``
+        (and, with ``read_timeout``, until a silence that long): a server that sends headers and then stalls
+        is given up on at whichever comes first."""
         url = redact_url(self.base_url + path)
         stream = Stream(url, 0, self)
         try:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError("no time left for the request")
-            resp = self._opener.open(self._request(path, body, headers), timeout=left)
+            timeout = min(left, read_timeout) if read_timeout else left
+            resp = self._opener.open(self._request(path, body, headers), timeout=timeout)
         except urllib.error.HTTPError as err:
             with err:
                 answer = self._read(url, err.code, err, JSON_LIMIT, min(deadline, time.monotonic() + 10))
@@ -208,6 +219,7 @@ class Client:
             return
         with resp:
             stream.status, stream._resp, stream._deadline = resp.status, resp, deadline
+            stream._read_timeout = read_timeout
             yield stream
 
 
@@ -218,9 +230,11 @@ class Stream:
         self.url = url
         self.status = status
         self.error = ""
+        self.stalled = False  # the stream stopped because nothing more came before the deadline
         self._client = client
         self._resp: Any = None
         self._deadline = 0.0
+        self._read_timeout: float | None = None
 
     def lines(self) -> Iterator[str]:
         """Each line as it arrives (key scrubbed); sets ``error`` when the stream was cut, stalled or too big."""
@@ -229,7 +243,7 @@ class Stream:
         total = 0
         try:
             while True:
-                _time_left(self._resp, self._deadline)
+                _time_left(self._resp, self._deadline, self._read_timeout)
                 raw = self._resp.readline(LINE_LIMIT + 1)
                 if not raw:
                     return
@@ -240,3 +254,4 @@ class Stream:
                 yield self._client.scrub(raw).decode("utf-8", errors="replace").rstrip("\r\n")
         except (OSError, http.client.HTTPException, ValueError) as err:  # a cut stream raises IncompleteRead
             self.error = _reason(err)
+            self.stalled = isinstance(err, TimeoutError)  # socket.timeout is TimeoutError: nothing came in time

@@ -26,7 +26,11 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     key_file = inputs.key_file or up.key_file(build)  # the key the build's serve.sh exported
     where = caches.locations(build)
     before = caches.snapshot(where)
-    started = up.start(build, mode)
+    try:
+        started = up.start(build, mode)
+    except up.StartFailed as failed:
+        up.stop(build)
+        return failed_profile(build, mode, inputs, failed)
     if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
         before = caches.cleared(before, up.compile_cache_dir(build))
     try:
@@ -57,6 +61,16 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     return result
 
 
+def failed_profile(build: Path, mode: str, inputs: Inputs, failed) -> ProfileResult:
+    """A start `up` reported as failed: the timeline up to the failure (its log) and up's own findings."""
+    log = failed.log_path if failed.log_path is not None and failed.log_path.is_file() else None
+    result = profile(replace(inputs, log=log, url=None, load=None, build_dir=build), mode)
+    seen = {f.id for f in result.findings}
+    result.findings.extend(f for f in failed.findings if f.id not in seen)
+    result.context["start_failed"] = True
+    return result
+
+
 def page_cache_wording(residency: dict | None, fallback: str) -> str:
     fraction = (residency or {}).get("fraction")
     if fraction is None:
@@ -70,6 +84,8 @@ def profile_build(build: Path, start: str, inputs: Inputs) -> ProfileResult:
         return profile_once(build, start, inputs)
     measured: dict = {}
     cold = profile_once(build, "cold", replace(inputs, load=None), measured)
+    if cold.context.get("start_failed"):
+        return cold  # the warm start would fail the same way
     warm = profile_once(build, "warm", inputs, measured)
     warm.context["compare"] = compare(cold, warm)
     return warm

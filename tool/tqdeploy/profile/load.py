@@ -15,7 +15,8 @@ from tqdeploy.errors import TQError
 from tqdeploy.net import Answer, Client, check_url, is_loopback, model_ids, redact_url
 from tqdeploy.net.urls import origin
 
-REQUEST_TIMEOUT_S = 120
+REQUEST_TIMEOUT_S = 120  # of silence: a streamed request whose server sends nothing that long has stalled
+UNBOUNDED_REQUEST_S = 24 * 3600.0  # without --duration a request may stream as long as it keeps streaming
 # Bounds of one profile's load: a prompt is built in memory and each step runs to its end, so an unbounded
 # figure (--prompt-tokens 1000000000) would hang. A 1 Mi-token prompt is beyond the longest context vLLM
 # serves today; the served model's own max_model_len is checked against the server (profile/server.py).
@@ -118,7 +119,8 @@ def _tokens_in(line: str) -> int:
 
 def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, deadline: float | None = None) -> dict:
     """One streamed completion: send time, token arrival times, error if any. It ends at the monotonic
-    ``deadline`` (else REQUEST_TIMEOUT_S from now) even when the server stalls mid-stream."""
+    ``deadline`` (--duration's), or after REQUEST_TIMEOUT_S without a byte: a server that stalls mid-stream
+    cannot hold it longer."""
     body = {
         "model": model,
         "prompt": prompt,
@@ -133,9 +135,9 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
     sent = time.perf_counter()
     arrivals: list[float] = []
     tokens = 0
-    end = min(deadline, time.monotonic() + REQUEST_TIMEOUT_S) if deadline else time.monotonic() + REQUEST_TIMEOUT_S
+    end = deadline if deadline else time.monotonic() + UNBOUNDED_REQUEST_S
     error = None
-    with client.stream("/v1/completions", body, deadline=end) as st:
+    with client.stream("/v1/completions", body, deadline=end, read_timeout=REQUEST_TIMEOUT_S) as st:
         if st.status != 200 and not st.error:
             st.error = f"HTTP {st.status}"
         try:
@@ -147,7 +149,7 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
         except ValueError as exc:
             error = f"{type(exc).__name__}: {exc}"[:300]
         error = error or (f"HTTP {st.status}: {st.error}" if st.status not in (0, 200) else st.error) or None
-        status = st.status
+        status, stalled = st.status, st.stalled
     # The step's own --duration ended this stream while tokens were still arriving: the step is over, the server
     # did not fail. Counted apart (`cut`), never as an error (on the H200 every request in flight at the end of a
     # step was counted failed). A stream that went quiet before the deadline stalled: that stays an error.
@@ -155,8 +157,9 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
     at_deadline = deadline is not None and time.monotonic() >= deadline - CUT_SLACK_S
     cut = bool(error and status == 200 and at_deadline and quiet_s <= CUT_QUIET_S)
     if cut:
-        error = None
-    return {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": error, "status": status, "cut": cut}
+        error, stalled = None, False
+    result = {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": error, "status": status, "cut": cut}
+    return result | {"stalled": stalled}
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -176,13 +179,17 @@ def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed:
     # --duration bounds the step and each request in it (a stalled stream included), on the monotonic clock
     deadline = time.monotonic() + spec.duration_s if spec.duration_s else None
 
+    stalled = threading.Event()  # a request that got nothing for its whole time: send the server no more
+
     def worker() -> None:
         while True:
             with lock:
-                if not prompts or (deadline and time.monotonic() >= deadline):
+                if not prompts or stalled.is_set() or (deadline and time.monotonic() >= deadline):
                     return
                 prompt = prompts.pop()
             result = stream_one(client, model, prompt, spec.output_tokens, deadline)
+            if result["stalled"]:
+                stalled.set()
             with lock:
                 results.append(result)
 

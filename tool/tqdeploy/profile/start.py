@@ -81,6 +81,10 @@ def start(build: Path, mode: str) -> Started:
         shutil.rmtree(cache, ignore_errors=True)
     launched = time.time()
     proc = subprocess.run([*_cli(), "up", str(build), "--json"], capture_output=True, text=True, timeout=UP_TIMEOUT_S)
+    if proc.returncode == 1:  # up ran and reported why the start failed or was refused: findings, not bad input
+        failed = _failed(proc.stdout)
+        if failed is not None:
+            raise failed
     if proc.returncode != 0:
         raise TQError(
             f"tqdeploy up {build} failed (exit {proc.returncode}): {_why(proc.stdout, proc.stderr)}",
@@ -101,6 +105,29 @@ def start(build: Path, mode: str) -> Started:
         "not dropped (weights may come from the OS page cache)",
         data.get("seconds_to_ready"),
     )
+
+
+class StartFailed(Exception):
+    """`up` reported a failed or refused start: its findings (TQ4xx, from runtime/classify.py) and its log."""
+
+    def __init__(self, findings: list, log_path: Path | None):
+        super().__init__("the start failed")
+        self.findings = findings
+        self.log_path = log_path
+
+
+def _failed(stdout: str) -> StartFailed | None:
+    from tqdeploy.findings import Finding
+
+    try:
+        data = json.loads(stdout)
+        findings = [Finding.from_dict(f) for f in data.get("findings") or []]
+        log = data.get("log_path")
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return None
+    if data.get("status") not in ("failed", "refused") or not any(f.severity.value == "error" for f in findings):
+        return None
+    return StartFailed(findings, Path(log) if isinstance(log, str) and log else None)
 
 
 def _why(stdout: str, stderr: str) -> str:

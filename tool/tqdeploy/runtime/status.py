@@ -26,17 +26,15 @@ class ServerAnswers:
     def ask(cls, build_dir: Path, base_url: object) -> ServerAnswers:
         if not isinstance(base_url, str) or http.client(base_url) is None:
             return cls()  # not an http(s) URL: nothing to ask (and nothing shown of it but its redacted form)
-        key, key_file = _own_key(build_dir, base_url)
+        key, key_file, why_not = _own_key(build_dir, base_url)
         out = cls(health=http.health(base_url))
         if out.health != 200:
             return out
         answer = http.models_answer(base_url, key)
         out.models = model_ids(answer)
         if answer.key_refused:
-            fix = (
+            fix = why_not or (
                 f"the server runs with another key than {key_file}: restart it through `tqdeploy up {build_dir}`"
-                if key_file
-                else f"set server.api_key_file in {build_dir}/tqdeploy.toml to the key file the server uses"
             )
             out.findings.append(
                 key_refused_finding(answer, sent_key=key is not None, fix=fix, area="runtime", key_file=key_file)
@@ -44,19 +42,28 @@ class ServerAnswers:
         return out
 
 
-def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None]:
-    """The build's key (its spec's server.api_key_file) and that file, when base_url is the build's own origin:
-    a state file edited to point elsewhere never gets the key."""
+def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None, str]:
+    """The build's key (its spec's server.api_key_file), that file, and why no key is sent ('' when one is):
+    only to the build's own origin, so a state file edited to point elsewhere never gets the key."""
     from tqdeploy.errors import TQError
     from tqdeploy.runtime.deployment import load_deployment
 
     try:
         dep = load_deployment(build_dir)
-    except (TQError, OSError, ValueError, KeyError):
-        return None, None
-    if dep.api_key_file is None or not same_origin(base_url, dep.base_url):
-        return None, None
-    return http.read_key(dep.api_key_file), str(dep.api_key_file)
+    except (TQError, OSError, ValueError, KeyError) as err:
+        return None, None, f"the build cannot be read ({str(err)[:120]}): rebuild it with `tqdeploy build`"
+    if dep.api_key_file is None:
+        return None, None, f"set server.api_key_file in {build_dir}/tqdeploy.toml to the key file the server uses"
+    if not same_origin(base_url, dep.base_url):
+        return (
+            None,
+            str(dep.api_key_file),
+            (
+                f"the state's base_url {redact_url(base_url)} is not this build's address {dep.base_url}, so its key "
+                f"is not sent there: `tqdeploy down {build_dir}` and `tqdeploy up {build_dir}` write the state anew"
+            ),
+        )
+    return http.read_key(dep.api_key_file), str(dep.api_key_file), ""
 
 
 @dataclass
