@@ -262,10 +262,12 @@ def preflight_python(python: str | None, build_dir: Path) -> str:
     from tqdeploy.runtime.process import resolve_python
 
     try:
-        previous = (state.read_state(build_dir) or {}).get("python")
+        st = state.read_state(build_dir) or {}
     except TQError:
-        previous = None
-    return resolve_python(python, previous)
+        st = {}
+    # Only a state this folder's own `up` wrote names the interpreter to run (a copied one is another's).
+    previous = st.get("python") if st.get("marker") == state.deployment_marker(build_dir) else None
+    return resolve_python(python, previous if isinstance(previous, str) else None)
 
 
 def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):
