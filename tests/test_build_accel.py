@@ -52,7 +52,7 @@ def test_the_default_gpu_spec_renders_the_startup_plan(run_cli, tmp_path):
     assert code == 0, err
     serve = (out / "serve.sh").read_text()
     assert serve.count(EXPORT) == 1
-    assert serve.index(EXPORT) < serve.index("exec vllm serve")  # every runtime starts through serve.sh
+    assert serve.index(EXPORT) < serve.index('exec python3 "$HERE/launch_vllm.py"')  # every runtime runs serve.sh
     assert "v1/worker/startup_plan.py" in serve  # the comment cites where it was verified
     assert (
         "note: start-up: persistent compile cache (VLLM_CACHE_ROOT on the cache volume), "

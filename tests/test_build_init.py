@@ -128,18 +128,33 @@ def test_init_from_the_cpu_demo_leaves_the_hosts_gpus_alone(run_cli, tmp_path):
     assert load_spec(out).spec_hash == load_spec(embedded="tiny-cpu-demo").spec_hash
 
 
-def test_a_build_without_a_spec_says_it_did_not_use_the_tqdeploy_toml_init_wrote(run_cli, tmp_path, monkeypatch):
+def test_a_build_without_a_spec_uses_the_tqdeploy_toml_init_wrote_and_says_so(run_cli, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    assert run_cli("init", "--no-probe", "--name", "mine")[0] == 0
+    code, _, err = run_cli("init", "--no-probe", "--name", "mine")
+    assert code == 0 and "tqdeploy build" in err + _
     code, stdout, _ = run_cli("build", "--out", "b")
     assert code == 0
-    assert stdout.splitlines()[0].startswith("built qwen36-27b-tq from embedded:qwen36-27b-tq (spec sha256 ")
-    assert (
-        "  note: ./tqdeploy.toml was not used: this build is the embedded default qwen36-27b-tq; pass the file"
-        in stdout
-    )
-    code, stdout, _ = run_cli("build", "tqdeploy.toml", "--out", "b")
-    assert code == 0 and stdout.startswith("built mine from tqdeploy.toml ") and "was not used" not in stdout
+    assert stdout.splitlines()[0].startswith("built mine from tqdeploy.toml (spec sha256 ")
+    assert "  note: spec: ./tqdeploy.toml (no spec was given); `--embedded NAME` builds an embedded spec" in stdout
+    assert run_cli("build", "tqdeploy.toml", "--out", "b")[1].startswith("built mine from tqdeploy.toml ")
+    (tmp_path / "tqdeploy.toml").unlink()  # none here: the embedded default, as before
+    code, stdout, _ = run_cli("build", "--out", "c")
+    assert code == 0 and stdout.startswith("built qwen36-27b-tq from embedded:qwen36-27b-tq ")
+
+
+def test_check_drift_names_the_spec_that_restores_the_build(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", "b")[0] == 0
+    (tmp_path / "b" / "nginx.conf").unlink()
+    code, stdout, _ = run_cli("build", "--check", "b")
+    assert code == 1 and "fix: run `tqdeploy build b/tqdeploy.toml --out b` to restore the files" in stdout
+    with open(tmp_path / "b" / "serve.sh", "a") as fh:
+        fh.write("# edited\n")
+    code, stdout, _ = run_cli("build", "--check", "b", "--embedded", "tiny-cpu-demo")
+    fix = "tqdeploy build --embedded tiny-cpu-demo --out b --force"
+    assert code == 1 and f"fix: run `{fix}` to restore" in stdout
+    assert run_cli(*fix.split()[1:])[0] == 0  # run as printed, it restores the build
+    assert run_cli("build", "--check", "b")[0] == 0
 
 
 def test_init_puts_the_hosts_hf_endpoint_first_in_the_mirrors(run_cli, tmp_path):

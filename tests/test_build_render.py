@@ -17,6 +17,7 @@ from tqdeploy.spec import load_spec
 TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "golden"
 FIX = TESTS / "fixtures" / "build"
+DEMO_SPEC = TESTS.parent / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
 UPDATE = os.environ.get("TQDEPLOY_UPDATE_GOLDEN") == "1"
 
 CASES = {
@@ -213,7 +214,7 @@ def test_check_passes_on_a_fresh_build_and_names_drifted_files(run_cli, tmp_path
     out = tmp_path / "build"
     run_cli("build", "--out", str(out))
     code, stdout, _ = run_cli("build", "--check", str(out))
-    assert code == 0 and "all 13 files match" in stdout
+    assert code == 0 and "all 16 files match" in stdout  # + warmup.sh, launch_vllm.py, k8s/warmup-job.yaml
     with open(out / "serve.sh", "a") as fh:
         fh.write("echo tampered\n")
     (out / "k8s" / "service.yaml").unlink()
@@ -244,7 +245,11 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
     (out / "models").mkdir()
     (out / "models" / "weights.bin").write_bytes(b"operator data")
     (out / "k8s" / "my-extra.yaml").write_text("kind: ConfigMap\n")
-    code, stdout, _ = run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out), "--json")
+    key = (out / "secrets" / "vllm-api-key").read_bytes()  # the default spec's key file, created by build
+    # The demo spec without its API key renders no k8s/ (a Service needs a key): those files go.
+    unkeyed = tmp_path / "unkeyed.toml"
+    unkeyed.write_text(DEMO_SPEC.read_text().replace('api_key_file = "./secrets/vllm-api-key"\n', ""))
+    code, stdout, _ = run_cli("build", str(unkeyed), "--out", str(out), "--json")
     assert code == 0
     removed = json.loads(stdout)["changes"]["removed"]
     assert sorted(removed) == [
@@ -253,9 +258,12 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
         "k8s/deployment.yaml",
         "k8s/pvc.yaml",
         "k8s/service.yaml",
+        "k8s/warmup-job.yaml",
+        "launch_vllm.py",
     ]
     assert (out / "models" / "weights.bin").read_bytes() == b"operator data"
     assert (out / "k8s" / "my-extra.yaml").exists()
+    assert (out / "secrets" / "vllm-api-key").read_bytes() == key  # the user's data once created: kept
     assert not list(out.glob(".tqdeploy-staging-*"))
     assert run_cli("build", "--check", str(out))[0] == 0
 

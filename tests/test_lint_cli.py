@@ -25,8 +25,9 @@ def test_error_exits_1_and_json_contract(run_cli):
     assert data["schema"] == "tqdeploy.lint/1" and data["vllm_version"] == "0.32.0"
     assert set(data) == {"schema", "vllm_version", "command", "fixed_command", "findings"}
     f = data["findings"][0]
-    assert set(f) == {"id", "severity", "flag", "message", "fix"}
-    assert (f["id"], f["severity"], f["flag"]) == ("TQ302", "error", "--kv-cache-dtype")
+    assert set(f) == {"id", "severity", "title", "evidence", "remediation", "area"}  # doctor's shape (Finding)
+    assert (f["id"], f["severity"], f["evidence"]["flag"]) == ("TQ302", "error", "--kv-cache-dtype")
+    assert f["area"] == "arguments" and f["remediation"] == "use turboquant_4bit_nc"
     assert "turboquant_4bit_nc" in data["fixed_command"]
 
 
@@ -90,3 +91,46 @@ def test_every_lint_rule_has_a_doc_page(run_cli):
         code, out, err = run_cli("explain", rid)
         assert code == 0, err
         assert out.startswith(f"# {rid}:") and "## Fix" in out
+
+
+FINDING_KEYS = {"id", "severity", "title", "evidence", "remediation", "area"}
+QWEN36 = str(Path(__file__).parent / "fixtures" / "models" / "qwen3.6-27b")
+
+
+def _explainable(run_cli, shown_id: str) -> None:
+    code, out, err = run_cli("explain", shown_id)
+    assert code == 0 and out.startswith("# "), (shown_id, err)
+
+
+def test_lint_plan_and_doctor_json_share_one_finding_shape_and_every_id_is_explainable(run_cli):
+    _, lint_out, _ = run_cli("lint", "--json", "--", "vllm", "serve", "m", "--quantization", "turboquant")
+    _, plan_out, _ = run_cli("plan", "--json", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    _, doctor_out, _ = run_cli("doctor", "--json", "--offline")
+    lint, plan, doctor = json.loads(lint_out), json.loads(plan_out), json.loads(doctor_out)
+    shown = lint["findings"] + plan["problems"] + [p for r in plan["rows"] for p in r["problems"]]
+    assert plan["problems"] and any(r["problems"] for r in plan["rows"])
+    for finding in shown + doctor["findings"]:
+        assert set(finding) == FINDING_KEYS, finding
+    for finding_id in {f["id"] for f in shown}:
+        _explainable(run_cli, finding_id)
+    advice = next(f for f in lint["findings"] if f["id"] == "TQ310")
+    fa_id = advice["title"].split(":")[0]  # the catalogue entry the finding names
+    assert fa_id == "FA001"
+    code, page, _ = run_cli("explain", fa_id)
+    assert code == 0 and page.startswith("# FA001: false advice, reported by lint as TQ310")
+    assert "`tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --quantization turboquant`" in page
+
+
+def test_every_compat_rule_code_is_reported_under_a_documented_id(run_cli):
+    import re
+
+    from tqdeploy.checkids import check_for_code
+    from tqdeploy.model import compat
+
+    codes = set(re.findall(r'Severity\.[A-Z]+,\s*"([A-Z_]{4,})"', Path(compat.__file__).read_text()))
+    assert {"TP_HEADS", "MML_TOO_LONG", "TQ_HYBRID_BUG", "WEIGHTS_DONT_FIT"} <= codes
+    for code in sorted(codes | {"held-memory"}):
+        found = check_for_code(code)
+        assert found is not None, code
+        code_page = run_cli("explain", code)[1]
+        assert code_page == run_cli("explain", found[0])[1] and code_page.startswith(f"# {found[0]}: ")

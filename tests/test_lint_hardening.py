@@ -93,7 +93,7 @@ def test_a_valid_snippet_passes_and_a_typo_gets_a_did_you_mean(run_cli, tmp_path
     bad = tmp_path / "bad.py"
     bad.write_text('import vllm\nllm = vllm.LLM("m", "tok", max_modle_len=4096)\ne = vllm.EngineArgs(port=1)\n')
     code, out, err = run_cli("lint", "--json", "--file", str(bad))
-    messages = [f["message"] for f in json.loads(out)["findings"]]
+    messages = [f["title"] for f in json.loads(out)["findings"]]
     assert code == 1
     assert any("'max_modle_len'; did you mean max_model_len?" in m for m in messages), messages
     assert any("EngineArgs() of vLLM 0.32.0 takes no keyword argument 'port'" in m for m in messages)

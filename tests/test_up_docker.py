@@ -31,8 +31,7 @@ def client():
 @pytest.fixture(scope="module")
 def deployment(client, tmp_path_factory):
     root = tmp_path_factory.mktemp("updocker")
-    build, port = make_build(root, api_key_file="./secrets/vllm-api-key")
-    (build / "secrets").mkdir()
+    build, port = make_build(root)  # keyed: build created secrets/vllm-api-key; the test seeds its own key
     (build / "secrets" / "vllm-api-key").write_text(API_KEY + "\n")
     (build / "secrets" / "vllm-api-key").chmod(0o644)  # read by uid 2000 inside
     tag = stand_in_image(client, root, build, f"tqdeploy-test/up-stand-in:{port}")

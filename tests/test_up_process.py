@@ -1,17 +1,20 @@
 """`tqdeploy up / status / down` with the process runtime on the real CPU build of vLLM.
 
-One server for the module: up -> ready -> a chat completion -> status (JSON) -> a second up refused ->
-down -> nothing of the group, no VLLM:: process of it, the port free; then down again (nothing running).
+One server for the module, keyed like the default spec (build created secrets/vllm-api-key): up -> ready ->
+a chat completion with the key, refused without it -> status (JSON) -> a second up refused -> down -> nothing of
+the group, no VLLM:: process of it, the port free; then down again (nothing running). The key is in no output,
+state, log or argv of the deployment.
 """
 
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
 
-from support.up_builds import assert_nothing_left, kill_leftovers, live_members, make_build, tq
+from support.up_builds import assert_nothing_left, build_key, key_headers, kill_leftovers, live_members, make_build, tq
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
@@ -31,11 +34,9 @@ def running(tmp_path_factory):
         kill_leftovers(build)
 
 
-def _chat(base_url: str) -> dict:
+def _chat(base_url: str, headers: dict) -> dict:
     body = json.dumps({"model": "tiny", "messages": [{"role": "user", "content": "Hello"}], "max_tokens": 4})
-    req = urllib.request.Request(
-        base_url + "/v1/chat/completions", data=body.encode(), headers={"Content-Type": "application/json"}
-    )
+    req = urllib.request.Request(base_url + "/v1/chat/completions", data=body.encode(), headers=headers)
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     with opener.open(req, timeout=120) as resp:
         return json.load(resp)
@@ -49,7 +50,10 @@ def test_up_reports_ready_and_the_server_answers_a_chat_completion(running):
     assert up["served_model_name"] == "tiny"
     assert up["seconds_to_ready"] > 0
     assert up["log_path"].startswith(str(build / ".tqdeploy" / "logs"))
-    assert _chat(up["base_url"])["usage"]["completion_tokens"] >= 1
+    assert _chat(up["base_url"], key_headers(build))["usage"]["completion_tokens"] >= 1
+    with pytest.raises(urllib.error.HTTPError) as refused:  # keyed for real: no key, no completion
+        _chat(up["base_url"], {"Content-Type": "application/json"})
+    assert refused.value.code == 401
     # The stamped log (logstamp format) holds vLLM's own ready line, reachable as logs/server.log.
     text = (build / ".tqdeploy" / "logs" / "server.log").read_text()
     assert "|" in text.splitlines()[0] and "Starting vLLM server on" in text
@@ -68,6 +72,17 @@ def test_status_shows_ready_with_the_engine_processes(running):
     assert st["uptime_s"] > 0 and st["pid"] == up["pid"]
     titles = {p["title"] for p in st["processes"]}
     assert "VLLM::EngineCore" in titles, titles
+    key = build_key(build)
+    state = json.loads((build / ".tqdeploy" / "state.json").read_text())
+    assert state["api_key_file"] == str((build / "secrets" / "vllm-api-key").resolve())  # a path, never the key
+    seen = [output, json.dumps(up), (build / ".tqdeploy" / "state.json").read_text()]
+    seen.append((build / ".tqdeploy" / "logs" / "server.log").read_text(errors="replace"))
+    for pid, _ in live_members(build, up["pgid"]):
+        try:
+            seen.append(open(f"/proc/{pid}/cmdline", "rb").read().decode(errors="replace"))
+        except OSError:
+            pass
+    assert key and not [i for i, text in enumerate(seen) if key in text]
 
 
 def test_a_second_up_of_the_running_build_is_refused_and_names_it(running):

@@ -18,7 +18,16 @@ import urllib.request
 
 import pytest
 
-from support.up_builds import UP_TIMEOUT_S, assert_nothing_left, free_port, kill_leftovers, make_build, tq
+from support.up_builds import (
+    KEY_FILE,
+    UP_TIMEOUT_S,
+    assert_nothing_left,
+    free_port,
+    key_headers,
+    kill_leftovers,
+    make_build,
+    tq,
+)
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
@@ -66,9 +75,9 @@ def _start_nginx(exe, root, port, upstream_conf):
 class ClientLoop(threading.Thread):
     """Completions through nginx, one at a time, until stopped or MAX_REQUESTS; every outcome recorded."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, headers: dict[str, str]):
         super().__init__(daemon=True)
-        self.url, self.stop, self.ok, self.failed = url, threading.Event(), 0, []
+        self.url, self.headers, self.stop, self.ok, self.failed = url, headers, threading.Event(), 0, []
         self.opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
     def run(self):
@@ -76,7 +85,7 @@ class ClientLoop(threading.Thread):
         for _ in range(MAX_REQUESTS):
             if self.stop.is_set():
                 return
-            req = urllib.request.Request(self.url, data=body, headers={"Content-Type": "application/json"})
+            req = urllib.request.Request(self.url, data=body, headers=self.headers)
             try:
                 with self.opener.open(req, timeout=60) as resp:
                     json.load(resp)
@@ -91,9 +100,12 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
     exe, root, nginx_port = nginx
     blue, blue_port = make_build(tmp_path / "blue", extra_args=SMALL_KV)
     green, green_port = make_build(tmp_path / "green", extra_args=SMALL_KV)
+    # Both keyed; clients behind nginx keep their key across the switch, so green serves blue's key (build made
+    # each its own random one: the operator copies the key file, as here).
+    shutil.copy(blue / KEY_FILE, green / KEY_FILE)
     upstream_conf = root / "tiny-cpu-demo.conf"
     shutil.copy(blue / "nginx.conf", upstream_conf)
-    loop = ClientLoop(f"http://127.0.0.1:{nginx_port}/v1/completions")
+    loop = ClientLoop(f"http://127.0.0.1:{nginx_port}/v1/completions", key_headers(blue))
     try:
         rc, up, out = tq("up", str(blue), "--json")
         assert rc == 0, out[-2000:]

@@ -1,6 +1,8 @@
-"""The shared real-vLLM fixture itself: it serves, exposes metrics, and stops its whole process group."""
+"""The shared real-vLLM fixture itself: keyed like a deployment, it serves with the key, refuses without it,
+exposes metrics, and stops its whole process group."""
 
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -12,12 +14,18 @@ pytestmark = pytest.mark.vllm
 
 def test_real_vllm_serves_completions_and_metrics(vllm_server):  # noqa: F811
     body = json.dumps({"model": str(vllm_server.model_dir), "prompt": "Hello", "max_tokens": 4}).encode()
-    req = urllib.request.Request(
-        vllm_server.base_url + "/v1/completions", data=body, headers={"Content-Type": "application/json"}
-    )
-    with urllib.request.urlopen(req, timeout=120) as resp:
+    url = vllm_server.base_url + "/v1/completions"
+    for headers in ({"Content-Type": "application/json"}, {**vllm_server.headers(), "Authorization": "Bearer wrong"}):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(urllib.request.Request(url, data=body, headers=headers), timeout=120)
+        assert refused.value.code == 401
+    with urllib.request.urlopen(
+        urllib.request.Request(url, data=body, headers=vllm_server.headers()), timeout=120
+    ) as resp:
         data = json.load(resp)
     assert data["usage"]["completion_tokens"] >= 1
+    assert vllm_server.key and vllm_server.key not in " ".join(vllm_server.args)  # the environment, not argv
+    assert vllm_server.key not in vllm_server.log_text
     with urllib.request.urlopen(vllm_server.base_url + "/metrics", timeout=10) as resp:
         metrics = resp.read().decode()
     assert "vllm:kv_cache_usage_perc" in metrics

@@ -1,6 +1,9 @@
+# shellcheck shell=bash
 # Sourced by the GPU recording scripts: the spec of a one-GPU vLLM 0.25.0 build serving a local checkpoint on
 # 127.0.0.1:18000 (the vLLM that runs on the lent H200; see scripts/gpu/record_up_profile.sh).
-# gpu_spec NAME MODEL MAX_MODEL_LEN EXTRA_VLLM_LINES EXTRA_ARGS   (EXTRA_ARGS: the body of a TOML list)
+# gpu_spec NAME MODEL MAX_MODEL_LEN EXTRA_VLLM_LINES EXTRA_ARGS [SERVER_LINES] [MODEL_LINES]
+#   EXTRA_ARGS: the body of a TOML list; SERVER_LINES: more [server] keys (acceptance.sh: api_key_file);
+#   MODEL_LINES: where the model comes from (default: path = "./models/MODEL"; acceptance.sh: repo + mirrors)
 gpu_spec() {
   cat <<TOML
 schema = 1
@@ -8,7 +11,7 @@ name = "$1"
 variant = "gpu"
 
 [model]
-path = "./models/$2"
+${7:-path = \"./models/$2\"}
 served_name = "$2"
 
 [vllm]
@@ -23,7 +26,8 @@ base = "vllm/vllm-openai:v0.25.0"
 
 [server]
 host = "127.0.0.1"
-port = 18000
+port = 18000${6:+
+$6}
 
 [resources]
 gpus = "all"

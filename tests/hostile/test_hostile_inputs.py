@@ -26,6 +26,7 @@ from hostile.seeds import (
     PASSWORD,
     SECRET,
     SECRETS,
+    TESTS,
     embedded_text,
     leftovers,
     model_dir,
@@ -496,7 +497,7 @@ def test_the_image_context_holds_only_what_the_dockerfile_copies(tmp_path):
     from tqdeploy.render.image import context_tar
 
     out = _built(tmp_path, "qwen36-27b-tq")
-    (out / "secrets").mkdir()
+    (out / "secrets").mkdir(exist_ok=True)  # build created it with a random key
     (out / "secrets" / "vllm-api-key").write_text(SECRET)
     (out / "models").mkdir()
     (out / "models" / "w.safetensors").write_bytes(b"weights")
@@ -546,6 +547,371 @@ def verify_manifest_as_a_list(tmp: Path) -> Case:
     folder.mkdir()
     (folder / "tqdeploy-manifest.json").write_text("[1, 2]")
     return Case(["download", "--verify", str(folder)], needle="not a tqdeploy manifest")
+
+
+# ---------------------------------------------------------------- build files: state.json, logs, key files
+# Each is a file a command reads from a build that anyone with access can edit, copy or replace: a FIFO once
+# hung status/logs/down/connect, /dev/zero was read until MemoryError, and `logs` printed a linked /etc/shadow.
+
+
+def _state_dir(tmp: Path) -> Path:
+    folder = tmp / "b" / ".tqdeploy"
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+GOOD_STATE = {
+    "schema": "tqdeploy.state/1",
+    "runtime": "process",
+    "host": "127.0.0.1",
+    "port": 18123,
+    "base_url": "http://127.0.0.1:18123",
+    "served_model_name": "tiny",
+    "phase": "stopped",
+    "ready": False,
+    "restarts": 0,
+}
+
+
+def _write_state(tmp: Path, text: str) -> Path:
+    (_state_dir(tmp) / "state.json").write_text(text)
+    return tmp / "b"
+
+
+def state_fifo_status(tmp: Path) -> Case:
+    os.mkfifo(_state_dir(tmp) / "state.json")
+    return Case(["status", str(tmp / "b")], needle="state.json is a FIFO", subprocess=True)
+
+
+def state_fifo_down(tmp: Path) -> Case:
+    os.mkfifo(_state_dir(tmp) / "state.json")
+    return Case(["down", str(tmp / "b")], needle="state.json is a FIFO", subprocess=True)
+
+
+def state_fifo_connect(tmp: Path) -> Case:
+    os.mkfifo(_state_dir(tmp) / "state.json")
+    return Case(["connect", "openai", str(tmp / "b")], needle="state.json is a FIFO", subprocess=True)
+
+
+def state_dev_zero(tmp: Path) -> Case:
+    (_state_dir(tmp) / "state.json").symlink_to("/dev/zero")
+    return Case(["status", str(tmp / "b")], needle="lies outside", subprocess=True)
+
+
+def state_link_to_a_file_outside(tmp: Path) -> Case:
+    (tmp / "elsewhere.json").write_text(json.dumps(GOOD_STATE))
+    (_state_dir(tmp) / "state.json").symlink_to(tmp / "elsewhere.json")
+    return Case(["status", str(tmp / "b")], needle="lies outside")
+
+
+def state_folder(tmp: Path) -> Case:
+    (_state_dir(tmp) / "state.json").mkdir()
+    return Case(["status", str(tmp / "b")], needle="state.json is a folder")
+
+
+def state_2mb(tmp: Path) -> Case:
+    build = _write_state(tmp, json.dumps({**GOOD_STATE, "last_error": {"id": "x", "title": "y" * (2 << 20)}}))
+    return Case(["status", str(build)], needle="more than the 1048576")
+
+
+def state_deeply_nested(tmp: Path) -> Case:
+    return Case(["status", str(_write_state(tmp, "[" * 500_000 + "]" * 500_000))], needle="state.json is corrupt")
+
+
+def state_binary(tmp: Path) -> Case:
+    (_state_dir(tmp) / "state.json").write_bytes(b"\xff\xfe\x00{")
+    return Case(["status", str(tmp / "b")], needle="state.json is corrupt")
+
+
+# A hand-edited field: (field, JSON text of the value). Every one was an internal error, a wrong verdict or a
+# 300-digit uptime before state.json was validated; each must be one line naming the field.
+BAD_FIELDS = {
+    "restarts_many": ("restarts", '"many"'),
+    "restarts_negative": ("restarts", "-1"),
+    "started_at_yesterday": ("started_at", '"yesterday"'),
+    "started_at_1e300": ("started_at", "1e300"),
+    "started_at_nan": ("started_at", "NaN"),
+    "started_at_next_year": ("started_at", str(int(time.time()) + 366 * 86400)),
+    "port_99999": ("port", "99999"),
+    "port_abc": ("port", '"abc"'),
+    "port_zero": ("port", "0"),
+    "port_float": ("port", "8000.5"),
+    "pid_string": ("pid", '"x"'),
+    "pid_zero": ("pid", "0"),
+    "pid_negative": ("pid", "-1"),
+    "pid_true": ("pid", "true"),
+    "pid_past_pid_max": ("pid", str(1 << 40)),
+    "pgid_float": ("pgid", "1.5"),
+    "supervisor_pid_list": ("supervisor_pid", "[1]"),
+    "base_url_unclosed_ipv6": ("base_url", '"http://[::1"'),
+    "base_url_other_host": ("base_url", '"http://evil.example:18123"'),
+    "base_url_file_scheme": ("base_url", '"file:///etc/passwd"'),
+    "base_url_port_99999": ("base_url", '"http://127.0.0.1:99999"'),
+    "base_url_credentials": ("base_url", f'"http://user:{PASSWORD}@127.0.0.1:18123"'),
+    "log_path_etc_shadow": ("log_path", '"/etc/shadow"'),
+    "log_path_parent": ("log_path", '"../../../etc/passwd"'),
+    "phase_number": ("phase", "5"),
+    "phase_unknown": ("phase", '"hacked"'),
+    "ready_string": ("ready", '"yes"'),
+    "exit_code_1e400": ("exit_code", "1e400"),
+    "api_key_file_number": ("api_key_file", "5"),
+    "served_model_name_newline": ("served_model_name", '"ti\\nny"'),
+    "last_error_string": ("last_error", '"boom"'),
+    "last_error_without_id": ("last_error", '{"title": "t"}'),
+    "gpu_baseline_bad_index": ("gpu_baseline", '[{"index": "x", "used_mib": 1}]'),
+    "container_id_path": ("container_id", '"../../x"'),
+    "runtime_unknown": ("runtime", '"ssh"'),
+    "spec_sha256_short": ("spec_sha256", '"abc"'),
+    "host_with_space": ("host", '"127.0.0.1 evil"'),
+}
+
+
+def _bad_field_case(name: str, field_name: str, value: str) -> Callable[[Path], Case]:
+    def case(tmp: Path) -> Case:
+        text = json.dumps({k: v for k, v in GOOD_STATE.items() if k != field_name})
+        build = _write_state(tmp, text[:-1] + f', "{field_name}": {value}}}')
+        state = build / ".tqdeploy" / "state.json"  # carries the seeded password of one case, on purpose
+        return Case(["status", str(build)], needle=f"field {field_name} = ", inputs=[state])
+
+    case.__name__ = case.__qualname__ = f"state_field_{name}"
+    return case
+
+
+for _name, (_field, _value) in BAD_FIELDS.items():
+    globals()[f"state_field_{_name}"] = _bad_field_case(_name, _field, _value)
+
+
+def state_bad_field_down_says_use_force(tmp: Path) -> Case:
+    build = _write_state(tmp, json.dumps({**GOOD_STATE, "pid": "x"}))
+    return Case(["down", str(build)], needle="field pid = 'x'", subprocess=True)
+
+
+def state_bad_field_connect(tmp: Path) -> Case:
+    build = _write_state(tmp, json.dumps({**GOOD_STATE, "base_url": "http://[::1"}))
+    return Case(["connect", "openai", str(build)], needle="field base_url")
+
+
+def _log_dir(tmp: Path) -> Path:
+    folder = _state_dir(tmp) / "logs"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+def logs_link_to_etc_passwd(tmp: Path) -> Case:
+    (_log_dir(tmp) / "server.log").symlink_to("/etc/passwd")
+    return Case(["logs", str(tmp / "b")], needle="lies outside")
+
+
+def logs_run_log_linked_outside(tmp: Path) -> Case:
+    (tmp / "secret.txt").write_text(SECRET + "\n")
+    (_log_dir(tmp) / "server-1.log").symlink_to(tmp / "secret.txt")
+    (_log_dir(tmp) / "server.log").symlink_to("server-1.log")
+    return Case(["logs", str(tmp / "b")], needle="lies outside", inputs=[tmp / "secret.txt"])
+
+
+def logs_fifo(tmp: Path) -> Case:
+    os.mkfifo(_log_dir(tmp) / "server.log")
+    return Case(["logs", str(tmp / "b")], needle="server.log is a FIFO", subprocess=True)
+
+
+def logs_fifo_follow(tmp: Path) -> Case:
+    os.mkfifo(_log_dir(tmp) / "server.log")
+    return Case(["logs", str(tmp / "b"), "-f"], needle="server.log is a FIFO", subprocess=True)
+
+
+def logs_dev_zero(tmp: Path) -> Case:
+    (_log_dir(tmp) / "server.log").symlink_to("/dev/zero")
+    return Case(["logs", str(tmp / "b")], needle="lies outside", subprocess=True)
+
+
+def logs_folder(tmp: Path) -> Case:
+    (_log_dir(tmp) / "server.log").mkdir()
+    return Case(["logs", str(tmp / "b")], needle="server.log is a folder")
+
+
+def logs_never_started(tmp: Path) -> Case:
+    (tmp / "b").mkdir()
+    return Case(["logs", str(tmp / "b")], needle="was never started")
+
+
+# ---------------------------------------------------------------- key files (up pre-flight, connect)
+
+
+def _connect_state(tmp: Path, key: Path) -> Path:
+    state = {**GOOD_STATE, "port": 9, "base_url": "http://127.0.0.1:9", "api_key_file": str(key)}
+    return _write_state(tmp, json.dumps(state))
+
+
+def connect_check_key_folder(tmp: Path) -> Case:
+    (tmp / "key").mkdir()
+    return Case(["connect", "openai", str(_connect_state(tmp, tmp / "key")), "--check"], code=1)
+
+
+def connect_check_key_fifo(tmp: Path) -> Case:
+    os.mkfifo(tmp / "key")
+    return Case(["connect", "openai", str(_connect_state(tmp, tmp / "key")), "--check"], code=1, subprocess=True)
+
+
+def connect_check_key_dev_zero(tmp: Path) -> Case:
+    return Case(["connect", "openai", str(_connect_state(tmp, Path("/dev/zero"))), "--check"], code=1, subprocess=True)
+
+
+def connect_check_key_binary(tmp: Path) -> Case:
+    (tmp / "key").write_bytes(b"\x00\xffsk")
+    return Case(["connect", "openai", str(_connect_state(tmp, tmp / "key")), "--check"], code=1)
+
+
+# ---------------------------------------------------------------- options: durations and URLs
+
+
+def up_timeout_inf(tmp: Path) -> Case:
+    return Case(["up", str(_built(tmp)), "--timeout", "inf"], needle="--timeout inf")
+
+
+def up_stall_timeout_nan(tmp: Path) -> Case:
+    return Case(["up", str(_built(tmp)), "--stall-timeout", "nan"], needle="--stall-timeout nan")
+
+
+def up_drain_timeout_inf(tmp: Path) -> Case:
+    return Case(["up", str(_built(tmp)), "--drain-timeout", "inf"], needle="--drain-timeout inf")
+
+
+def connect_timeout_inf(tmp: Path) -> Case:
+    argv = ["connect", "openai", str(_built(tmp)), "--timeout", "inf", "--check"]
+    return Case(argv, needle="--timeout inf")
+
+
+def connect_timeout_nan(tmp: Path) -> Case:
+    return Case(["connect", "openai", str(_built(tmp)), "--timeout", "nan"], needle="--timeout nan")
+
+
+def connect_base_url_unclosed_ipv6(tmp: Path) -> Case:
+    argv = ["connect", "openai", str(_built(tmp)), "--base-url", "http://[::1"]
+    return Case(argv, needle="--base-url 'http://[::1' does not parse")
+
+
+def connect_model_newline(tmp: Path) -> Case:
+    return Case(["connect", "openai", str(_built(tmp)), "--model", "ti\nny"], needle="control character")
+
+
+def profile_duration_inf(tmp: Path) -> Case:
+    return Case(["profile", "--url", "http://127.0.0.1:9", "--load", "--duration", "inf"], needle="--duration inf")
+
+
+def profile_log_with_an_impossible_date(tmp: Path) -> Case:
+    log = tmp / "vllm.log"
+    log.write_text(
+        "INFO 02-30 08:05:03 [api_server.py:1] vLLM API server version 0.32.0\n"
+        "INFO 13-45 25:61:61 [gpu_model_runner.py:1] Starting to load model /m...\n"
+    )
+    return Case(["profile", "--log", str(log), "--out", str(tmp / "p"), "--no-chart"], code=0)
+
+
+def download_deadline_nan(tmp: Path) -> Case:
+    return Case(["download", "org/tiny@main", "--to", str(tmp / "d"), "--deadline", "nan"], needle="--deadline nan")
+
+
+# ---------------------------------------------------------------- the seven earlier cases (issue 20, item 9)
+
+
+def config_layer_types_string(tmp: Path) -> Case:
+    config = qwen3_config(layer_types="full_attention", num_hidden_layers=3)
+    return Case(_plan(model_dir(tmp, config)), needle="layer_types = 'full_attention' is not a list of names")
+
+
+def config_layer_types_mixed(tmp: Path) -> Case:
+    config = qwen3_config(layer_types=[1, None, {}], num_hidden_layers=3)
+    return Case(_plan(model_dir(tmp, config)), needle="layer_types = [1, None, {}] is not a list of names")
+
+
+def config_attn_type_list_strings(tmp: Path) -> Case:
+    return Case(_plan(model_dir(tmp, qwen3_config(attn_type_list=["1", "0"]))), needle="attn_type_list")
+
+
+def index_is_a_list(tmp: Path) -> Case:
+    folder = model_dir(tmp, None, **{"model.safetensors.index.json": b"[1]"})
+    return Case(_plan(folder), needle="is not a safetensors index (a JSON list")
+
+
+def index_total_size_1e40_with_a_missing_shard(tmp: Path) -> Case:
+    index = {"metadata": {"total_size": 1e40}, "weight_map": {"w": "model-00001-of-00002.safetensors"}}
+    folder = model_dir(tmp, None, **{"model.safetensors.index.json": json.dumps(index).encode()})
+    return Case(_plan(folder), needle="metadata.total_size = 1e+40 is not a byte count")
+
+
+def index_total_size_negative(tmp: Path) -> Case:
+    index = {"metadata": {"total_size": -5}, "weight_map": {"w": "model-00001-of-00002.safetensors"}}
+    folder = model_dir(tmp, None, **{"model.safetensors.index.json": json.dumps(index).encode()})
+    return Case(_plan(folder), needle="metadata.total_size = -5")
+
+
+def _snapshot(tmp: Path, edit: Callable[[dict], None]) -> Path:
+    data = json.loads((TESTS / "fixtures" / "hosts" / "h200-1gpu.json").read_text())
+    edit(data)
+    path = tmp / "host.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def snapshot_negative_gpu_memory_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(memory_total=-150_000_000_000))
+    return Case(["doctor", "--snapshot", str(snap)], needle="gpus[0].memory_total = -150000000000")
+
+
+def snapshot_negative_gpu_memory_plan(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(memory_used=-1))
+    return Case(["plan", "--model", str(model_dir(tmp)), "--snapshot", str(snap)], needle="memory_used")
+
+
+def snapshot_infinite_shm(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["shm"].update(free_bytes=float("inf")))
+    return Case(["doctor", "--snapshot", str(snap)], needle="shm.free_bytes = inf")
+
+
+def snapshot_fifo(tmp: Path) -> Case:
+    os.mkfifo(tmp / "host.json")
+    return Case(["doctor", "--snapshot", str(tmp / "host.json")], needle="is a FIFO", subprocess=True)
+
+
+def snapshot_dev_zero(tmp: Path) -> Case:
+    return Case(["doctor", "--snapshot", "/dev/zero"], needle="/dev/zero is a character device", subprocess=True)
+
+
+def download_revision_newline(tmp: Path) -> Case:
+    return Case(["download", "org/tiny@ma\nin", "--to", str(tmp / "d")], needle="control character")
+
+
+def download_trailing_newline(tmp: Path) -> Case:
+    return Case(["download", "org/tiny@main\n", "--to", str(tmp / "d")], needle="control character")
+
+
+def plan_revision_newline(tmp: Path) -> Case:
+    return Case(["plan", "--model", "org/tiny@ma\nin", "--gpu", "H200"], needle="control character")
+
+
+def plan_revision_escape(tmp: Path) -> Case:
+    return Case(["plan", "--model", "org/tiny@main\x1b[2J", "--gpu", "H200"], needle="control character")
+
+
+def spec_revision_newline(tmp: Path) -> Case:
+    spec = spec_with(tmp, 'revision = "main"', 'revision = "ma\\nin"', "qwen36-27b-tq")
+    return Case(["build", str(spec), "--out", str(tmp / "b")], needle="model.revision 'ma\\nin'")
+
+
+def spec_repo_trailing_newline(tmp: Path) -> Case:
+    spec = spec_with(tmp, 'repo = "Qwen/Qwen3.6-27B"', 'repo = "Qwen/Qwen3.6-27B\\n"', "qwen36-27b-tq")
+    return Case(["build", str(spec), "--out", str(tmp / "b")], needle="model.repo")
+
+
+def spec_served_name_trailing_newline(tmp: Path) -> Case:
+    spec = spec_with(tmp, 'served_name = "tiny"', 'served_name = "tiny\\n"')
+    return Case(["build", str(spec), "--out", str(tmp / "b")], needle="model.served_name")
+
+
+def download_lock_fifo(tmp: Path) -> Case:
+    os.mkfifo(tmp / "tqdeploy.lock.json")
+    argv = ["download", "org/tiny", "--to", str(tmp / "d"), "--lock", str(tmp / "tqdeploy.lock.json")]
+    return Case(argv, needle="is a FIFO", subprocess=True)
 
 
 CASES = {name: fn for name, fn in globals().items() if callable(fn) and fn.__module__ == __name__}

@@ -113,3 +113,30 @@ def test_a_second_download_into_the_same_folder_says_another_one_runs(run_cli, r
         os.close(fd)
     assert code == 2 and err.startswith(f"tqdeploy: error: another tqdeploy download is writing into {dest}"), err
     assert not (dest / "tqdeploy-manifest.json").exists()
+
+
+def test_a_trickling_mirror_is_stopped_by_the_overall_deadline(run_cli, repo, tmp_path):
+    """One byte every 0.05 s stays a "live" transfer for the 30 s rate window, file after file: only the
+    overall --deadline bounds the run (it once ran past 60 s with --retries 0)."""
+    dest = tmp_path / "d"
+    started = time.monotonic()
+    with HubMirror(repo, Faults(trickle_s=0.05)) as m:
+        code, out, err = run_cli(
+            "download", "org/tiny@main", "--to", str(dest), "--mirror", m.url, "--retries", "0", "--deadline", "3"
+        )
+    took = time.monotonic() - started
+    assert code == 1, err
+    assert "ran past its deadline of 3 s (--deadline)" in err.splitlines()[0], err
+    assert "Traceback" not in err and took < 15, took
+    partials = [p for p in dest.rglob("*") if p.is_file() and ".tqdeploy" in p.parts and p.stat().st_size > 0]
+    assert partials, "what arrived before the deadline is kept for the resume"
+    assert not (dest / "tqdeploy-manifest.json").exists() or not json.loads(
+        (dest / "tqdeploy-manifest.json").read_text()
+    ).get("complete")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "0", "-5", "1e12"])
+def test_a_deadline_that_is_not_a_duration_is_refused(run_cli, tmp_path, value):
+    code, _, err = run_cli("download", "org/tiny@main", "--to", str(tmp_path / "d"), "--deadline", value)
+    assert code == 2 and err.startswith(f"tqdeploy: error: --deadline {float(value):g} is not"), err
+    assert not (tmp_path / "d").exists()

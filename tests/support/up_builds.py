@@ -2,6 +2,9 @@
 
 Each build is the embedded tiny-cpu-demo spec with a free port (and optional vLLM flags), rendered by the
 real `tqdeploy build`, with the tiny generated model copied where serve.sh expects it (models/tiny).
+Keyed like the spec (server.api_key_file = ./secrets/vllm-api-key): the build itself creates the key file
+with a random key, so every `up` test runs the path a real deployment takes; ``build_key(build)`` and
+``key_headers(build)`` give it to the test's own requests. ``keyed=False`` drops the key from the spec.
 The real CLI runs as a subprocess (`up` leaves a detached supervisor behind on purpose).
 """
 
@@ -24,24 +27,41 @@ TQDEPLOY = Path(sys.executable).parent / "tqdeploy"
 UP_TIMEOUT_S = 420
 
 
+KEY_LINE = 'api_key_file = "./secrets/vllm-api-key"\n'
+KEY_FILE = Path("secrets") / "vllm-api-key"
+
+
 def make_build(
-    root: Path, *, extra_args: list[str] | None = None, max_model_len: int = 512, api_key_file: str | None = None
+    root: Path, *, extra_args: list[str] | None = None, max_model_len: int = 512, keyed: bool = True
 ) -> tuple[Path, int]:
     port = free_port()
     text = DEMO_SPEC.read_text()
+    assert KEY_LINE in text, "the demo spec is keyed like the default"
     text = text.replace("port = 8000", f"port = {port}")
     text = text.replace("max_model_len = 512", f"max_model_len = {max_model_len}")
     if extra_args:
         text = text.replace("extra_args = []", "extra_args = " + json.dumps(extra_args))
-    if api_key_file:
-        text = text.replace("port = ", f'api_key_file = "{api_key_file}"\nport = ', 1)
+    if not keyed:
+        text = text.replace(KEY_LINE, "")
     root.mkdir(parents=True, exist_ok=True)
     spec = root / "spec.toml"
     spec.write_text(text)
     build = root / "build"
     subprocess.run([str(TQDEPLOY), "build", str(spec), "--out", str(build)], check=True, capture_output=True)
+    assert (build / KEY_FILE).is_file() == keyed  # build created it, or there is none to create
     shutil.copytree(tiny_model_dir(), build / "models" / "tiny", ignore=shutil.ignore_patterns(".complete"))
     return build, port
+
+
+def build_key(build: Path) -> str | None:
+    """The key `tqdeploy build` wrote for this build (None: unkeyed)."""
+    path = build / KEY_FILE
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else None
+
+
+def key_headers(build: Path) -> dict[str, str]:
+    key = build_key(build)
+    return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
 
 def env() -> dict[str, str]:

@@ -3,11 +3,16 @@
 Session-scoped: one start (~60-90 s on two cores) is shared by every test that asks for
 ``vllm_server``. The server runs in its own process group so that stopping it also stops the
 EngineCore child (killing only the API server's pid leaves the engine running).
+
+Keyed by default, like every tqdeploy deployment: a random key in a 0600 file beside the log, handed to vLLM
+in VLLM_API_KEY (never argv, as serve.sh does); /v1 needs it (``server.headers()``), /health and /metrics do
+not (vLLM guards /v1 routes only). ``start_server(..., keyed=False)`` is the explicit unkeyed loopback case.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -33,10 +38,20 @@ class VllmServer:
     args: list[str]
     log_path: Path
     process: subprocess.Popen = field(repr=False)
+    key_file: Path | None = None  # None: started unkeyed
 
     @property
     def log_text(self) -> str:
         return self.log_path.read_text(encoding="utf-8", errors="replace")
+
+    @property
+    def key(self) -> str | None:
+        return self.key_file.read_text(encoding="utf-8").strip() if self.key_file else None
+
+    def headers(self) -> dict[str, str]:
+        """What a client sends to /v1: JSON, and the Bearer key when the server is keyed."""
+        key = self.key
+        return {"Content-Type": "application/json", **({"Authorization": f"Bearer {key}"} if key else {})}
 
 
 def vllm_available() -> bool:
@@ -69,7 +84,16 @@ def _healthy(url: str) -> bool:
         return False
 
 
-def start_server(model_dir: Path, extra_args: list[str], log_path: Path) -> VllmServer:
+def write_key_file(path: Path) -> Path:
+    """A random API key in a file of mode 0600 (what `tqdeploy build` creates for a keyed spec)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write("sk-test-" + secrets.token_urlsafe(24) + "\n")
+    return path
+
+
+def start_server(model_dir: Path, extra_args: list[str], log_path: Path, *, keyed: bool = True) -> VllmServer:
     port = free_port()
     args = [
         str(VLLM_PYTHON),
@@ -93,10 +117,14 @@ def start_server(model_dir: Path, extra_args: list[str], log_path: Path) -> Vllm
     env = dict(os.environ)
     env.setdefault("VLLM_CACHE_ROOT", str(CACHE / "vllm"))
     env["HF_HUB_OFFLINE"] = "1"
+    env.pop("VLLM_API_KEY", None)  # keyed or not is this function's choice, not the caller's shell's
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    key_file = write_key_file(log_path.with_name(log_path.name + ".api-key")) if keyed else None
+    if key_file is not None:
+        env["VLLM_API_KEY"] = key_file.read_text(encoding="utf-8").strip()  # the environment, never argv
     log = open(log_path, "wb")
     proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    server = VllmServer(model_dir, f"http://127.0.0.1:{port}", port, args, log_path, proc)
+    server = VllmServer(model_dir, f"http://127.0.0.1:{port}", port, args, log_path, proc, key_file)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:

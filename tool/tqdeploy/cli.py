@@ -13,11 +13,15 @@ import pkgutil
 import sys
 
 import typer
+from typer.core import TyperCommand
 
 from tqdeploy import __version__
+from tqdeploy.clihelp import HELP_OPTION_NAMES, TQCommand, TQGroup, usage_error
 
 app = typer.Typer(
     name="tqdeploy",
+    cls=TQGroup,
+    context_settings={"help_option_names": HELP_OPTION_NAMES},
     help="Deploy and diagnose vLLM with TurboQuant KV-cache quantization.",
     no_args_is_help=True,
     add_completion=True,
@@ -52,6 +56,9 @@ def _register_commands() -> None:
     modules = [importlib.import_module(f"tqdeploy.commands.{name}") for name in names]
     for module in sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.__name__)):
         module.register(app)
+    for info in app.registered_commands:  # one command class for all: help, `--`, metavars (clihelp.py)
+        if info.cls in (None, TyperCommand):  # typer's default: a command asked for no class of its own
+            info.cls = TQCommand
 
 
 _register_commands()
@@ -60,7 +67,7 @@ _register_commands()
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI through the single error funnel; returns the process exit code.
 
-    TQError: exit 2 (or its own code); usage errors of the command line: exit 2 with click's message;
+    TQError: exit 2 (or its own code); usage errors of the command line: exit 2, one line + fix, in words;
     Ctrl-C: 130; any other exception is a bug: exit 3 (errors.EXIT_INTERNAL).
     """
     from tqdeploy.errors import EXIT_INTERRUPTED, EXIT_USAGE, TQError, report_error
@@ -77,10 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except Exception as err:
         # click's usage errors (typer vendors click in recent releases, so match them by shape, not class)
-        # print their own usage line and message.
-        show, exit_code = getattr(err, "show", None), getattr(err, "exit_code", None)
-        if callable(show) and isinstance(exit_code, int):
-            show()
-            return exit_code or EXIT_USAGE
+        if callable(getattr(err, "format_message", None)) and isinstance(getattr(err, "exit_code", None), int):
+            message, fix = usage_error(err)
+            return report_error(TQError(message, fix, err.exit_code or EXIT_USAGE))  # type: ignore[attr-defined]
         return report_error(err)
     return result if isinstance(result, int) else 0

@@ -6,25 +6,74 @@ are met, so the same collectors in the same order give the same bundle) and cons
 placeholder, in every file). ``mapping()`` says what each placeholder stands for and is meant to be kept
 apart from what is shared; for secrets it holds only a sha256 fingerprint, never the value.
 
-The patterns and name rules live in tqdeploy.redact_rules (with the vLLM facts they rest on).
+A value found secret once is a known literal from then on: it and its encodings (URL, base64, hex, JSON
+escapes) are replaced wherever they appear; ``relit()`` runs that replacement again over text redacted
+before the value was known. Host identity follows sos clean (host names under the host's domains,
+users, addresses); tqdeploy.redact_names holds those rules, redact_rules the patterns.
 """
 
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tqdeploy import redact_rules as R
+from tqdeploy.redact_keys import decode_blob, drop_private_keys, encodings
+from tqdeploy.redact_names import NameRules
 from tqdeploy.redact_rules import GENERIC_USERS, SECRET_FLAGS, is_secret_name, secret_flag
 
 __all__ = ["GENERIC_USERS", "SECRET_FLAGS", "Redactor", "is_secret_name", "scan", "secret_flag"]
+MIN_SECRET = 4  # shorter values are words, not secrets worth hunting everywhere
+LINE_WISE_FROM = 8192  # longer texts: the secret rules run only on the lines a trigger found
 
 
-class Redactor:
+def _find_all(text: str, needle: str, out: list[int]) -> None:
+    pos = text.find(needle)
+    while pos >= 0:
+        out.append(pos)
+        pos = text.find(needle, pos + 1)
+
+
+def _trigger_hits(text: str, low: str) -> list[int]:
+    """Offsets where a secret rule may match: plain substrings found with str.find (C speed), so the rules
+    themselves run only on the few lines that have one."""
+    hits: list[int] = []
+    for needle in R.SECRET_LITERALS:
+        _find_all(low, needle, hits)
+    for needle in R.TOKEN_LITERALS:
+        _find_all(text, needle, hits)
+    for word in R.NAMED_WORDS:
+        found: list[int] = []
+        _find_all(low, word, found)
+        hits.extend(p for p in found if R.NAME_TAIL.match(low, p + len(word)))
+    return sorted(hits)
+
+
+def _trigger_lines(text: str, low: str) -> list[tuple[int, int]]:
+    """Spans of whole lines that hold a trigger, each with the line after it (a value after `\\` or on the
+    next line of a list); merged, in order. Each line is searched back to its start once, so this stays
+    linear on one huge line too."""
+    spans: list[tuple[int, int]] = []
+    end = -1
+    for pos in _trigger_hits(text, low):
+        if pos < end:
+            continue
+        start = max(text.rfind("\n", 0, pos) + 1, end, 0)
+        stop = text.find("\n", pos)
+        stop = len(text) if stop < 0 else text.find("\n", stop + 1)
+        stop = len(text) if stop < 0 else stop + 1
+        if spans and start <= spans[-1][1]:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((start, stop))
+        end = stop
+    return spans
+
+
+class Redactor(NameRules):
     """Collects placeholders and counts for one output (one bundle). ``enabled=False`` passes all through."""
 
     def __init__(
@@ -33,6 +82,9 @@ class Redactor:
         secrets: Iterable[str] = (),
         hostnames: Iterable[str] = (),
         usernames: Iterable[str] = (),
+        domains: Iterable[str] = (),
+        keywords: Iterable[str] = (),
+        public_hosts: Iterable[str] | None = None,
         enabled: bool = True,
         names: bool = True,
     ) -> None:
@@ -41,12 +93,15 @@ class Redactor:
         self.counts: Counter[str] = Counter()
         self._placeholders: dict[tuple[str, str], str] = {}
         self._numbers: Counter[str] = Counter()
-        self._literals: dict[str, str] = {}  # known original -> kind
-        self._literal_re: re.Pattern[str] | None = None
+        self._literals: dict[str, tuple[str, str]] = {}  # form as written -> (kind, original)
+        self._regex_cache: dict[tuple[str, ...], re.Pattern[str]] = {}
+        NameRules.__init__(self, domains, public_hosts)
         for value in secrets:
             self.add_literal(value, "secret")
+        for value in keywords:
+            self.add_literal(value, "keyword")
         for value in hostnames:
-            self.add_literal(value, "host")
+            self.add_host(value)
         for value in usernames:
             self.add_literal(value, "user")
 
@@ -60,12 +115,19 @@ class Redactor:
         return self._placeholders[key]
 
     def add_literal(self, value: str, kind: str) -> None:
-        """A value known to be secret or identifying: replaced wherever it appears, whatever its shape."""
+        """A value known to be secret or identifying: replaced wherever it appears, whatever its shape;
+        a secret's encodings too."""
         value = (value or "").strip()
-        if len(value) < 3 or (kind != "secret" and value.lower() in GENERIC_USERS | {"localhost"}):
+        if len(value) < (MIN_SECRET if kind in R.SECRET_KINDS else 3) or R.PLACEHOLDER.fullmatch(value):
             return
-        self._literals.setdefault(value, kind)
-        self._literal_re = None
+        if kind not in R.SECRET_KINDS and value.lower() in GENERIC_USERS | {"localhost"}:
+            return
+        if value in self._literals:
+            return
+        self._literals[value] = (kind, value)
+        if kind in R.SECRET_KINDS:
+            for form in encodings(value):
+                self._literals.setdefault(form, (kind, value))
 
     def mapping(self) -> dict[str, dict[str, str]]:
         out: dict[str, dict[str, str]] = {}
@@ -80,166 +142,235 @@ class Redactor:
     def text(self, text: str) -> str:
         if not self.enabled or not text:
             return text
-        low = text.lower()  # cheap substring triggers: a pass whose trigger is absent cannot match
-        text = self._secrets(text, low)
-        return self._names(text, low) if self.names else text
+        text = self._secrets(text)
+        return self._names(text) if self.names else text
 
-    def _secrets(self, text: str, low: str) -> str:
-        if "private key" in low:
-            text = R.PRIVATE_KEY.sub(lambda m: self._count("private_key", "[private-key dropped]"), text)
+    def known(self, text: str) -> str:
+        """Only what is certainly secret: known values and token formats. For texts tqdeploy wrote itself
+        (a fix line such as `export VLLM_API_KEY="$(cat FILE)"`), which the heuristics would misread."""
+        if not self.enabled or not text:
+            return text
+        text = self._sub_literals(text, R.SECRET_KINDS)
+        return R.TOKENS.sub(lambda m: self.secret(m.group(0)), text) if self._has_token(text) else text
+
+    def relit(self, text: str) -> str:
+        """Known values (and their encodings) once more: for text redacted before they were known."""
+        return self._sub_literals(text, None) if self.enabled else text
+
+    def _has_token(self, text: str) -> bool:
+        return any(p in text for p in R.TOKEN_LITERALS)
+
+    def _secrets(self, text: str) -> str:
+        text, keys = drop_private_keys(text)
+        if keys:
+            self.counts["private_key"] += keys
+        text = self._sub_literals(text, R.SECRET_KINDS)
+        low = text.lower()
+        if len(text) <= LINE_WISE_FROM or len(low) != len(text):
+            return self._secret_rules(text, low)
+        out, pos = [], 0
+        for start, end in _trigger_lines(text, low):
+            out.append(text[pos:start])
+            out.append(self._secret_rules(text[start:end], low[start:end]))
+            pos = end
+        out.append(text[pos:])
+        return "".join(out)
+
+    def _secret_rules(self, text: str, low: str) -> str:
+        """Every secret rule over a text (a whole short text, or the lines of a long one that may hold one)."""
         if "://" in text:
-            text = R.URL_USERINFO.sub(lambda m: m.group(1) + self.secret(m.group(2)) + "@", text)
-        text = self._sub_literals(text, only="secret")
-        if any(t in text for t in ("hf_", "sk-", "gh", "eyJ", "AKIA")):
+            text = R.URL_USERINFO.sub(lambda m: m.group(1) + self._userinfo(m.group(2)) + "@", text)
+            text = R.WEBHOOK.sub(lambda m: m.group(1) + self.secret(m.group(2)), text)
+        if self._has_token(text):
             text = R.TOKENS.sub(lambda m: self.secret(m.group(0)), text)
-        if "bearer" in low or "basic" in low or "token" in low:
-            text = R.AUTH_SCHEME.sub(lambda m: m.group(1) + m.group(2) + self.secret(m.group(3)), text)
-        if "authorization" in low or "api-key" in low or "auth-token" in low:
+        if "bearer" in low or "basic" in low:
+            text = R.AUTH_SCHEME.sub(self._auth_scheme, text)
+        if any(h in low for h in ("auth", "api-key", "token")):
             text = R.HEADER.sub(self._header, text)
-        if "--" in text:
-            text = R.OPTION.sub(self._option, text)
-            text = R.LISTED_OPTION.sub(self._listed_option, text)
-        if any(w in low for w in ("token", "key", "secret", "passw", "pwd", "credential")):
+        text = self._flags(text, low)
+        if "=" in text or ":" in text:
             text = R.NAMED.sub(self._named, text)
         if "=" in text and ("?" in text or "&" in text):
             text = R.QUERY.sub(self._query, text)
+        return R.BASE64_BLOB.sub(self._blob, text)
+
+    def _flags(self, text: str, low: str) -> str:
+        if "--" in text:
+            text = R.OPTION.sub(self._option, text)
+            text = R.LISTED_OPTION.sub(self._listed_option, text)
+        if "login" in low:
+            text = R.REGISTRY_LOGIN.sub(lambda m: self._group_secret(m, "value"), text)
+        if "-u" in text or "-U" in text:
+            text = R.USER_PASSWORD.sub(self._user_password, text)
+        if "passw" in low or "account" in low:
+            text = R.NETRC.sub(lambda m: self._group_secret(m, "value"), text)
         return text
 
-    def _names(self, text: str, low: str) -> str:
-        """Host names, users, MAC and IP addresses (after the secrets, so a URL's credentials are gone)."""
-        if "://" in text:
-            text = R.URL_HOST.sub(self._url_host, text)
-        homes = "/home/" in text or "users" in low
-        for home in R.HOME.finditer(text) if homes else ():  # a user named by a home path: replaced everywhere
-            if home.group(2).lower() not in GENERIC_USERS and not R.PLACEHOLDER.fullmatch(home.group(2)):
-                self.add_literal(home.group(2), "user")
-        text = self._sub_literals(text, only=None)
-        if homes:
-            text = R.HOME.sub(lambda m: m.group(1) + self._user(m.group(2)), text)
-        if ":" in text or "-" in text:
-            text = R.MAC.sub(lambda m: self.placeholder("mac", m.group(0).lower()), text)
-        if ":" in text:
-            text = R.IPV6.sub(self._ipv6, text)
-        return R.IPV4.sub(self._ipv4, text)
+    def _group_secret(self, m: re.Match[str], group: str) -> str:
+        value = m.group(group)
+        if R.is_reference(value) or R.PLACEHOLDER.search(value):
+            return m.group(0)
+        start, end = m.start(group) - m.start(), m.end(group) - m.start()
+        return m.group(0)[:start] + self._quoted_secret(value) + m.group(0)[end:]
+
+    def _userinfo(self, info: str) -> str:
+        user, sep, password = info.partition(":")
+        if not sep:  # a token as user name (https://TOKEN@host)
+            return self.secret(info) if len(info) >= 8 and not R.PLACEHOLDER.fullmatch(info) else info
+        self.add_literal(password, "secret")  # its encodings elsewhere too; the user name goes with it
+        return self.secret(info)
+
+    def _auth_scheme(self, m: re.Match[str]) -> str:
+        value = m.group(3)
+        if not (re.search("[0-9+/=]", value) or (re.search("[a-z]", value) and re.search("[A-Z]", value))):
+            return m.group(0)  # "basic functionality": a word, not a credential
+        return m.group(1) + m.group(2) + self.secret(value)
 
     def _header(self, m: re.Match[str]) -> str:
-        value = m.group(3).strip()
-        return m.group(0) if R.PLACEHOLDER.search(value) else m.group(1) + m.group(2) + self.secret(value)
-
-    def _url_host(self, m: re.Match[str]) -> str:
-        host = m.group(2)
-        low = host.lower().rstrip(".")
-        if R.PLACEHOLDER.fullmatch(host) or low == "localhost" or re.fullmatch(r"[\d.]+|\[[0-9a-f:.]*\]", low):
-            return m.group(0)  # IPs are handled (and loopback kept) by the IP rules
-        if any(low == h or low.endswith("." + h) for h in R.PUBLIC_HOSTS):
+        value = m.group(4)
+        if R.PLACEHOLDER.search(value) or R.is_reference(value) or R.is_prose(value) or len(value) < 4:
             return m.group(0)
-        if "_" in host or ("." not in host and not m.group(3)):
-            return m.group(0)  # not a DNS name (an nginx upstream), or a bare word without a port
-        self.add_literal(host, "host")
-        return m.group(1) + self.placeholder("host", host) + (m.group(3) or "")
+        return m.group(1) + m.group(2) + m.group(3) + self.secret(value)
 
     def _count(self, kind: str, replacement: str) -> str:
         self.counts[kind] += 1
         return replacement
 
     def secret(self, value: str) -> str:
-        if not value or R.PLACEHOLDER.fullmatch(value.strip("'\"")):
-            return value
+        if not value or R.PLACEHOLDER.fullmatch(value.strip("'\"")) or value.lower() in R.NOT_SECRET_VALUES:
+            return value  # null, true, absent: what a field holds when there is no secret
+        self.add_literal(value, "secret")
         return self.placeholder("secret", value)
 
-    def _user(self, name: str) -> str:
-        if R.PLACEHOLDER.fullmatch(name) or name.lower() in GENERIC_USERS:
-            return name
-        self.add_literal(name, "user")  # so the bare name is caught later in this bundle too
-        return self.placeholder("user", name)
-
     def _option(self, m: re.Match[str]) -> str:
-        flag = secret_flag("--" + m.group(1))
-        if flag is None:
+        flag = secret_flag("--" + m.group("flag"))
+        value = m.group("value")
+        if flag is None or R.is_reference(value) or R.is_prose(value) or R.PLACEHOLDER.fullmatch(value.strip("'\"")):
             return m.group(0)
-        values = m.group(3) if SECRET_FLAGS.get(flag) == "+" else None
-        if values is None:  # one value; anything after it is not this option's
-            first, _, rest = m.group(3).partition(" ")
-            tail = " " + rest if rest else ""
-            return f"--{m.group(1)}{m.group(2)}{self._quoted_secret(first)}{tail}"
-        return f"--{m.group(1)}{m.group(2)}" + " ".join(self._quoted_secret(v) for v in values.split())
+        out = f"--{m.group('flag')}{m.group('sep')}{self._quoted_secret(value)}"
+        more = m.group("more")
+        if SECRET_FLAGS.get(flag) != "+" or not more:
+            return out + more
+        parts = re.split(r"([ \t]+)", more)  # ['', ' ', 'K2', ' ', 'K3']: values until prose starts
+        for i in range(2, len(parts), 2):
+            if R.is_prose(parts[i]) or R.is_reference(parts[i]):
+                return out + "".join(parts[i - 1 :])
+            out += parts[i - 1] + self.secret(parts[i])
+        return out
 
     def _listed_option(self, m: re.Match[str]) -> str:
-        if secret_flag(m.group(2)) is None or "=" in m.group(2):
+        value = m.group("value")
+        if secret_flag(m.group("flag")) is None or "=" in m.group("flag") or R.is_reference(value):
             return m.group(0)
-        q = m.group(4)
-        return f"{m.group(1)}{m.group(2)}{m.group(1)}{m.group(3)}{q}{self.secret(m.group(5))}{q}"
+        cut = m.start("value") - m.start()
+        return m.group(0)[:cut] + self.secret(value) + m.group(0)[cut + len(value) :]
+
+    def _user_password(self, m: re.Match[str]) -> str:
+        user, pw = m.group("user"), m.group("pw")
+        if (user.isdigit() and pw.isdigit()) or R.is_reference(pw) or R.PLACEHOLDER.fullmatch(pw):
+            return m.group(0)  # -u 1000:1000 is a uid:gid
+        cut = m.start("pw") - m.start()
+        return m.group(0)[:cut] + self.secret(pw) + m.group(0)[cut + len(pw) :]
 
     def _quoted_secret(self, value: str) -> str:
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            return value[0] + self.secret(value[1:-1]) + value[0]
+            inner = value[1:-1]
+            if not inner or R.is_reference(inner):
+                return value
+            return value[0] + self.secret(inner) + value[0]
         return self.secret(value)
 
     def _named(self, m: re.Match[str]) -> str:
-        if not is_secret_name(m.group("name")):
+        name = m.group("name")
+        if not is_secret_name(name):
             return m.group(0)
+        if not m.group("q") and name.lower() in R.BARE_NAMES and not R.at_line_start(m.string, m.start()):
+            return m.group(0)  # `an API key: see below` is prose; `password: x` at a line's start is not
         value = m.group("value")
         if value.startswith("[") and value.endswith("]") and not R.PLACEHOLDER.fullmatch(value):
-            inner = re.sub(
+            new = re.sub(
                 r"'([^']*)'|\"([^\"]*)\"",
                 lambda q: q.group(0)[0] + self.secret(q.group(1) or q.group(2) or "") + q.group(0)[0],
                 value,
             )
-            new = inner
-        elif value.strip("'\"").lower() in R.NOT_SECRET_VALUES:
+        elif self._not_a_value(value):
             new = value
+        elif value.startswith('\\"') and value.endswith('\\"') and len(value) > 4:
+            new = '\\"' + self.secret(value[2:-2]) + '\\"'
         else:
             new = self._quoted_secret(value)
         return m.group(0)[: m.start("value") - m.start()] + new
 
+    @staticmethod
+    def _not_a_value(value: str) -> bool:
+        bare = value.strip("'\"\\")
+        return (
+            bare.lower() in R.NOT_SECRET_VALUES
+            or R.is_reference(value)
+            or R.is_prose(value)
+            or bool(R.PLACEHOLDER.fullmatch(bare))
+            or bare.startswith(("{", "`"))
+            or is_secret_name(bare)  # `key: api-key` in a secretKeyRef names the key, it is not one
+        )
+
     def _query(self, m: re.Match[str]) -> str:
         name = m.group(2)
-        if is_secret_name(name) or name.lower() in ("sig", "signature", "auth", "x-amz-signature", "x-amz-credential"):
+        if (is_secret_name(name) or name.lower() in R.QUERY_SECRET_NAMES) and not R.PLACEHOLDER.search(m.group(3)):
             return f"{m.group(1)}{name}={self.secret(m.group(3))}"
         return m.group(0)
 
-    def _sub_literals(self, text: str, only: str | None) -> str:
-        if not self._literals:
+    def _blob(self, m: re.Match[str]) -> str:
+        """A base64 word that decodes to a credential (a Docker auth's user:password, a token)."""
+        decoded = decode_blob(m.group(0))
+        if decoded is None:
+            return m.group(0)
+        if decoded in self._literals and self._literals[decoded][0] in R.SECRET_KINDS:
+            kind, original = self._literals[decoded]
+            return self.placeholder(kind, original)
+        user_pw = re.fullmatch(r"[^:\s]{1,128}:\S{3,}", decoded)
+        if user_pw or self._has_token(decoded) and R.TOKENS.search(decoded) or self._known_in(decoded):
+            return self.secret(m.group(0))
+        return m.group(0)
+
+    def _known_in(self, text: str) -> bool:
+        return any(kind in R.SECRET_KINDS and form in text for form, (kind, _) in self._literals.items())
+
+    def _sub_literals(self, text: str, kinds: frozenset[str] | None) -> str:
+        """Known values present in text, replaced; one C-speed substring test per value keeps this linear."""
+        present = tuple(
+            sorted(
+                (f for f, (k, _) in self._literals.items() if (kinds is None or k in kinds) and f in text),
+                key=lambda f: (-len(f), f),
+            )
+        )
+        if not present:
             return text
-        if self._literal_re is None:
-            alts = sorted(self._literals, key=len, reverse=True)
-            self._literal_re = re.compile("|".join(rf"(?<![\w.-]){re.escape(a)}(?![\w-])" for a in alts))
-        rx = self._literal_re
+        rx = self._regex_cache.get(present)
+        if rx is None:
+            rx = re.compile("|".join(self._literal_pattern(f) for f in present))
+            self._regex_cache[present] = rx
 
         def repl(m: re.Match[str]) -> str:
-            kind = self._literals.get(m.group(0), "")
-            if only is not None and kind != only:
-                return m.group(0)
-            return self.placeholder(kind, m.group(0))
+            kind, original = self._literals[m.group(0)]
+            return self.placeholder(kind, original)
 
         return rx.sub(repl, text)
 
-    def _ipv4(self, m: re.Match[str]) -> str:
-        try:
-            ip = ipaddress.IPv4Address(m.group(0))
-        except ValueError:
-            return m.group(0)
-        if ip.is_loopback or ip.is_unspecified or ip.is_multicast or str(ip) == "255.255.255.255":
-            return m.group(0)
-        return self.placeholder("ip", str(ip))
-
-    def _ipv6(self, m: re.Match[str]) -> str:
-        if "::" not in m.group(0) and m.group(0).count(":") < 6:
-            return m.group(0)  # 09:42:25 and other clock times: cheaper to skip than to parse
-        try:
-            ip = ipaddress.IPv6Address(m.group(0))
-        except ValueError:
-            return m.group(0)
-        if ip.is_loopback or ip.is_unspecified:
-            return m.group(0)
-        return self.placeholder("ipv6", ip.compressed)
+    def _literal_pattern(self, form: str) -> str:
+        kind = self._literals[form][0]
+        if kind in R.SECRET_KINDS:
+            return rf"(?<![A-Za-z0-9]){re.escape(form)}(?![A-Za-z0-9])" if len(form) < 8 else re.escape(form)
+        return rf"(?<![\w-]){re.escape(form)}(?![\w-])"
 
     # -- structures ---------------------------------------------------------------------------------
     def env(self, env: Mapping[str, str]) -> dict[str, str]:
         """Environment variables: a secret-named variable's value becomes a placeholder, the rest is text."""
         if not self.enabled:
             return dict(env)
-        return {k: (self.secret(v) if is_secret_name(k) and v else self.text(v)) for k, v in sorted(env.items())}
+        return {
+            k: (self.secret(v) if is_secret_name(k) and v.lower() not in R.NOT_SECRET_VALUES else self.text(v))
+            for k, v in sorted(env.items())
+        }
 
     def argv(self, argv: Sequence[str]) -> list[str]:
         """A command line, token by token, with every spelling vLLM's parser accepts for its secret options."""
@@ -264,27 +395,41 @@ class Redactor:
         return out
 
     def data(self, obj: Any) -> Any:
-        """JSON-shaped data: strings as text, secret-named keys' string values as secrets, other types kept."""
+        """JSON-shaped data: strings as text, secret-named keys' values as secrets, a list of strings that
+        holds a secret option as an argv (a container's Cmd/Args), other types kept."""
         if not self.enabled:
             return obj
         if isinstance(obj, Mapping):
-            out = {}
+            out: dict[str, Any] = {}
             for key, value in obj.items():
-                if is_secret_name(str(key)) and isinstance(value, str) and value.lower() not in R.NOT_SECRET_VALUES:
+                secret_key = is_secret_name(str(key))
+                if secret_key and isinstance(value, str) and value.lower() not in R.NOT_SECRET_VALUES:
                     out[self.text(str(key))] = self.secret(value)
+                elif secret_key and isinstance(value, Mapping) and str(key).lower() == "auths":
+                    out[self.text(str(key))] = {self.text(str(k)): self._all_secret(v) for k, v in value.items()}
                 else:
                     out[self.text(str(key))] = self.data(value)
             return out
         if isinstance(obj, (list, tuple)):
+            if obj and all(isinstance(v, str) for v in obj) and any(v.startswith("--") for v in obj):
+                return self.argv(obj)
             return [self.data(v) for v in obj]
         if isinstance(obj, str):
             return self.text(obj)
         return obj
 
+    def _all_secret(self, obj: Any) -> Any:
+        """Every string under a Docker `auths` entry (auth, identitytoken, password) is a credential."""
+        if isinstance(obj, Mapping):
+            return {k: self._all_secret(v) for k, v in obj.items()}
+        return self.secret(obj) if isinstance(obj, str) and obj else obj
 
-def scan(text: str) -> Counter[str]:
+
+def scan(text: str, redactor: Redactor | None = None) -> Counter[str]:
     """Secret-shaped strings still in text (what a fresh redaction would replace), counted per kind;
-    placeholders and masks such as vLLM's '***' do not count. Host names need the host, so are not scanned."""
-    probe = Redactor()
+    placeholders and masks such as vLLM's '***' do not count. With a redactor that knows the host (names,
+    users, domains), identifying names count too; without one only secrets and addresses do."""
+    probe = redactor or Redactor()
+    before = Counter(probe.counts)
     probe.text(text)
-    return probe.counts
+    return probe.counts - before

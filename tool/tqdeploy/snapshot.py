@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 SCHEMA = "tqdeploy.snapshot/1"
+SNAPSHOT_LIMIT = 16 << 20  # a recorded 8-GPU host is ~200 KiB
+UNLIMITED = (-1,)  # rlimits: RLIM_INFINITY is recorded as -1 (probe/system.py)
 
 
 @dataclass
@@ -73,6 +75,7 @@ class HostSnapshot:
         kwargs = {k: v for k, v in data.items() if k in known}
         for name, value in kwargs.items():
             _check_shape(name, value, known[name])
+            _check_numbers(value, name, allowed=UNLIMITED if name == "limits" else ())
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
         return cls(**kwargs)
 
@@ -104,15 +107,20 @@ class HostSnapshot:
         p = Path(path)
         from tqdeploy.bundle.replay import is_bundle
 
-        if is_bundle(p):  # a support bundle (`tqdeploy bundle`): replay the snapshot recorded inside it
+        # A support bundle (`tqdeploy bundle`): replay the snapshot recorded inside it. is_file first: opening
+        # a FIFO to look at its magic bytes would block.
+        if p.is_file() and is_bundle(p):
             return cls._from_bundle(p)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except FileNotFoundError:
+        from tqdeploy.safeio import read_bytes
+
+        if not p.exists():
             raise TQError(
                 f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`"
             ) from None
-        except (IsADirectoryError, UnicodeDecodeError) as exc:
+        try:
+            # The path is the user's own (--snapshot), so a link is followed; a FIFO, device or folder is not.
+            data = json.loads(read_bytes(p, SNAPSHOT_LIMIT, "snapshot file", follow_symlinks=True).decode("utf-8"))
+        except (UnicodeDecodeError, RecursionError) as exc:
             raise TQError(
                 f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
                 "pass a file written by `tqdeploy doctor --snapshot-out`",
@@ -122,6 +130,11 @@ class HostSnapshot:
                 f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
                 "pass a file written by `tqdeploy doctor --snapshot-out`",
             ) from exc
+        except ValueError as exc:  # an integer of more digits than Python converts
+            raise TQError(
+                f"snapshot file {p} is not JSON ({str(exc)[:120]})",
+                "pass a file written by `tqdeploy doctor --snapshot-out`",
+            ) from None
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
             raise TQError(
                 f"snapshot file {p} is not a {SCHEMA} document",
@@ -129,9 +142,9 @@ class HostSnapshot:
             )
         try:
             return cls.from_dict(data)
-        except (TypeError, ValueError, AttributeError) as exc:
+        except (TypeError, ValueError, AttributeError, RecursionError) as exc:
             raise TQError(
-                f"snapshot file {p} has a malformed section ({exc})",
+                f"snapshot file {p} has a malformed section ({str(exc)[:200]})",
                 "record it again with `tqdeploy doctor --snapshot-out FILE`",
             ) from exc
 
@@ -141,6 +154,22 @@ def _check_shape(name: str, value: Any, f) -> None:
     default = f.default_factory() if callable(f.default_factory) else None
     if isinstance(default, (dict, list)) and not isinstance(value, type(default)):
         raise TypeError(f"section {name!r} must be a JSON {'object' if isinstance(default, dict) else 'array'}")
+
+
+def _check_numbers(value: Any, where: str, allowed: tuple[int, ...] = ()) -> None:
+    """Every number a probe records is a size, count, time or id: finite and not negative (-1 for "unlimited"
+    in limits only). A hand-edited -150000000000 once gave "TQ103 ok ... -140.4 GiB"; refuse it on load."""
+    import math
+
+    if isinstance(value, dict):
+        for key, item in value.items():
+            _check_numbers(item, f"{where}.{key}", allowed)
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_numbers(item, f"{where}[{i}]", allowed)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not math.isfinite(value) or (value < 0 and value not in allowed):
+            raise ValueError(f"{where} = {repr(value)[:40]} is not a finite number >= 0")
 
 
 def _build(cls, data: dict[str, Any]):

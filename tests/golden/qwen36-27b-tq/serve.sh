@@ -15,6 +15,16 @@ BIND_HOST="${TQ_BIND_HOST:-127.0.0.1}"
 # (vLLM docs/deployment/docker.md). The cache key includes the environment: keep it stable.
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-/cache/vllm}"
 export HF_HOME="${HF_HOME:-/cache/huggingface}"
+# Every other cache a start writes goes beside it, on the same volume: outside it they land under HOME and TMPDIR
+# (~/.triton, /tmp/torchinductor_$USER, ~/.cache/flashinfer, ~/.nv/ComputeCache, ...), which a recreated
+# container or pod starts without (measured on an H200: 294.5 s against 51.6 s warm). One variable per library,
+# read in its source (docs/facts.md); none of them is part of vLLM's compile-cache key.
+export TRITON_CACHE_DIR="${TRITON_CACHE_DIR:-$VLLM_CACHE_ROOT/triton}"
+export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$VLLM_CACHE_ROOT/torchinductor}"
+export FLASHINFER_WORKSPACE_BASE="${FLASHINFER_WORKSPACE_BASE:-$VLLM_CACHE_ROOT/flashinfer}"
+export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-$VLLM_CACHE_ROOT/nv-compute-cache}"
+export CUTE_DSL_CACHE_DIR="${CUTE_DSL_CACHE_DIR:-$VLLM_CACHE_ROOT/cute-dsl}"
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$VLLM_CACHE_ROOT/xdg}"
 # Startup plan (vllm/envs.py VLLM_ENABLE_STARTUP_PLAN, vllm/v1/worker/startup_plan.py): each GPU worker saves
 # its memory-profiling result under $VLLM_CACHE_ROOT/startup_plan/ and a later boot skips profiling only when
 # the fingerprint (vLLM version, config, GPU, torch/CUDA, rank) matches and free memory is at least the
@@ -35,13 +45,21 @@ if [ ! -s "$API_KEY_FILE" ]; then
   echo "  fix: put the key in that file (compose secret or Kubernetes Secret); it never goes on the command line" >&2
   exit 67
 fi
-# vLLM reads VLLM_API_KEY when --api-key is absent (vllm/entrypoints/serve/middleware/register.py),
-# so the key stays out of argv, `ps` and vLLM's "non-default args" log line.
-VLLM_API_KEY="$(cat "$API_KEY_FILE")"
-export VLLM_API_KEY
+# launch_vllm.py reads the key from this file into the API server's parsed arguments: never into argv (`ps`),
+# the log, or the environment, which every vLLM process inherits and which vLLM 0.25.0 hashes, VLLM_API_KEY
+# included, into the compile-cache key and writes to cache_key_factors.json on the cache volume.
+export TQ_API_KEY_FILE="$API_KEY_FILE"
+unset VLLM_API_KEY
+HERE="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)"
 
-mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME"
-exec vllm serve "$MODEL_DIR" \
+mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
+  "${TRITON_CACHE_DIR}" \
+  "${TORCHINDUCTOR_CACHE_DIR}" \
+  "${FLASHINFER_WORKSPACE_BASE}" \
+  "${CUDA_CACHE_PATH}" \
+  "${CUTE_DSL_CACHE_DIR}" \
+  "${XDG_CACHE_HOME}"
+exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --served-model-name qwen3.6-27b \
   --tensor-parallel-size 1 \
   --kv-cache-dtype turboquant_4bit_nc \

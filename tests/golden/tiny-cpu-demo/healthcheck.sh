@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 a2d80f3902f1501cf218bdc346024997e4fb8df916becec89f8f8cead8bca56c).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
-# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST.
+# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE.
 set -eu
 
 MODEL_DIR="${TQ_MODEL_DIR:-/models/tiny}"
@@ -15,12 +15,21 @@ BIND_HOST="${TQ_BIND_HOST:-127.0.0.1}"
 # (vLLM docs/deployment/docker.md). The cache key includes the environment: keep it stable.
 export VLLM_CACHE_ROOT="${VLLM_CACHE_ROOT:-/cache/vllm}"
 export HF_HOME="${HF_HOME:-/cache/huggingface}"
+# Every other cache a start writes goes beside it, on the same volume: outside it they land under HOME and TMPDIR
+# (~/.triton, /tmp/torchinductor_$USER, ~/.cache/flashinfer, ~/.nv/ComputeCache, ...), which a recreated
+# container or pod starts without (measured on an H200: 294.5 s against 51.6 s warm). One variable per library,
+# read in its source (docs/facts.md); none of them is part of vLLM's compile-cache key.
+export TRITON_CACHE_DIR="${TRITON_CACHE_DIR:-$VLLM_CACHE_ROOT/triton}"
+export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$VLLM_CACHE_ROOT/torchinductor}"
+export FLASHINFER_WORKSPACE_BASE="${FLASHINFER_WORKSPACE_BASE:-$VLLM_CACHE_ROOT/flashinfer}"
+export CUDA_CACHE_PATH="${CUDA_CACHE_PATH:-$VLLM_CACHE_ROOT/nv-compute-cache}"
+export CUTE_DSL_CACHE_DIR="${CUTE_DSL_CACHE_DIR:-$VLLM_CACHE_ROOT/cute-dsl}"
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$VLLM_CACHE_ROOT/xdg}"
 # vLLM 0.32.0's CPU build cannot load the AOT artefact it saves ("Compiling model again due to a load
 # failure ... finalize_loading", vllm/compilation/decorators.py) and compiles again on every start. With AOT
-# compile off (vllm/envs.py VLLM_USE_AOT_COMPILE) it reuses inductor's own cache, kept on the cache volume
-# (torch's default is /tmp/torchinductor_$USER). Measured on the tiny demo: warm compile 7.6 s -> 3.7 s.
+# compile off (vllm/envs.py VLLM_USE_AOT_COMPILE) it reuses inductor's own cache (TORCHINDUCTOR_CACHE_DIR above,
+# on the cache volume). Measured on the tiny demo: warm compile 7.6 s -> 3.7 s.
 export VLLM_USE_AOT_COMPILE="${VLLM_USE_AOT_COMPILE:-0}"
-export TORCHINDUCTOR_CACHE_DIR="${TORCHINDUCTOR_CACHE_DIR:-$VLLM_CACHE_ROOT/torchinductor}"
 # Serve only what download.sh fetched at the pinned revision; never download at start.
 export HF_HUB_OFFLINE=1
 
@@ -30,8 +39,27 @@ if [ ! -f "$MODEL_DIR/config.json" ]; then
   exit 66
 fi
 
-mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME"
-exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR" \
+API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
+if [ ! -s "$API_KEY_FILE" ]; then
+  echo "serve.sh: API key file $API_KEY_FILE is missing or empty" >&2
+  echo "  fix: put the key in that file (compose secret or Kubernetes Secret); it never goes on the command line" >&2
+  exit 67
+fi
+# launch_vllm.py reads the key from this file into the API server's parsed arguments: never into argv (`ps`),
+# the log, or the environment, which every vLLM process inherits and which vLLM 0.25.0 hashes, VLLM_API_KEY
+# included, into the compile-cache key and writes to cache_key_factors.json on the cache volume.
+export TQ_API_KEY_FILE="$API_KEY_FILE"
+unset VLLM_API_KEY
+HERE="$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)"
+
+mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
+  "${TRITON_CACHE_DIR}" \
+  "${TORCHINDUCTOR_CACHE_DIR}" \
+  "${FLASHINFER_WORKSPACE_BASE}" \
+  "${CUDA_CACHE_PATH}" \
+  "${CUTE_DSL_CACHE_DIR}" \
+  "${XDG_CACHE_HOME}"
+exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --served-model-name tiny \
   --tensor-parallel-size 1 \
   --dtype bfloat16 \

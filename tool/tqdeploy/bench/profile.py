@@ -133,6 +133,7 @@ def _vllm_bench(base_url: str, out: Path) -> dict:
 
 
 def run() -> list[Row]:
+    from tqdeploy.net import Client
     from tqdeploy.profile.load import LoadSpec, run_step
     from tqdeploy.profile.run import run_load
 
@@ -152,11 +153,14 @@ def run() -> list[Row]:
     theirs, sampled, plain = [], [], []
     try:
         spec = LoadSpec([CONCURRENCY], INPUT, OUTPUT, PROMPTS)
-        run_step(base, SERVED, LoadSpec([1], INPUT, OUTPUT, 4), 1)  # warm-up, not measured
+        client = Client(base)
+        run_step(client, SERVED, LoadSpec([1], INPUT, OUTPUT, 4), 1)  # warm-up, not measured
         for i in range(ROUNDS):
             theirs.append(_vllm_bench(base, work / f"vllm-bench-{i}.json"))
-            sampled.append(run_load(base, spec)["steps"][0])
-            plain.append(run_step(base, SERVED, spec, CONCURRENCY, seed=0))
+            load, _ = run_load(client, spec)
+            assert load is not None, "the server answered /v1/models without a model"
+            sampled.append(load["steps"][0])
+            plain.append(run_step(client, SERVED, spec, CONCURRENCY, seed=0))
     finally:
         if proc is not None:
             _stop(proc)

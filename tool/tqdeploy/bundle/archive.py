@@ -57,8 +57,8 @@ def dump_json(data: Any) -> bytes:
     return (json.dumps(data, indent=2, sort_keys=True, default=str) + "\n").encode("utf-8")
 
 
-def write_archive(out: Path, manifest: dict[str, Any], files: dict[str, bytes], mtime: int) -> None:
-    """manifest.json first, then the files in path order; written to out.tmp and renamed into place."""
+def archive_bytes(manifest: dict[str, Any], files: dict[str, bytes], mtime: int) -> bytes:
+    """manifest.json first, then the files in path order, as gzip bytes (the caller writes them atomically)."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
         for name, data in [("manifest.json", dump_json(manifest)), *sorted(files.items())]:
@@ -67,10 +67,10 @@ def write_archive(out: Path, manifest: dict[str, Any], files: dict[str, bytes], 
             info.uid = info.gid = 0
             info.uname = info.gname = ""
             tar.addfile(info, io.BytesIO(data))
-    tmp = out.with_name(out.name + ".tmp")
-    with open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=mtime) as gz:
+    out = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=out, mtime=mtime) as gz:
         gz.write(buf.getvalue())
-    tmp.replace(out)
+    return out.getvalue()
 
 
 def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -13,9 +13,10 @@ from typing import Any
 
 from tqdeploy.bundle import collect_build as cb
 from tqdeploy.bundle import collect_host as ch
-from tqdeploy.bundle.archive import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Entries, as_text, dump_json, write_archive
+from tqdeploy.bundle.archive import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Entries, archive_bytes, as_text, dump_json
 from tqdeploy.bundle.context import Absent, BundleContext, read_state
-from tqdeploy.bundle.knowns import seeded_redactor, write_mapping
+from tqdeploy.bundle.identity import HostIdentity, this_host
+from tqdeploy.bundle.knowns import mapping_path_for, seeded_redactor, write_mapping
 from tqdeploy.redact import Redactor
 
 SCHEMA = "tqdeploy.bundle/1"
@@ -102,20 +103,46 @@ def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) 
 
 
 def encode(red: Redactor, path: str, content: Any) -> bytes | None:
-    """Redacted bytes of one collected file; None for binary content (dropped)."""
+    """Redacted bytes of one collected file; None for binary content (dropped). Files read from disk are
+    redacted as text, so one that holds nothing to replace comes out byte for byte as it lies on disk;
+    data a collector built (a dict) is written as JSON."""
     if isinstance(content, (bytes, bytearray)):
         text = as_text(bytes(content))
-        if text is None:
-            return None
-        if path.endswith(".json"):
-            try:
-                return dump_json(red.data(json.loads(text)))
-            except ValueError:
-                pass
-        return red.text(text).encode("utf-8")
+        return None if text is None else red.text(text).encode("utf-8")
     if isinstance(content, str):
         return red.text(content).encode("utf-8")
     return dump_json(red.data(content))
+
+
+def refuse_existing(out: Path, force: bool) -> None:
+    """An existing bundle or mapping (or a symlink there) is replaced only with --force; then the link itself
+    is replaced by the rename, its target never written."""
+    from tqdeploy.errors import TQError
+
+    for path in (out, mapping_path_for(out)):
+        if os.path.lexists(path) and not force:
+            raise TQError(
+                f"{path} already exists; not overwritten",
+                "pass another --out, remove the file, or add --force to replace it",
+            )
+        if os.path.isdir(path) and not os.path.islink(path):
+            raise TQError(f"{path} is a directory", "pass a file name, e.g. --out bundle.tar.gz")
+
+
+def _collect(ctx: BundleContext, red: Redactor, collectors, timeout_s: float):
+    """Pass 1: every collector, each file redacted as it comes (the redactor learns secrets on the way)."""
+    records: list[dict[str, Any]] = []
+    pending: list[tuple[dict[str, Any], str, bytes | None]] = []
+    for name, fn in collectors:
+        record, files = run_collector(name, fn, ctx, timeout_s)
+        for key in ("reason", "error"):
+            if key in record:
+                record[key] = red.text(record[key])
+        record["files"] = []
+        for path, content in sorted(files.items()):
+            pending.append((record, path, encode(red, path, content)))
+        records.append(record)
+    return records, pending
 
 
 def build_bundle(
@@ -126,24 +153,30 @@ def build_bundle(
     redact: bool = True,
     collectors: tuple[tuple[str, Collector], ...] = COLLECTORS,
     timeout_s: float = COLLECTOR_TIMEOUT_S,
+    identity: HostIdentity | None = None,
+    force: bool = False,
 ) -> BundleResult:
     from tqdeploy import __version__
+    from tqdeploy.fsutil import atomic_write_bytes
 
     t0 = time.perf_counter()
-    state = read_state(build_dir)
-    red = seeded_redactor(state, redact)
-    ctx = BundleContext(build_dir=build_dir, redactor=red, logs_since_s=logs_since_s, state=state)
-    entries, records = Entries(), []
-    for name, fn in collectors:
-        record, files = run_collector(name, fn, ctx, timeout_s)
-        for key in ("reason", "error"):
-            if key in record:
-                record[key] = red.text(record[key])
-        for path, content in sorted(files.items()):
-            data = encode(red, path, content)
-            entries.drop(path, "binary content") if data is None else entries.add(path, data)
-        record["files"] = sorted(p for p in files if p in entries.files)
-        records.append(record)
+    refuse_existing(out, force)
+    skipped: list[dict[str, str]] = []
+    state = read_state(build_dir, skipped)
+    red = seeded_redactor(state, redact, identity if identity is not None else this_host())
+    ctx = BundleContext(build_dir=build_dir, redactor=red, logs_since_s=logs_since_s, state=state, skipped=skipped)
+    records, pending = _collect(ctx, red, collectors, timeout_s)
+    # Pass 2: values learnt late (a key found in the last file) and their encodings, out of every file;
+    # member names through the same redactor, so a host name in a file name is a placeholder too.
+    entries = Entries()
+    for record, path, data in pending:
+        name = red.relit(red.text(path)) if redact else path
+        if data is None:
+            entries.drop(name, "binary content")
+            continue
+        entries.add(name, red.relit(data.decode("utf-8")).encode("utf-8") if redact else data)
+        if name in entries.files:
+            record["files"].append(name)
     manifest = {
         "schema": SCHEMA,
         "tool_version": __version__,
@@ -154,8 +187,9 @@ def build_bundle(
         "collectors": records,
         "files": dict(sorted(entries.records.items())),
         "dropped": entries.dropped,
+        "skipped": red.data(ctx.skipped),
         "limits": {"max_file_bytes": MAX_FILE_BYTES, "max_total_bytes": MAX_TOTAL_BYTES},
     }
-    write_archive(out, manifest, entries.files, int(ctx.now))
+    atomic_write_bytes(out, archive_bytes(manifest, entries.files, int(ctx.now)))
     mapping_path = write_mapping(out, red.mapping()) if redact else None
     return BundleResult(out, mapping_path, manifest, time.perf_counter() - t0, out.stat().st_size)

@@ -39,10 +39,19 @@ def default_out() -> Path:
 
 
 def resolve_out(out: Path) -> Path:
-    if out.is_dir():
+    if out.is_dir() and not out.is_symlink():
         raise TQError(f"--out {out} is a directory", "pass a file name, e.g. --out bundle.tar.gz")
     if not out.parent.is_dir():
         raise TQError(
             f"--out {out}: folder {out.parent} does not exist", "create it or pass --out in an existing folder"
         )
     return out
+
+
+def check_keywords(words: tuple[str, ...]) -> None:
+    short = [w for w in words if len(w.strip()) < 3]
+    if short:
+        raise TQError(
+            f"--keyword {short[0]!r} is shorter than 3 characters",
+            "pass words of 3 characters or more: shorter ones would replace parts of every word",
+        )

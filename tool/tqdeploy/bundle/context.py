@@ -1,8 +1,10 @@
-"""What every collector is given: the build dir, the deployment state, the time window, bounded subprocesses."""
+"""What every collector is given: the build dir, the deployment state, the time window, bounded subprocesses,
+and the record of what was skipped (a symlink, a FIFO, a path outside the build)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -13,6 +15,7 @@ from tqdeploy.redact import Redactor
 
 SUBPROCESS_TIMEOUT_S = 10.0
 STATE_DIR = ".tqdeploy"
+STATE_LIMIT = 1024 * 1024
 
 
 class Absent(Exception):
@@ -27,6 +30,7 @@ class BundleContext:
     logs_since_s: float | None = None
     state: dict[str, Any] | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # collectors share results (the host snapshot)
+    skipped: list[dict[str, str]] = field(default_factory=list)
 
     def need_build_dir(self) -> Path:
         if self.build_dir is None or not self.build_dir.is_dir():
@@ -38,16 +42,49 @@ class BundleContext:
             raise Absent(f"no {STATE_DIR}/state.json (nothing started with `tqdeploy up`)")
         return self.state
 
+    def skip(self, path: Path | str, reason: str) -> None:
+        """Recorded in the manifest (redacted); a symlink's target is named, never followed."""
+        entry = {"path": str(path), "reason": reason}
+        if os.path.islink(path):
+            try:
+                entry["target"] = os.readlink(path)
+            except OSError:
+                pass
+        self.skipped.append(entry)
 
-def read_state(build_dir: Path | None) -> dict[str, Any] | None:
-    """BUILD_DIR/.tqdeploy/state.json (schema tqdeploy.state/1, written by `tqdeploy up`), or None."""
+
+def read_state(build_dir: Path | None, skipped: list[dict[str, str]] | None = None) -> dict[str, Any] | None:
+    """BUILD_DIR/.tqdeploy/state.json (schema tqdeploy.state/1, written by `tqdeploy up`), or None: a regular
+    file inside the build, not followed through a symlink, at most 1 MiB, a JSON object."""
+    from tqdeploy.safeio import FileRefused, read_text
+
     if build_dir is None:
         return None
+    path = build_dir / STATE_DIR / "state.json"
+    if not os.path.lexists(path):
+        return None
     try:
-        data = json.loads((build_dir / STATE_DIR / "state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if os.path.islink(build_dir / STATE_DIR):
+            raise FileRefused(f"{build_dir / STATE_DIR} is a symlink; not followed", "")
+        data = json.loads(read_text(path, STATE_LIMIT, "state file", within=build_dir))
+    except (FileRefused, ValueError) as exc:
+        if skipped is not None:
+            entry = {"path": str(path), "reason": str(exc).split(";")[0]}
+            if os.path.islink(path):
+                entry["target"] = os.readlink(path)
+            skipped.append(entry)
         return None
     return data if isinstance(data, dict) else None
+
+
+def inside(build_dir: Path, value: Any) -> Path | None:
+    """A path named by the state, when it resolves inside the build (relative ones against it), else None."""
+    from tqdeploy.safeio import is_within
+
+    if not isinstance(value, str) or not value:
+        return None
+    path = Path(value) if os.path.isabs(value) else build_dir / value
+    return path if is_within(path, build_dir) else None
 
 
 def run_bounded(argv: list[str], timeout: float = SUBPROCESS_TIMEOUT_S) -> subprocess.CompletedProcess[str]:

@@ -1,12 +1,22 @@
-"""`tqdeploy bundle --inspect FILE`: what a bundle holds, whether its hashes verify, and a second scan for
-secret-shaped strings, so a person can check a bundle before sharing it."""
+"""`tqdeploy bundle --inspect FILE`: what a bundle holds, whether its hashes verify, and a second scan of every
+member (nested archives opened) for what the redaction must have replaced: secrets, private keys, this host's
+names and users, addresses; also in base64, hex and URL-encoded form. Exit 1 names member and line."""
 
 from __future__ import annotations
 
 import hashlib
+import json
+import re
+import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from tqdeploy.bundle.identity import HostIdentity
+
+MAX_FINDINGS_PER_MEMBER = 20
+_URL_ENCODED = re.compile(r"(?:%[0-9A-Fa-f]{2}|[\w.\-~+]){8,4096}")
+_HEX = re.compile(r"(?<![0-9A-Fa-f])(?:[0-9A-Fa-f]{2}){8,2048}(?![0-9A-Fa-f])")
 
 
 @dataclass
@@ -14,7 +24,8 @@ class InspectResult:
     path: Path
     manifest: dict[str, Any]
     files: list[dict[str, Any]] = field(default_factory=list)  # {"path", "size", "hash_ok"}
-    suspects: dict[str, dict[str, int]] = field(default_factory=dict)  # path -> kind -> count
+    suspects: dict[str, dict[str, int]] = field(default_factory=dict)  # member -> kind -> count
+    findings: list[dict[str, Any]] = field(default_factory=list)  # {"member", "line", "kind"}
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -32,6 +43,7 @@ class InspectResult:
             "collectors": self.manifest.get("collectors", []),
             "files": self.files,
             "secret_shaped": self.suspects,
+            "findings": self.findings,
             "problems": self.problems,
         }
 
@@ -45,39 +57,144 @@ class InspectResult:
         for f in self.files:
             mark = "ok" if f["hash_ok"] else "HASH MISMATCH"
             console.print(f"  {f['size']:>9}  {f['path']}  {mark}")
-        for path, kinds in sorted(self.suspects.items()):
-            console.print(f"  secret-shaped in {path}: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+        for f in self.findings:
+            console.print(f"  {f['kind']} in {f['member']} line {f['line']}", markup=False)
         for p in self.problems:
-            console.print(f"  problem: {p}")
+            console.print(f"  problem: {p}", markup=False)
         verdict = "looks clean" if self.exit_code == 0 else "CHECK BEFORE SHARING"
         red = "redacted" if m.get("redacted") else "NOT REDACTED"
         console.print(f"{len(self.files)} file(s), {red}; second scan: {verdict}")
 
 
-def inspect_bundle(path: Path) -> InspectResult:
-    from tqdeploy.bundle.archive import as_text, read_archive
+def _views(text: str) -> list[tuple[str, str]]:
+    """(encoding, decoded text) of the base64, hex and URL-encoded words in text that decode to text."""
+    from urllib.parse import unquote
+
+    from tqdeploy.redact_keys import decode_blob
+    from tqdeploy.redact_rules import BASE64_BLOB
+
+    out = []
+    for m in BASE64_BLOB.finditer(text):
+        for blob in {m.group(0), m.group(0) + "=" * (-len(m.group(0)) % 4)}:
+            decoded = decode_blob(blob)
+            if decoded:
+                out.append(("base64", decoded))
+    for m in _HEX.finditer(text):
+        try:
+            decoded = bytes.fromhex(m.group(0)).decode("ascii")
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if decoded.isprintable():
+            out.append(("hex", decoded))
+    if "%" in text:
+        for m in _URL_ENCODED.finditer(text):
+            if "%" in m.group(0):
+                out.append(("url-encoded", unquote(m.group(0))))
+    return out
+
+
+class Scanner:
+    """One probe Redactor for the whole bundle: what it finds in one member (a leaked key) it knows in the
+    next, in every encoding."""
+
+    def __init__(self, identity: HostIdentity) -> None:
+        from tqdeploy.redact import Redactor
+
+        self.probe = Redactor(
+            hostnames=identity.hostnames, usernames=identity.users, domains=identity.domains, keywords=identity.keywords
+        )
+
+    def kinds(self, text: str) -> dict[str, int]:
+        from tqdeploy.redact import scan
+
+        found = dict(scan(text, self.probe))
+        for encoding, decoded in _views(text):
+            for kind, n in scan(decoded, self.probe).items():
+                key = f"{kind} ({encoding})"
+                found[key] = found.get(key, 0) + n
+        return found
+
+    def lines(self, member: str, text: str) -> list[dict[str, Any]]:
+        """Where in the member: the line of each finding (a private key block: its first line)."""
+        from tqdeploy.redact_keys import drop_private_keys
+
+        out: list[dict[str, Any]] = []
+        for number, line in enumerate(text.splitlines(), 1):
+            for kind in sorted(self.kinds(line)):
+                out.append({"member": member, "line": number, "kind": kind})
+            if len(out) >= MAX_FINDINGS_PER_MEMBER:
+                return out
+        if not out:  # a multi-line shape (a key body): the first line that differs once keys are dropped
+            dropped, _ = drop_private_keys(text)
+            for number, (a, b) in enumerate(zip(text.splitlines(), dropped.splitlines(), strict=False), 1):
+                if a != b:
+                    return [{"member": member, "line": number, "kind": "private_key"}]
+            out.append({"member": member, "line": 1, "kind": "secret-shaped"})
+        return out
+
+
+def inspect_bundle(path: Path, identity: HostIdentity | None = None) -> InspectResult:
+    from tqdeploy.bundle.identity import this_host
+    from tqdeploy.bundle.unpack import Budget, TooLarge, members, walk
     from tqdeploy.errors import TQError
-    from tqdeploy.redact import scan
 
     if not path.is_file():
         raise TQError(f"bundle {path} does not exist or is not a file", "pass a file written by `tqdeploy bundle`")
+    raw = path.read_bytes()
+    budget = Budget()
     try:
-        manifest, files = read_archive(path)
-    except ValueError as exc:
+        top = dict(members(raw, budget)) if raw[:2] == b"\x1f\x8b" else {}
+    except (TooLarge, OSError, EOFError, tarfile.TarError) as exc:
         raise TQError(f"bundle {path} is unreadable: {exc}", "pass a file written by `tqdeploy bundle`") from None
+    if "manifest.json" not in top:
+        raise TQError(
+            f"bundle {path} is unreadable: no manifest.json in it", "pass a file written by `tqdeploy bundle`"
+        )
+    try:
+        manifest = json.loads(top.pop("manifest.json"))
+    except ValueError as exc:
+        raise TQError(
+            f"bundle {path} is unreadable: manifest.json is not JSON ({exc})", "record a new bundle"
+        ) from None
     result = InspectResult(path, manifest if isinstance(manifest, dict) else {})
+    scanner = Scanner(identity if identity is not None else this_host())
+    _verify(result, top)
+    try:
+        for name, data in sorted(top.items()):
+            for leaf, content in walk(name, data, budget):
+                _scan_member(result, scanner, leaf, content)
+    except TooLarge as exc:
+        result.problems.append(f"nested archives too large to inspect whole: {exc}")
+    return result
+
+
+def _verify(result: InspectResult, top: dict[str, bytes]) -> None:
     listed = result.manifest.get("files") or {}
-    for name, data in sorted(files.items()):
+    for name, data in sorted(top.items()):
         want = (listed.get(name) or {}).get("sha256")
         ok = want == hashlib.sha256(data).hexdigest()
         result.files.append({"path": name, "size": len(data), "hash_ok": ok})
         if not ok:
             result.problems.append(f"{name}: not in the manifest" if want is None else f"{name}: sha256 differs")
-        if name.endswith("mapping.json"):
-            result.problems.append(f"{name}: a placeholder mapping inside the bundle")
-        found = scan(as_text(data) or "")
-        if found:
-            result.suspects[name] = dict(sorted(found.items()))
-    for name in sorted(set(listed) - set(files)):
+    for name in sorted(set(listed) - set(top)):
         result.problems.append(f"{name}: listed in the manifest but missing")
-    return result
+
+
+def _scan_member(result: InspectResult, scanner: Scanner, name: str, data: bytes) -> None:
+    from tqdeploy.bundle.archive import as_text
+
+    if name.rsplit("/", 1)[-1].endswith("mapping.json"):
+        result.problems.append(f"{name}: a placeholder mapping inside the bundle")
+    text = as_text(data)
+    if text is None:
+        result.problems.append(f"{name}: binary content, not scanned (a bundle holds text only)")
+        return
+    in_name = scanner.kinds(name)
+    in_text = scanner.kinds(text)
+    for kind in sorted(in_name):
+        result.findings.append({"member": name, "line": 0, "kind": kind + " (member name)"})
+    if in_text:
+        result.findings.extend(scanner.lines(name, text))
+    found = {k: in_name.get(k, 0) + in_text.get(k, 0) for k in {*in_name, *in_text}}
+    if found:
+        result.suspects[name] = dict(sorted(found.items()))

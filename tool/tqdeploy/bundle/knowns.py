@@ -7,35 +7,45 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.redact import GENERIC_USERS, Redactor, is_secret_name
+from tqdeploy.bundle.identity import HostIdentity
+from tqdeploy.redact import Redactor, is_secret_name
+
+NOT_SECRETS = frozenset({"true", "false", "none", "null", "yes", "no", "absent", "present"})
 
 
-def seeded_redactor(state: dict[str, Any] | None, enabled: bool) -> Redactor:
-    """Secrets known before anything is read: secret-named environment values, the API key file's keys;
-    names that identify the host: its hostname, its users."""
-    import socket
+def seeded_redactor(state: dict[str, Any] | None, enabled: bool, identity: HostIdentity) -> Redactor:
+    """Secrets known before anything is read: secret-named environment values, the API key file's key;
+    names that identify the host: its names and domains, its people, the user's keywords."""
+    secrets = [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6 and v.lower() not in NOT_SECRETS]
+    key = _api_key(state)
+    if key:
+        secrets.append(key)
+    hosts = list(identity.hostnames)
+    host = str((state or {}).get("host") or "")
+    if host and not host.replace(".", "").isdigit() and ":" not in host:
+        hosts.append(host)
+    return Redactor(
+        secrets=secrets,
+        hostnames=sorted(set(hosts)),
+        usernames=identity.users,
+        domains=identity.domains,
+        keywords=identity.keywords,
+        enabled=enabled,
+    )
 
-    flags = {"true", "false", "none", "null", "yes", "no"}
-    secrets = [v for k, v in os.environ.items() if is_secret_name(k) and len(v) >= 6 and v.lower() not in flags]
-    key_file = (state or {}).get("api_key_file")
-    if key_file:
-        try:
-            secrets += Path(key_file).read_text(encoding="utf-8", errors="replace")[:65536].split()
-        except OSError:
-            pass
-    hosts = {socket.gethostname()}
-    if state and state.get("host") and not str(state["host"]).replace(".", "").isdigit():
-        hosts.add(str(state["host"]))
-    return Redactor(secrets=secrets, hostnames=sorted(hosts), usernames=_user_names(), enabled=enabled)
 
+def _api_key(state: dict[str, Any] | None) -> str | None:
+    """The key in the state's api_key_file: read (bounded, a regular file of one printable line, as `up`
+    reads it) only to replace it wherever it appears; the file itself is never bundled."""
+    from tqdeploy.safeio import FileRefused, read_key_file
 
-def _user_names() -> list[str]:
-    """This user (and the one behind sudo). Not every account of the host: service accounts such as
-    `vllm` are words of the product too, and replacing them everywhere would garble the bundle."""
-    import getpass
-
-    names = {getpass.getuser(), os.environ.get("SUDO_USER", "")}
-    return sorted(n for n in names if n and n not in GENERIC_USERS)
+    path = (state or {}).get("api_key_file")
+    if not isinstance(path, str) or not path:
+        return None
+    try:
+        return read_key_file(Path(path))
+    except (FileRefused, OSError):
+        return None
 
 
 def mapping_path_for(out: Path) -> Path:
@@ -44,11 +54,11 @@ def mapping_path_for(out: Path) -> Path:
 
 
 def write_mapping(out: Path, mapping: dict[str, dict[str, str]]) -> Path:
-    """Placeholder -> original, next to the archive (never in it), readable by this user only (0600)."""
+    """Placeholder -> original, next to the archive (never in it), readable by this user only (0600),
+    written to a new file and renamed into place: a symlink at the path is replaced, never followed."""
+    from tqdeploy.fsutil import atomic_write_text
+
     path = mapping_path_for(out)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.fchmod(fd, 0o600)  # an existing file keeps its mode through O_CREAT
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"schema": "tqdeploy.bundle-mapping/1", "bundle": out.name, "mapping": mapping}, fh, indent=2)
-        fh.write("\n")
+    doc = {"schema": "tqdeploy.bundle-mapping/1", "bundle": out.name, "mapping": mapping}
+    atomic_write_text(path, json.dumps(doc, indent=2) + "\n", mode=0o600)
     return path

@@ -12,7 +12,9 @@ ORDER = 40
 
 
 def build(
-    spec_file: Path | None = typer.Argument(None, help="tqdeploy.toml; default: the embedded default spec."),
+    spec_file: Path | None = typer.Argument(
+        None, help="tqdeploy.toml; default: ./tqdeploy.toml when it exists, else the embedded default spec."
+    ),
     embedded: str | None = typer.Option(None, "--embedded", help="Use an embedded spec by name (e.g. tiny-cpu-demo)."),
     out: Path | None = typer.Option(None, "--out", "-o", help="Build directory to write (default: build)."),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print a unified diff against --out and write nothing."),

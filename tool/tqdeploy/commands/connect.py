@@ -36,8 +36,11 @@ def connect(
         raise TQError(f"unknown client {client!r}", f"pick one of: {', '.join(CLIENTS)}")
     if not build_dir.is_dir():
         raise TQError(f"build directory {build_dir} not found", "pass the directory `tqdeploy build --out` wrote")
-    if timeout <= 0:
-        raise TQError(f"--timeout {timeout} must be more than 0", "e.g. --timeout 60")
+    options.check_seconds("--timeout", timeout)
+    if model is not None:
+        from tqdeploy.idents import check_no_control
+
+        check_no_control("--model", model, "pass the served model name as the server lists it in /v1/models")
     endpoint = resolve_endpoint(build_dir, base_url=base_url, api_key_file=api_key_file, model=model)
     result = make_settings(client, endpoint, check=check, timeout=timeout)
     emit(result, as_json)

@@ -36,6 +36,9 @@ def doctor(
     file: Path | None = options.script_file(
         "Also lint the vLLM command in this launch script and check the model against its flags."
     ),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="Also check the server's API key file: a usable key, mode 0600 (TQ126)."
+    ),
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
@@ -55,10 +58,11 @@ def doctor(
         command=command,
         command_file=file,
         force=force,
+        api_key_file=api_key_file,
     )
     emit(result, as_json)
     return result.exit_code
 
 
 def register(app: typer.Typer) -> None:
-    app.command("doctor", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(doctor)
+    app.command("doctor")(doctor)

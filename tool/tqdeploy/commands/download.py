@@ -30,8 +30,9 @@ def download(
     spec: Path | None = typer.Option(
         None,
         "--spec",
-        metavar="FILE",
-        help="Take the model, revision, mirrors and target folder from a deployment spec (tqdeploy.toml).",
+        metavar="FILE|BUILD",
+        help="Take the model, revision, mirrors and target folder from a deployment spec (tqdeploy.toml), or a "
+        "build directory: the model lands in the folder `tqdeploy up BUILD` serves it from.",
     ),
     lock: Path | None = typer.Option(
         None,
@@ -55,6 +56,12 @@ def download(
         help="Retries per file and mirror on 429, 5xx and broken "
         "transfers, with backoff 1, 2, 4 ... s (Retry-After honoured).",
     ),
+    deadline: float = typer.Option(
+        86_400.0,
+        "--deadline",
+        help="Give up after this many seconds in all (listing, every file, mirror and retry); partial files are "
+        "kept for the next run.",
+    ),
     as_json: bool = options.as_json(note="no progress bars"),
 ) -> int:
     """Download what serving a model needs (weights, config, tokenizer), verified and resumable."""
@@ -68,6 +75,8 @@ def download(
             )
         return _verify(verify, ref, mirror, as_json)
     from tqdeploy.download.request import from_ref, from_spec
+
+    options.check_seconds("--deadline", deadline, most=30 * 86_400.0, example="3600")
 
     if spec is not None:
         if ref:
@@ -97,7 +106,7 @@ def download(
         req.dest,
         req.mirrors,
         progress=not as_json,
-        policy=RetryPolicy(attempts=retries + 1),
+        policy=RetryPolicy(attempts=retries + 1, deadline_s=deadline),
         lock=req.lock,
     )
     emit(DownloadResult(outcome), as_json)

@@ -11,23 +11,13 @@ SCHEMA = "tqdeploy.explain/1"
 
 
 def explain(
-    check_id: str = typer.Argument(..., help="Check id, e.g. TQ101."),
+    check_id: str = typer.Argument(..., help="Check id as a finding shows it, e.g. TQ101, FA001 or TQ_HYBRID_BUG."),
     as_json: bool = options.as_json(SCHEMA, what="the page"),
 ) -> None:
-    """Show what a check looks at, why it matters and how to fix it."""
-    import re
+    """Show what a check looks at, why it matters and how to fix it (TQ ids, false-advice FA ids, rule codes)."""
+    from tqdeploy.checkids import explain_page
 
-    from tqdeploy.errors import TQError
-    from tqdeploy.resources import data_dir, doc_path
-
-    path = doc_path(check_id) if re.fullmatch(r"(?i)TQ\d{3}", check_id) else None  # never a path of its own
-    if path is None or not path.is_file():
-        known = sorted(p.stem for p in (data_dir("checks") / "docs").glob("TQ*.md"))
-        raise TQError(
-            f"no check named {check_id!r}",
-            f"use one of: {', '.join(known) if known else '(none documented)'}",
-        )
-    markdown = path.read_text(encoding="utf-8")
+    check_id, markdown = explain_page(check_id)
     if not as_json:
         typer.echo(markdown, nl=False)
         return
@@ -35,7 +25,7 @@ def explain(
 
     first = markdown.splitlines()[0] if markdown else ""
     title = first.lstrip("# ").split(":", 1)[-1].strip()  # "# TQ101: NVIDIA driver" -> "NVIDIA driver"
-    typer.echo(dumps({"schema": SCHEMA, "id": path.stem, "title": title, "markdown": markdown}))
+    typer.echo(dumps({"schema": SCHEMA, "id": check_id, "title": title, "markdown": markdown}))
 
 
 def register(app: typer.Typer) -> None:

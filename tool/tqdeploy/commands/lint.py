@@ -79,4 +79,4 @@ def _host(snapshot: Path | None, gpu: str | None, count: int):
 
 
 def register(app: typer.Typer) -> None:
-    app.command("lint", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(lint)
+    app.command("lint")(lint)

@@ -50,3 +50,25 @@ def max_model_len(purpose: str, *, minimum: int | None = 1) -> Any:
 def script_file(purpose: str) -> Any:
     """--file/-f: a shell script that holds the vLLM command."""
     return typer.Option(None, "--file", "-f", help=purpose)
+
+
+WEEK_S = 7 * 86_400.0  # the longest wait any command takes: beyond it a number is a typo, and inf overflows
+
+
+def check_seconds(flag: str, value: float | None, *, most: float = WEEK_S, example: str = "60") -> None:
+    """A duration option must be a finite number of seconds above 0 and at most ``most``.
+
+    `nan` passes every `> 0` test and `inf` overflows time_t in a deadline (an internal error once): both are
+    refused here with one line, before anything runs. None (the option not given) passes.
+    """
+    import math
+
+    from tqdeploy.errors import TQError
+
+    if value is None:
+        return
+    if not math.isfinite(value) or not 0 < value <= most:
+        raise TQError(
+            f"{flag} {value:g} is not a number of seconds above 0 and at most {most:.0f}",
+            f"pass {flag} in seconds, e.g. {flag} {example}",
+        )

@@ -11,22 +11,13 @@ from tqdeploy.commands import options
 ORDER = 55
 
 
-def _ints(text: str, flag: str) -> list[int]:
-    from tqdeploy.errors import TQError
-
-    try:
-        values = [int(x) for x in text.replace(" ", "").split(",") if x]
-    except ValueError:
-        values = []
-    if not values or any(v < 1 for v in values):
-        raise TQError(f"{flag} {text!r} is not a list of positive integers", f"e.g. {flag} 1,4,8")
-    return values
-
-
 def profile(
     build: Path | None = typer.Argument(None, help="Build folder to start through `tqdeploy up` (--start)."),
     log: Path | None = typer.Option(None, "--log", help="Build the timeline from this saved vLLM log."),
     url: str | None = typer.Option(None, "--url", help="A running server on this machine, e.g. http://127.0.0.1:8000"),
+    api_key_file: Path | None = typer.Option(
+        None, "--api-key-file", help="File holding the server's API key (default with BUILD: server.api_key_file)."
+    ),
     model: str | None = typer.Option(None, "--model", help="Checkpoint folder, for the planned KV capacity."),
     start: str = typer.Option("warm", "--start", help="cold | warm | both (with BUILD)."),
     load: bool = typer.Option(False, "--load", help="Run a bounded load and sample /metrics."),
@@ -40,36 +31,32 @@ def profile(
     chart: bool = typer.Option(True, "--chart/--no-chart", help="Write profile.png (matplotlib)."),
     as_json: bool = options.as_json("tqdeploy.profile/1", what="the profile (profile.json)"),
 ) -> int:
-    """Where a start goes, what KV cache vLLM really built (TurboQuant in effect?), and KV usage under load."""
+    """Where a start goes, what KV cache vLLM really built (TurboQuant in effect?), and KV usage under load.
+
+    Exit 0 when no error finding, 1 when one (a failed start, a refused key, failed requests), 2 bad input."""
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
-    from tqdeploy.profile.load import LoadSpec, check_loopback
+    from tqdeploy.profile.load import check_loopback, load_spec
     from tqdeploy.profile.run import Inputs, write_outputs
 
     if build is None and log is None and url is None:
         raise TQError("nothing to profile", "pass a BUILD folder, --log FILE, or --url http://127.0.0.1:PORT")
     if start not in ("cold", "warm", "both"):
         raise TQError(f"--start {start!r} is not cold, warm or both", "e.g. --start cold")
-    for flag, value in (
-        ("--prompt-tokens", prompt_tokens),
-        ("--output-tokens", output_tokens),
-        ("--requests", requests),
-    ):
-        if value < 1:
-            raise TQError(f"{flag} {value} must be 1 or more", f"e.g. {flag} 16")
-    if not 0.05 <= sample_interval <= 60:
-        raise TQError(f"--sample-interval {sample_interval} is outside 0.05..60 s", "e.g. --sample-interval 1")
-    if duration is not None and duration <= 0:
-        raise TQError(f"--duration {duration} must be more than 0 seconds", "e.g. --duration 30")
+    spec = load_spec(concurrency, prompt_tokens, output_tokens, requests, duration, sample_interval)
     if log is not None and not log.is_file():
         raise TQError(f"--log {log}: no such file", "pass the path of a saved vLLM log")
-    spec = None
-    if load:
-        if url is None and build is None:
-            raise TQError("--load needs a server", "pass --url http://127.0.0.1:PORT or a BUILD folder")
-        steps = _ints(concurrency, "--concurrency")
-        spec = LoadSpec(steps, prompt_tokens, output_tokens, requests, duration, sample_interval)
-    inputs = Inputs(log=log, url=check_loopback(url) if url else None, model=model, load=spec, chart=chart)
+    if load and url is None and build is None:
+        raise TQError("--load needs a server", "pass --url http://127.0.0.1:PORT or a BUILD folder")
+    inputs = Inputs(
+        log=log,
+        url=check_loopback(url) if url else None,
+        model=model,
+        load=spec if load else None,
+        chart=chart,
+        key_file=api_key_file,
+        build_dir=build,
+    )
     if build is not None and url is None:
         from tqdeploy.profile.lifecycle import profile_build
 
@@ -86,7 +73,7 @@ def profile(
         from tqdeploy.output import make_console
 
         make_console().print(f"wrote {path}")
-    return 0
+    return result.exit_code  # README's exit codes: 1 when an error finding was reported
 
 
 def register(app: typer.Typer) -> None:

@@ -44,11 +44,8 @@ def up(
         raise TQError(f"--runtime {runtime!r} is not a runtime", "use --runtime process or --runtime docker")
     if image and runtime != "docker":
         raise TQError("--image is for the docker runtime", "add --runtime docker, or drop --image")
-    import math
-
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout), ("--drain-timeout", drain_timeout)):
-        if not (math.isfinite(value) and value > 0):  # nan and inf would never end the wait
-            raise TQError(f"{name} {value} must be a finite number of seconds above 0", f"pass {name}, e.g. 600")
+        options.check_seconds(name, value, example="600")
     # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
     with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
         result = start(

@@ -13,6 +13,7 @@ from tqdeploy.connect import http
 from tqdeploy.connect.endpoint import Endpoint
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.net.answers import KEY_REFUSED_ID, first_choice
 
 AREA = "connect"
 PROMPT = [{"role": "user", "content": "Hello"}]
@@ -51,12 +52,21 @@ def check_models(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]
                 error=reply.error,
             )
         ]
-    if reply.status == 401:
+    if reply.status in (401, 403):
         fix = "use the key file the server was started with (--api-key-file)" if key else "pass --api-key-file"
-        return [_fail("TQ460", f"{url} refused the API key (401)", 401, reply.body, fix)]
-    if reply.status != 200 or not isinstance(reply.body, dict):
-        return [_fail("TQ460", f"{url} answered {reply.status}", reply.status, reply.body, "read the server log")]
-    ids = [m.get("id") for m in reply.body.get("data", []) if isinstance(m, dict)]
+        return [_key_refused(url, reply, key, fix)]
+    ids = _model_ids(reply.body) if reply.status == 200 and not reply.error else None
+    if ids is None:
+        return [
+            _fail(
+                "TQ460",
+                f"{url} answered {reply.status} without a model list",
+                reply.status,
+                reply.error or reply.body,
+                "read the server log; a redirect to another address is not followed (the key would go there): "
+                "pass --base-url with the address that serves /v1 itself",
+            )
+        ]
     found = [_f("TQ460", Severity.OK, f"{url} answers", status=200)]
     if ep.served_name in ids:
         found.append(_f("TQ461", Severity.OK, f"serves {ep.served_name!r}", models=ids))
@@ -73,12 +83,23 @@ def check_models(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]
     return found
 
 
+def _model_ids(body) -> list | None:
+    data = body.get("data") if isinstance(body, dict) else None
+    return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
+
+
+def _key_refused(url: str, reply: http.Reply, key: str | None, fix: str) -> Finding:
+    from tqdeploy.net import Answer, key_refused_finding
+
+    return key_refused_finding(Answer(url, reply.status), sent_key=key is not None, fix=fix, area=AREA)
+
+
 def check_chat(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]:
     url = ep.openai_base_url + "/chat/completions"
     body = {"model": ep.served_name, "messages": PROMPT, "max_tokens": MAX_TOKENS}
     reply = http.call(url, key, body, timeout=timeout)
-    choices = reply.body.get("choices") if isinstance(reply.body, dict) else None
-    if reply.status == 200 and choices and isinstance(choices[0].get("message"), dict):
+    choice = first_choice(reply.body)
+    if reply.status == 200 and not reply.error and choice and isinstance(choice.get("message"), dict):
         found = [_f("TQ462", Severity.OK, "chat completion answered", status=200)]
     else:
         found = [
@@ -131,7 +152,7 @@ def check_messages(ep: Endpoint, key: str | None, timeout: float) -> list[Findin
     # Code's settings reference, apiKeyHelper); vLLM checks the Bearer one
     sent = {"X-Api-Key": key} if key else None
     reply = http.call(url, key, body, headers=sent, timeout=timeout)
-    problem = anthropic_shape_problem(reply.body) if reply.status == 200 else f"HTTP {reply.status}"
+    problem = anthropic_shape_problem(reply.body) if reply.status == 200 and not reply.error else f"HTTP {reply.status}"
     fix = "serve with vLLM >= 0.11.1 (it has /v1/messages); a proxy in between must forward /v1/messages"
     if problem:
         found = [_fail("TQ464", f"/v1/messages: {problem}", reply.status, reply.body or reply.error, fix)]
@@ -177,7 +198,7 @@ def run_checks(ep: Endpoint, client: str, timeout: float = 60) -> list[Finding]:
     if key_finding and key_finding.severity is Severity.ERROR:
         return found
     found += check_models(ep, key, timeout)
-    if any(f.id == "TQ460" and f.severity is Severity.ERROR for f in found):
+    if any(f.id in ("TQ460", KEY_REFUSED_ID) and f.severity is Severity.ERROR for f in found):
         return found  # nothing else can answer
     found += check_chat(ep, key, timeout)
     if client == "claude-code":

@@ -99,6 +99,8 @@ def client_notes(client: str, ep: Endpoint) -> list[str]:
             f"{ep.root_url} is reachable only from this machine: if {who} runs on another machine, pass "
             "--base-url with an address it can reach (and serve on that address: server.host, or nginx.conf)"
         )
+    if (too_open := ep.key_file_warning()) is not None:
+        notes.append(too_open)
     if client == "claude-code" and ep.api_key_file:
         notes.append(f"apiKeyHelper runs on Claude Code's machine: {ep.api_key_file} must be readable there")
     elif client == "claude-code":

@@ -8,7 +8,6 @@ Relative key file paths are relative to the build directory, as compose.yaml rea
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -38,24 +37,42 @@ class Endpoint:
         return urlsplit(self.root_url).hostname or ""
 
     def read_key(self) -> str | None:
-        """The API key, for requests only (never printed). None when the deployment has no key file."""
+        """The API key, for requests only (never printed). None when the deployment has no key file.
+
+        Read through safeio.read_key_file: a FIFO, device, folder, empty or binary file, or one over 4 KiB,
+        is one line naming the file before any server is asked (a FIFO once hung connect).
+        """
+        if self.api_key_file is None:
+            return None
+        from tqdeploy.safeio import read_key_file
+
+        try:
+            return read_key_file(self.api_key_file)
+        except TQError as err:
+            raise TQError(
+                err.message, f"{err.remediation} (the same file the server reads), or pass --api-key-file"
+            ) from None
+
+    def key_file_warning(self) -> str | None:
+        """One line when the key file is readable or writable by group or others; None otherwise or without one."""
+        from tqdeploy.safeio import key_file_mode
+
         if self.api_key_file is None:
             return None
         try:
-            key = self.api_key_file.read_text(encoding="utf-8").strip()
-        except OSError as err:
-            raise TQError(
-                f"cannot read the API key file {self.api_key_file}: {err.strerror}",
-                "create it (the same file the server reads), or pass --api-key-file",
-            ) from None
-        if not key:
-            raise TQError(f"the API key file {self.api_key_file} is empty", "put the server's API key in it")
-        return key
+            mode = key_file_mode(self.api_key_file)
+        except OSError:
+            return None  # read_key says what is wrong with a file that cannot be looked at
+        return f"{mode.warning()}: {mode.fix()}" if mode.too_open else None
 
 
 def normalize_base_url(url: str) -> str:
     """http://h:p, http://h:p/ and http://h:p/v1 all name the same deployment root."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number or not 0-65535)
+    except ValueError as err:  # "http://[::1": an unclosed IPv6 bracket
+        raise TQError(f"--base-url {url!r} does not parse ({err})", "e.g. --base-url http://10.0.0.5:8000") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TQError(f"--base-url {url!r} is not an http(s) URL", "e.g. --base-url http://10.0.0.5:8000")
     if parts.username or parts.password:
@@ -77,16 +94,11 @@ def _local_address(host: str) -> str:
 
 
 def read_state(build_dir: Path) -> dict | None:
-    path = build_dir / STATE_PATH
-    if not path.is_file():
-        return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as err:
-        raise TQError(f"{path} is not readable JSON: {err}", "run `tqdeploy up` again, or delete the file") from None
-    if not isinstance(state, dict) or state.get("schema") != STATE_SCHEMA:
-        raise TQError(f"{path} is not a {STATE_SCHEMA} file", "run `tqdeploy up` again, or delete the file")
-    return state
+    """The run state through the one reader that validates it (runtime/state.py): a FIFO, a device, a
+    symlink out of the build or a hand-edited field is one line, never a hang."""
+    from tqdeploy.runtime.state import read_state as read_run_state
+
+    return read_run_state(build_dir)
 
 
 def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:

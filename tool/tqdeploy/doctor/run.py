@@ -65,6 +65,7 @@ def run_doctor(
     command: list[str] | None = None,
     command_file: Path | None = None,
     force: bool = False,
+    api_key_file: Path | None = None,
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
@@ -93,6 +94,10 @@ def run_doctor(
         launch_options, flag_findings = lint_launch(command, command_file, vllm_version, host)
         options.update(launch_options)
     options.update({k: v for k, v in (serving or {}).items() if v is not None})  # explicit options win
+    if api_key_file is not None:  # this machine's file, also when replaying a snapshot: the key never travels
+        from tqdeploy.keyfile import inspect_key_file
+
+        options["api_key_file"] = inspect_key_file(api_key_file).to_dict()
     ctx = CheckContext(host=host, model=model_facts, options=options)
     import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
 

@@ -56,13 +56,17 @@ PASS_A_LOCK = f"pass the {LOCK_NAME} that `tqdeploy build` wrote, or its build d
 def _read(path: Path) -> dict[str, Any]:
     # A lock by its own name that is broken is rebuilt; any other file was simply the wrong one to pass.
     fix = "re-run `tqdeploy build` to rewrite it" if path.name == LOCK_NAME else PASS_A_LOCK
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TQError(f"{path} not found", PASS_A_LOCK) from None
-    except IsADirectoryError:
-        raise TQError(f"{path} is a folder without a {LOCK_NAME}", PASS_A_LOCK) from None
-    except (ValueError, UnicodeDecodeError) as err:
+    from tqdeploy.safeio import MIB, FileRefused, read_bytes
+
+    if not path.exists():
+        raise TQError(f"{path} not found", PASS_A_LOCK)
+    if path.is_dir():
+        raise TQError(f"{path} is a folder without a {LOCK_NAME}", PASS_A_LOCK)
+    try:  # bounded, and a FIFO or device is refused instead of blocking (the path is the user's: links followed)
+        data = json.loads(read_bytes(path, 16 * MIB, "lock file", follow_symlinks=True).decode("utf-8"))
+    except FileRefused as err:
+        raise TQError(err.message, PASS_A_LOCK) from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as err:
         raise TQError(f"{path}: not valid JSON ({err})", fix) from None
     pins = data.get("pins") if isinstance(data, dict) else None
     if not isinstance(pins, dict) or data.get("schema") != LOCK_SCHEMA or not isinstance(pins.get("model"), dict):
@@ -81,7 +85,16 @@ def open_build_lock(path: Path) -> BuildLock:
             f"{path}: that build serves a local directory (model.path), not a repository",
             "drop --lock: nothing is downloaded for a local model",
         )
-    return BuildLock(path, str(model["repo"]), str(model.get("revision") or ""))
+    lock = BuildLock(path, str(model["repo"]), str(model.get("revision") or ""))
+    from tqdeploy.idents import REVISION_RE, check_no_control
+
+    check_no_control(f"{path}: pins.model.repo", lock.repo, "re-run `tqdeploy build` to rewrite the lock")
+    if lock.revision and not REVISION_RE.match(lock.revision):
+        raise TQError(
+            f"{path}: pins.model.revision {lock.revision[:120]!r} is not a branch, tag or commit",
+            "re-run `tqdeploy build` to rewrite the lock",
+        )
+    return lock
 
 
 def mismatch(lock: BuildLock, repo: str, revision: str) -> str | None:
@@ -131,8 +144,9 @@ def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | 
     except TQError as err:
         on_event(f"commit not recorded in {build_dir / LOCK_NAME}: {err.message}")
         return None
-    models = Path(spec["storage"]["models_dir"]).expanduser()
-    served = (models if models.is_absolute() else build_dir / models) / spec.model_dir_name
+    from tqdeploy.runtime.deployment import spec_model_dir
+
+    served = spec_model_dir(spec, build_dir)
     if served.resolve() != dest.resolve():
         on_event(f"commit not recorded in {lock.path}: that build serves its model from {served}, not {dest}")
         return None

@@ -18,8 +18,8 @@ from tqdeploy.download.listing import RemoteFile
 
 TREE = "tree API (/api/models/{repo}/tree/{commit})"
 HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_SHA1 = re.compile(r"^[0-9a-f]{40}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+_SHA1 = re.compile(r"^[0-9a-f]{40}\Z")
 
 
 class Unverifiable(Exception):

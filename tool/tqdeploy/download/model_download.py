@@ -95,6 +95,7 @@ def run_download(
     from tqdeploy.download import buildlock
 
     started = time.monotonic()
+    policy = (policy or RetryPolicy()).started()  # --deadline counts from here, listing included
     dest = Path(dest).expanduser().absolute()
     if is_offline_mode():  # huggingface_hub's session refuses every request then
         raise TQError(

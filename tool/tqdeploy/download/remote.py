@@ -108,6 +108,7 @@ def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
     from huggingface_hub.errors import HfHubHTTPError
 
     for attempt in range(1, policy.attempts + 1):
+        policy.check_deadline()
         try:
             return call()
         except HfHubHTTPError as err:

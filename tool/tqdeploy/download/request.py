@@ -1,10 +1,11 @@
 """What to download and where: from REPO[@REV] and --to, or from a deployment spec (`--spec`).
 
-From a spec: model.repo and model.revision, model.mirrors (tried in order; --mirror overrides them)
-and the target ``<storage.models_dir>/<ORG--NAME>``, the folder the build's compose file and
-Kubernetes manifests serve the model from. A relative models_dir is relative to the build directory
-(docs/build.md), so it is resolved against the folder of ``--lock``, else the spec's own folder when
-that is a build directory (it holds tqdeploy.lock.json, as every build's copy of its spec does).
+From a spec (a tqdeploy.toml, or a build directory: its copy of the spec): model.repo and model.revision,
+model.mirrors (tried in order; --mirror overrides them) and the target ``<storage.models_dir>/<ORG--NAME>``,
+the folder `up`, the build's compose file and Kubernetes manifests serve the model from. A relative
+models_dir is relative to the build directory (docs/build.md), so it is resolved against the folder of
+``--lock``, else the spec's own folder when that is a build directory (it holds tqdeploy.lock.json, as
+every build's copy of its spec does).
 """
 
 from __future__ import annotations
@@ -43,14 +44,15 @@ def default_dest(repo: str) -> Path:
 def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
     import re
 
+    from tqdeploy.idents import check_no_control, check_revision
+
+    fix = "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main"
+    check_no_control("REPO[@REV]", ref, fix)  # before strip(): a trailing newline is refused, not trimmed
     repo, rev = split_ref(ref)
-    if not re.match(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$", repo):  # the repo ids plan accepts (model/hub.py)
+    if not re.match(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+\Z", repo):  # the repo ids plan accepts (model/hub.py)
         raise TQError(f"{ref[:200]!r} is not a repository id", "write it as ORG/NAME[@REV], e.g. Qwen/Qwen3.6-27B@main")
-    if rev is not None and ("@" in rev or len(rev) > 255 or any(c.isspace() or ord(c) < 32 for c in rev)):
-        raise TQError(
-            f"revision {rev[:200]!r} of {ref[:200]!r} is not a branch, tag or commit",
-            "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main",
-        )
+    if rev is not None:
+        check_revision(rev, ref, fix)
     if rev is None and lock is not None:  # the build's revision, not main, unless one is named
         from tqdeploy.download.buildlock import open_build_lock
 
@@ -60,8 +62,12 @@ def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | 
 
 def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
     from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
+    from tqdeploy.filenames import SPEC_FILE_NAME
+    from tqdeploy.runtime.deployment import spec_model_dir
     from tqdeploy.spec import load_spec
 
+    if Path(spec_file).is_dir():  # `--spec build/default`: the build's own copy of its spec
+        spec_file = Path(spec_file) / SPEC_FILE_NAME
     spec = load_spec(spec_file, check_vllm_flags=False)  # download needs [model] and [storage] only
     model = spec["model"]
     if not model["repo"]:
@@ -71,20 +77,17 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
         )
     dest = to
     if dest is None:
-        models = Path(spec["storage"]["models_dir"]).expanduser()
-        if not models.is_absolute():
-            spec_dir = Path(spec_file).expanduser().absolute().parent
+        # The folder `up` and serve.sh serve the model from (runtime/deployment.py), not a copy of its rule.
+        base = Path(spec_file).expanduser().absolute().parent
+        if not Path(spec["storage"]["models_dir"]).expanduser().is_absolute():
             if lock is not None:
                 base = open_build_lock(lock).build_dir
-            elif (spec_dir / LOCK_NAME).is_file():
-                base = spec_dir
-            else:
+            elif not (base / LOCK_NAME).is_file():
                 raise TQError(
                     f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build "
-                    f"directory, and {spec_dir} is not one (no {LOCK_NAME} there)",
-                    "pass the build's copy (`--spec build/tqdeploy.toml`), or add --lock build/tqdeploy.lock.json"
+                    f"directory, and {base} is not one (no {LOCK_NAME} there)",
+                    "pass the build directory (`--spec build/default`), or add --lock build/tqdeploy.lock.json"
                     " or --to DIR",
                 )
-            models = base / models
-        dest = models / spec.model_dir_name
+        dest = spec_model_dir(spec, base)
     return DownloadRequest(model["repo"], model["revision"], dest, mirrors or list(model["mirrors"]), lock)

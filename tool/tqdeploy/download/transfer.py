@@ -23,7 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.errors import EXIT_FINDINGS, TQError
+
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+DEFAULT_DEADLINE_S = 86_400.0  # 24 h: 55.6 GB at 1 MB/s takes 15 h; a run past a day is stuck, not slow
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,44 @@ class RetryPolicy:
     # min_bytes_per_s over rate_window_s is retried like a dropped connection, so every file has a deadline.
     min_bytes_per_s: float = 1024.0
     rate_window_s: float = 30.0
+    # The whole download's deadline (--deadline): the minimum rate bounds one transfer, not the sum of every
+    # file, mirror and retry (a trickling mirror once kept `--retries 0` running for minutes).
+    deadline_s: float | None = DEFAULT_DEADLINE_S
+    deadline_at: float | None = None  # time.monotonic() value; set by run_download from deadline_s
+
+    def started(self) -> RetryPolicy:
+        """This policy with its deadline counted from now."""
+        from dataclasses import replace
+
+        return replace(self, deadline_at=time.monotonic() + self.deadline_s) if self.deadline_s else self
+
+    def left_s(self) -> float | None:
+        return None if self.deadline_at is None else self.deadline_at - time.monotonic()
+
+    def check_deadline(self) -> None:
+        left = self.left_s()
+        if left is not None and left <= 0:
+            raise DeadlinePassed(self.deadline_s or 0.0)
 
     def wait_s(self, retry_number: int, retry_after: float | None) -> float:
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.retry_after_cap_s)
-        return min(self.base_wait_s * 2 ** (retry_number - 1), self.max_wait_s)
+            wait = min(max(retry_after, 0.0), self.retry_after_cap_s)
+        else:
+            wait = min(self.base_wait_s * 2 ** (retry_number - 1), self.max_wait_s)
+        left = self.left_s()
+        return wait if left is None else max(0.0, min(wait, left))
+
+
+class DeadlinePassed(TQError):
+    """The download ran past --deadline: every worker stops at its next chunk; partial files are kept."""
+
+    def __init__(self, deadline_s: float):
+        super().__init__(
+            f"the download ran past its deadline of {deadline_s:g} s (--deadline)",
+            "run the same command again to resume from the partial files, with a larger --deadline for a slow "
+            "link, or add a faster mirror with --mirror",
+            exit_code=EXIT_FINDINGS,
+        )
 
 
 class Cancelled(Exception):
@@ -95,6 +131,7 @@ def fetch(
             have = 0
         if have == job.size:
             return
+        policy.check_deadline()
         try:
             _get_once(job, have, on_bytes, cancel, policy)
             continue  # loop re-reads the size: complete, or a short body to resume
@@ -120,7 +157,9 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
     headers["Accept-Encoding"] = "identity"  # sizes must be byte counts of the file itself
     if have:
         headers["Range"] = f"bytes={have}-"
-    timeout = httpx2.Timeout(10.0, read=60.0)
+    left = policy.left_s() if policy is not None else None
+    # A mirror that sends nothing waits out the read timeout: never past the deadline.
+    timeout = httpx2.Timeout(10.0, read=60.0 if left is None else max(0.5, min(60.0, left)))
     from huggingface_hub.utils import get_session
 
     try:
@@ -174,6 +213,7 @@ def _write_body(job: Fetch, resp, out, offset: int, on_bytes, cancel, policy: Re
         window_bytes += len(chunk)
         if on_bytes:
             on_bytes(len(chunk))
+        policy.check_deadline()  # after the write: what arrived is kept for the resume
         elapsed = time.monotonic() - window_start
         if elapsed >= policy.rate_window_s:
             if window_bytes < policy.min_bytes_per_s * elapsed:

@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
 LEGACY_API_SERVER_MODULE = "vllm.entrypoints.api_server"  # only /generate and /health (docs/facts.md)
 _LAUNCHERS = {"exec", "nohup", "time", "command", "sudo"}
+# serve.sh of a keyed build runs `python3 launch_vllm.py MODEL FLAGS`: `vllm serve`'s parser with the API key
+# read from a file in-process (templates/launch_vllm.py.j2), so its arguments are `vllm serve`'s.
+KEYED_LAUNCHER = "launch_vllm.py"
 _ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 # `docker run` options that take a separate value token (docker run --help, Docker CLI reference).
@@ -116,6 +119,7 @@ class Invocation:
     vllm_end: int = 0
     env: dict[str, str] = field(default_factory=dict)  # name -> value (may be a secret)
     env_spans: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> argv span of the assignment
+    keyed_launcher: bool = False  # started through a build's launch_vllm.py, which always sets the API key
     docker_start: int = 0  # index of the first docker run option
     image: str = ""
     image_index: int = -1
@@ -225,6 +229,9 @@ def _detect(argv: list[str], i: int, inv: Invocation) -> None:
     base = head.rsplit("/", 1)[-1]
     if base == "vllm" and i + 1 < len(argv) and argv[i + 1] == "serve":
         inv.kind, inv.vllm_start = "vllm-serve", i + 2
+    elif _is_python(head) and i + 1 < len(argv) and argv[i + 1].rsplit("/", 1)[-1] == KEYED_LAUNCHER:
+        inv.kind, inv.vllm_start = "vllm-serve", i + 2  # `vllm serve`'s own parser, the key from a file
+        inv.keyed_launcher = True
     elif _is_python(head) and i + 2 < len(argv) and argv[i + 1] == "-m":
         module = argv[i + 2]
         if module == API_SERVER_MODULE:

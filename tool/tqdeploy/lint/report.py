@@ -29,8 +29,12 @@ def lint_finding(
 
 
 def finding_dict(f: Finding) -> dict[str, Any]:
-    """One finding in lint's JSON shape (tqdeploy.lint/1)."""
-    return {"id": f.id, "severity": f.severity.value, "flag": f.location, "message": f.title, "fix": f.remediation}
+    """One finding in the shape every command's JSON has (findings.Finding.to_dict); the option as written
+    goes into the evidence as `flag`."""
+    data = f.to_dict()
+    if f.location:
+        data["evidence"] = {**f.evidence, "flag": f.location}
+    return data
 
 
 def apply_edits(argv: list[str], edits: list[Edit]) -> list[str]:
@@ -121,7 +125,10 @@ class LintReport:
         """The findings worst first, every text (title, fix, the flag as written) through the redactor."""
         ordered = sorted(self.findings, key=lambda f: (-f.severity.rank, f.id, f.token))
         r = self.redact
-        return [replace(f, title=r(f.title), remediation=r(f.remediation), location=r(f.location)) for f in ordered]
+        # A fix is tqdeploy's own text (`export VLLM_API_KEY="$(cat FILE)"`): only the command's own secret
+        # values and token formats come out of it, never words the heuristics mistake for values (issue 21.5).
+        fix = self.redactor.known
+        return [replace(f, title=r(f.title), remediation=fix(f.remediation), location=r(f.location)) for f in ordered]
 
     def serving_values(self) -> dict[str, Any]:
         """What the command asks of vLLM, typed, for the doctor's checkpoint checks (CheckContext.options);
@@ -159,11 +166,12 @@ class LintReport:
             console.print(Text("no findings: the command is valid for this vLLM", style="green"))
         for f in data["findings"]:
             line = Text(f"{f['id']} ", style="bold") + Text(f"{f['severity']:<5}", style=SEVERITY_STYLE[f["severity"]])
-            line.append(f" {f['flag']}: " if f["flag"] else " ")
-            line.append(f["message"])
+            flag = f["evidence"].get("flag")
+            line.append(f" {flag}: " if flag else " ")
+            line.append(f["title"])
             console.print(line)
-            if f["fix"]:
-                console.print(Text("      fix: " + f["fix"], style="dim"))
+            if f["remediation"]:
+                console.print(Text("      fix: " + f["remediation"], style="dim"))
         if self.changed:
             console.print(Text("corrected command (tqdeploy lint --fix):", style="bold"))
             console.print(data["fixed_command"], markup=False, highlight=False, soft_wrap=True)

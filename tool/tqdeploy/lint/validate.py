@@ -15,6 +15,7 @@ from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.parsed import Occurrence, ParsedArgs
 from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
+from tqdeploy.suggest import closest, use_hint
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _TRUE = {"true", "1", "yes", "on"}
@@ -339,7 +340,7 @@ class _ArgWalk:
         is argv[j - 1] alone, so a did-you-mean can replace it."""
         problem = type_problem(opt, v) or _choice_problem(opt, v)
         if problem and problem.startswith("invalid choice"):
-            close = difflib.get_close_matches(v, [str(c) for c in opt.choices or ()], n=1, cutoff=0.6)
+            close = closest(v, opt.choices or ())
             shown = ", ".join(str(c) for c in opt.choices or ())
             return [
                 lint_finding(
@@ -347,8 +348,8 @@ class _ArgWalk:
                     Severity.ERROR,
                     name,
                     f"{problem} for {name} (vLLM {self.schema.version} accepts: {shown})",
-                    f"use {close[0]}" if close else f"use one of: {shown}",
-                    Edit(j - 1, j, (close[0],)) if close and fixable else None,
+                    use_hint(v, opt.choices or ()),
+                    Edit(j - 1, j, (close,)) if close and fixable else None,
                     i,
                 )
             ]

@@ -15,12 +15,15 @@ from typing import Any
 from tqdeploy.errors import TQError
 from tqdeploy.model.jsonfile import MAX_CONFIG_BYTES
 
-_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+_REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+\Z")
 
 
 def parse_repo_ref(source: str) -> tuple[str, str]:
+    from tqdeploy.idents import REVISION_RE, check_no_control
+
+    check_no_control("model", source, "pass a checkpoint folder or e.g. Qwen/Qwen3.6-27B@<commit sha or tag>")
     repo, _, rev = source.partition("@")
-    if not _REPO_RE.match(repo) or not rev or "@" in rev:
+    if not _REPO_RE.match(repo) or not REVISION_RE.match(rev):
         raise TQError(
             f"model {source!r} is neither a folder nor REPO@REV",
             "pass a checkpoint folder or e.g. Qwen/Qwen3.6-27B@<commit sha or tag>",

@@ -168,6 +168,28 @@ def check_numbers(cfg: dict[str, Any], config_path: str) -> None:
     layer_list = cfg.get("layer_types")
     if isinstance(layer_list, list) and len(layer_list) > _BOUNDS["num_hidden_layers"][1]:
         raise TQError(f"{config_path}: layer_types lists {len(layer_list)} layers", "restore the original config.json")
+    check_layer_lists(cfg, config_path)
+
+
+# Per-layer lists and what each item must be: transformers writes layer_types / layers_block_type as lists of
+# names ("full_attention", "linear_attention", "sliding_attention", "attention", "mamba") and MiniMax's
+# attn_type_list as 0/1 integers. A string where the list belongs, or items of another type, would otherwise
+# be read as some other layout (a string was once read as 3 full-attention layers).
+_LAYER_LISTS = {"layer_types": str, "layers_block_type": str, "attn_type_list": int}
+
+
+def check_layer_lists(cfg: dict[str, Any], config_path: str) -> None:
+    for key, item in _LAYER_LISTS.items():
+        value = cfg.get(key)
+        if value is None:
+            continue
+        bad = not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, item) for v in value)
+        if bad:
+            shown = repr(value)[:40] if not isinstance(value, dict) else "an object"
+            raise TQError(
+                f"{config_path}: {key} = {shown} is not a list of {'names' if item is str else 'integers'}",
+                "restore the checkpoint's original config.json",
+            )
 
 
 # vllm/transformers_utils/model_arch_config_convertor.py derive_max_model_len_and_key (vLLM 0.32.0): the

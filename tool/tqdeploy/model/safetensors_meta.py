@@ -97,7 +97,12 @@ def _file_bytes(path: Path) -> dict[str, int]:
 def shard_paths(model_dir: Path, index: Path, data: Any) -> list[Path]:
     """The shards an index names, each inside model_dir; TQError for a weight_map that is not
     {tensor: file} or names a file outside the checkpoint folder (never opened)."""
-    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        raise TQError(
+            f"{index} is not a safetensors index (a JSON {type(data).__name__}, not an object with weight_map)",
+            "re-download the index file",
+        )
+    weight_map = data.get("weight_map")
     if weight_map is None:
         return []
     if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
@@ -115,6 +120,25 @@ def shard_paths(model_dir: Path, index: Path, data: Any) -> list[Path]:
     return shards
 
 
+def _index_total_size(index: Path, data: dict[str, Any]) -> int | None:
+    """metadata.total_size, the weights' bytes when shards are not (yet) there; None when the index has none.
+
+    Present but not a byte count below 1 PiB (1e40, -5, "big"): an error, not a silent "size unknown".
+    """
+    meta = data.get("metadata")
+    if meta is None:
+        return None
+    total = meta.get("total_size") if isinstance(meta, dict) else meta
+    if total is None:
+        return None
+    if isinstance(total, bool) or not isinstance(total, int) or not 0 < total < 1 << 50:
+        raise TQError(
+            f"{index}: metadata.total_size = {repr(total)[:40]} is not a byte count (1 B..1 PiB)",
+            "re-download the index file (or the missing shards, so their headers give the size)",
+        )
+    return total
+
+
 def local_weight_bytes(model_dir: Path) -> tuple[int | None, dict[str, int], str | None]:
     """(total bytes, bytes per dtype, how it was read) for a local checkpoint folder."""
     from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
@@ -129,11 +153,8 @@ def local_weight_bytes(model_dir: Path) -> tuple[int | None, dict[str, int], str
             for shard in present:
                 _merge(per, _file_bytes(shard))
             return sum(per.values()), per, "safetensors headers"
-        meta = data.get("metadata") if isinstance(data, dict) else None
-        total = meta.get("total_size") if isinstance(meta, dict) else None
-        if isinstance(total, int) and not isinstance(total, bool) and 0 < total < 1 << 50:
-            return total, {}, "index metadata"
-        return None, {}, None
+        total = _index_total_size(index, data)
+        return (total, {}, "index metadata") if total is not None else (None, {}, None)
     files = sorted(model_dir.glob("*.safetensors"))
     if not files:
         return None, {}, None

@@ -14,6 +14,7 @@ from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.plan.budget import make_budget
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
 from tqdeploy.plan.result import Plan, PlanRow
+from tqdeploy.suggest import use_hint
 
 # Preference when several dtypes reach the target: full precision is fastest; TurboQuant trades
 # throughput (66-80% of BF16 in vLLM's 2026-05-11 measurements) for capacity; k8v4 is no better than
@@ -126,7 +127,7 @@ def make_plan(
     if unknown:
         raise TQError(
             f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
-            f"use one of {', '.join(CACHE_DTYPES)}",
+            use_hint(unknown[0], CACHE_DTYPES),
         )
     if prefix_caching is None:
         prefix_caching = _hybrid_prefix_caching(version) if facts.is_hybrid else True

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
@@ -34,17 +34,21 @@ class PlanRow:
 
 
 def problem_dict(finding: Finding) -> dict[str, Any]:
-    """A model.compat finding in the plan's JSON shape (tqdeploy.plan/1): severity, code, message, fix, flag."""
-    return {
-        "severity": finding.severity.value,
-        "code": finding.evidence.get("code", ""),
-        "message": finding.title,
-        "fix": finding.remediation,
-        "flag": finding.location or None,
-    }
+    """A problem in the one finding shape (findings.Finding.to_dict): a model.compat rule under the id of the
+    doctor check that runs it (checkids.py), its code and the flag it is about in the evidence."""
+    return as_finding(finding).to_dict()
 
 
-def _flagged(problems: list[Finding]) -> list[Finding]:
+def as_finding(finding: Finding) -> Finding:
+    from tqdeploy.checkids import check_for_code
+
+    code = finding.evidence.get("code", "")
+    check_id, area = check_for_code(code) or (finding.id, finding.area or "model")
+    evidence = dict(finding.evidence, **({"flag": finding.location} if finding.location else {}))
+    return replace(finding, id=finding.id or check_id, area=finding.area or area, evidence=evidence)
+
+
+def flagged(problems: list[Finding]) -> list[Finding]:
     return [p for p in problems if p.severity in (Severity.ERROR, Severity.WARN)]
 
 
@@ -85,9 +89,6 @@ class Plan:
         }
 
     def render(self, console) -> None:
-        from rich.table import Table
-        from rich.text import Text
-
         m, b = self.model, self.budget
         console.print(
             f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
@@ -102,44 +103,21 @@ class Plan:
             f"({b['weights_source']}); reserve {reserve / GiB:.2f} GiB (estimate); "
             f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
-        table = Table(show_lines=False)
-        for col in (
-            "kv-cache-dtype",
-            "bytes/token",
-            "KV tokens",
-            f"seqs @ {self.max_model_len:,}",
-            "fixed/seq",
-            "note",
-        ):
-            table.add_column(col, justify="right" if col not in ("kv-cache-dtype", "note") else "left")
-        for r in self.rows:
-            name = Text(r.kv_cache_dtype, style="bold green" if r.kv_cache_dtype == self.recommended else "")
-            if r.status == "not_applicable":
-                table.add_row(name, "-", "-", "-", "-", Text(r.reason, style="dim"))
-                continue
-            flagged = [f"{p.severity.value} {p.evidence['code']}" for p in _flagged(r.problems)]
-            note = ", ".join(flagged) or r.reason or r.availability
-            table.add_row(
-                name,
-                f"{r.kv_bytes_per_token:,}",
-                f"{r.kv_tokens:,}",
-                f"{r.max_concurrency:.2f}",
-                f"{r.fixed_state_bytes_per_seq / (1 << 20):.1f} MiB" if r.fixed_state_bytes_per_seq else "-",
-                Text(note + ("" if r.exact else " (approximate)"), style="dim"),
-            )
-        console.print(table)
+        from tqdeploy.plan.table import render_rows
+
+        render_rows(console, self)
         seen: dict[str, list[str]] = {}
         for r in self.rows:
-            for p in _flagged(r.problems):
+            for p in flagged(r.problems):
                 seen.setdefault(p.evidence["code"], []).append(r.kv_cache_dtype)
         row_problems = {p.evidence["code"]: p for r in self.rows for p in r.problems}
         for code, dtypes in seen.items():
-            p = row_problems[code]
+            p = as_finding(row_problems[code])
             console.print(
-                f"[{_colour(p)}]{p.severity.value} {code}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
+                f"[{_colour(p)}]{p.severity.value} {p.id}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
             )
-        for p in self.problems:
-            console.print(f"[{_colour(p)}]{p.severity.value}[/]: {p.title}\n  fix: {p.remediation}")
+        for p in map(as_finding, self.problems):
+            console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {p.title}\n  fix: {p.remediation}")
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
         if self.recommended:

@@ -6,12 +6,14 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from tqdeploy.net import KEY_REFUSED_ID
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
 
 
 def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
     """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
+    from tqdeploy.profile import caches
     from tqdeploy.profile import start as up
     from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
     from tqdeploy.profile.probe import first_token_probe
@@ -21,17 +23,31 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     model_dir = inputs.model or up.model_dir(build)
     residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
     progress(f"{mode} start of {build} through tqdeploy up")
+    key_file = inputs.key_file or up.key_file(build)  # the key the build's serve.sh exported
+    where = caches.locations(build)
+    before = caches.snapshot(where)
     started = up.start(build, mode)
+    if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
+        before = caches.cleared(before, up.compile_cache_dir(build))
     try:
+        from tqdeploy.profile.server import make_client, refused
+
+        client = make_client(started.base_url, key_file, label="the base_url `tqdeploy up` reported")
         # up waited for /health itself: its polls are in the stamped log (uvicorn access lines)
-        token_at, error = first_token_probe(started.base_url)
+        token_at, error, models = first_token_probe(client)
         events = [] if token_at is None else [Event("first_token", "first token", -1, token_at, "probe")]
-        result = profile(replace(inputs, log=started.log_path, url=started.base_url), mode, events, started.launched_at)
+        at = replace(inputs, log=started.log_path, url=started.base_url, key_file=key_file, build_dir=build)
+        result = profile(at, mode, events, started.launched_at)
+        if models is not None and models.key_refused and not any(f.id == KEY_REFUSED_ID for f in result.findings):
+            result.findings.append(refused(models, client, key_file))
     finally:
         up.stop(build)
     if "direct_read" not in measured:  # once per build, with the server down
         measured["direct_read"] = measure_direct_read(model_dir)
     apply_disk(result, residency, "before start", measured["direct_read"])
+    after = caches.snapshot(where)  # hit, miss or absent per cache, and where each lives (profile/caches.py)
+    result.context["caches"] = caches.report(before, after)
+    result.findings.extend(caches.cache_findings(build, where, after))
     result.context.update(
         compile_cache=started.compile_cache,
         page_cache=page_cache_wording(residency, started.page_cache),

@@ -9,8 +9,11 @@ config (cache_dtype, num_gpu_blocks, kv_cache_size_tokens, block_size, ...).
 
 from __future__ import annotations
 
-import urllib.request
+import math
 from dataclasses import dataclass, field
+
+from tqdeploy.net import Answer, Client
+from tqdeploy.net.client import METRICS_LIMIT
 
 GAUGES = {
     "vllm:kv_cache_usage_perc": "kv_usage",
@@ -29,12 +32,22 @@ class Scrape:
 
 
 def parse_metrics(text: str) -> Scrape:
+    """The figures profile uses; ValueError when the text is not Prometheus exposition format."""
+    try:
+        return _parse(text)
+    except (ValueError, IndexError, KeyError, TypeError) as exc:  # the parser's errors on a non-Prometheus page
+        raise ValueError(f"not Prometheus text: {str(exc)[:120]}") from None
+
+
+def _parse(text: str) -> Scrape:
     from prometheus_client.parser import text_string_to_metric_families
 
     out = Scrape()
     for family in text_string_to_metric_families(text):
         name = family.name
         for sample in family.samples:
+            if not math.isfinite(sample.value) or sample.value < 0:
+                continue  # a gauge or counter of vLLM is a finite count or fraction; nan/inf/-1 is no figure
             if name in GAUGES and sample.name == name:
                 key = GAUGES[name]
                 out.values[key] = out.values.get(key, 0.0) + sample.value
@@ -49,9 +62,17 @@ def parse_metrics(text: str) -> Scrape:
     return out
 
 
-def fetch_metrics(base_url: str, timeout: float = 5.0) -> str:
-    with urllib.request.urlopen(base_url.rstrip("/") + "/metrics", timeout=timeout) as resp:
-        return resp.read().decode("utf-8", errors="replace")
+def fetch_metrics(client: Client, timeout: float = 5.0) -> Answer:
+    """GET /metrics, bounded (METRICS_LIMIT, timeout); the caller checks answer.ok."""
+    return client.get("/metrics", timeout=timeout, limit=METRICS_LIMIT)
+
+
+def scrape(client: Client, timeout: float = 5.0) -> Scrape:
+    """One parsed scrape; OSError when there is no usable answer, ValueError when it is not Prometheus text."""
+    answer = fetch_metrics(client, timeout)
+    if not answer.ok:
+        raise OSError(answer.error or f"HTTP {answer.status}")
+    return parse_metrics(answer.text())
 
 
 def cache_config_figures(cache_config: dict[str, str]) -> dict:
@@ -60,9 +81,11 @@ def cache_config_figures(cache_config: dict[str, str]) -> dict:
     def num(key: str) -> int | None:
         value = cache_config.get(key)
         try:
-            return int(float(value)) if value not in (None, "None", "") else None
+            number = float(value) if value not in (None, "None", "") else None
         except ValueError:
             return None
+        # a label is text: 1e400, nan or -3 is no block or token count
+        return int(number) if number is not None and math.isfinite(number) and number >= 0 else None
 
     return {
         "cache_dtype": cache_config.get("cache_dtype"),

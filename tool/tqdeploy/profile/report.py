@@ -21,6 +21,12 @@ class ProfileResult:
     context: dict = field(default_factory=dict)  # log path, base_url, cache state
     chart: str | None = None
 
+    @property
+    def exit_code(self) -> int:
+        from tqdeploy.findings import exit_code_for
+
+        return exit_code_for(self.findings)
+
     def timeline_findings(self) -> list[Finding]:
         t = self.timeline
         if t is None or not t.phases:
@@ -38,6 +44,8 @@ class ProfileResult:
                     "start-up",
                 )
             )
+        if t.clock_backwards:
+            out.append(clock_backwards_finding(t.clock_backwards))
         if self.start == "warm" and t.compile_cache in ("miss", "load-failed"):
             out.append(
                 Finding(
@@ -68,6 +76,7 @@ class ProfileResult:
             "stamped": t.stamped if t else None,
             "compile_cache": t.compile_cache if t else None,
             "startup_plan": t.startup_plan if t else None,
+            "clock_backwards": t.clock_backwards if t else [],
             "weights": t.weights if t else {},
             "kv": self.kv,
             "load": self.load,
@@ -93,6 +102,8 @@ class ProfileResult:
                     p.name, f"{p.start_s:.1f}", f"{p.seconds:.2f}", f"{p.seconds / wall:.0%}", p.source, style=style
                 )
             console.print(table)
+            if self.context.get("start_failed"):
+                console.print("[red]the start failed[/red]: the timeline ends where the engine died (see findings)")
             console.print(
                 f"wall {t.wall_seconds:.1f} s, {t.attributed_fraction:.1%} attributed; "
                 f"torch.compile cache: {t.compile_cache or 'unknown'}; startup plan: {t.startup_plan or 'no plan line'}"
@@ -114,6 +125,20 @@ class ProfileResult:
             render_findings(console, self.findings, "profile findings")
         if self.chart:
             console.print(f"chart: {self.chart}")
+
+
+def clock_backwards_finding(steps: list[dict]) -> Finding:
+    first = steps[0]
+    return Finding(
+        "TQ440",
+        Severity.WARN,
+        f"the log's clock goes backwards at {len(steps)} milestone(s) (first: {first['phase']}, line {first['line']}, "
+        f"{first['seconds_back']:g} s back): those phases are not measured",
+        {"steps": steps[:10]},
+        "profile a log of one start as tqdeploy up wrote it (BUILD/.tqdeploy/logs/server.log), not an edited or "
+        "merged one; a clock set back during the start (NTP step) makes the figures around it unreliable",
+        "start-up",
+    )
 
 
 def weights_line(w: dict) -> str:

@@ -21,6 +21,8 @@ class Inputs:
     load: object | None = None  # LoadSpec
     out: Path | None = None
     chart: bool = True
+    key_file: Path | None = None  # the deployment's API key file (--api-key-file, or the build's own)
+    build_dir: Path | None = None  # the build the log is of, for the failed-start finding's remedy
 
 
 def _read_log(path: Path) -> str:
@@ -51,31 +53,40 @@ def progress(message: str) -> None:
 
 def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, process_start: float | None = None):
     from tqdeploy.profile.kvcheck import kv_figures
-    from tqdeploy.profile.metrics import cache_config_figures, fetch_metrics, parse_metrics
 
     log_text = _read_log(inputs.log) if inputs.log else ""
     facts = _facts(inputs.model, log_text) if log_text else None
-    context: dict = {"log": str(inputs.log) if inputs.log else None, "base_url": inputs.url}
+    context: dict = {"log": str(inputs.log) if inputs.log else None, "base_url": None}
     cache_config: dict = {}
+    server_findings: list = []
+    client = None
     if inputs.url:
-        try:
-            cache_config = cache_config_figures(parse_metrics(fetch_metrics(inputs.url)).cache_config)
-        except OSError as exc:
-            raise TQError(
-                f"--url {inputs.url}: cannot read /metrics ({getattr(exc, 'reason', exc)})",
-                "start the server first (tqdeploy up BUILD) and pass its http://127.0.0.1:PORT",
-            ) from None
+        from tqdeploy.profile.server import cache_config as read_cache_config
+        from tqdeploy.profile.server import make_client
+
+        client = make_client(inputs.url, inputs.key_file)
+        context["base_url"] = client.shown_url
+        context["api_key"] = "sent" if client.has_key else "none"  # present/absent, never the key
+        cache_config, server_findings = read_cache_config(client, inputs.key_file)
         context["cache_config_info"] = cache_config
     timeline = None
     if log_text:
         weight_bytes = getattr(facts, "weight_bytes", None) if facts else None
         timeline = build_timeline(log_text, process_start=process_start, extra=extra, weight_bytes=weight_bytes)
     kv, findings = kv_figures(log_text, cache_config, facts) if log_text else (dict(cache_config), [])
-    result = ProfileResult(start, timeline, kv=kv, findings=findings, context=context)
-    if inputs.load is not None and inputs.url:
+    result = ProfileResult(start, timeline, kv=kv, findings=findings + server_findings, context=context)
+    if log_text:
+        from tqdeploy.profile.failed import failed_start
+
+        failure = failed_start(log_text, inputs.build_dir)
+        result.findings.extend([failure] if failure else [])
+        context["start_failed"] = failure is not None
+    if inputs.load is not None and client is not None and not _refused(server_findings):
         progress("running the bounded load")
-        result.load = run_load(inputs.url, inputs.load)
-        result.findings.extend(load_findings(result.load))
+        result.load, load_problems = run_load(client, inputs.load, inputs.key_file)
+        result.findings.extend(load_problems)
+        if result.load is not None:
+            result.findings.extend(load_findings(result.load))
     result.findings.extend(result.timeline_findings())
     if timeline is not None:
         from tqdeploy.profile.accelerators import startup_plan_finding
@@ -89,23 +100,33 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
     return result
 
 
-def run_load(base_url: str, spec) -> dict:
-    from tqdeploy.profile.load import run_step, served_model
-    from tqdeploy.profile.sampler import MetricsSampler
+def _refused(findings: list) -> bool:
+    from tqdeploy.net import KEY_REFUSED_ID
 
-    model = served_model(base_url)
+    return any(f.id == KEY_REFUSED_ID for f in findings)
+
+
+def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, list]:
+    """The load's figures, or None and the finding that stopped it before it began (a refused key)."""
+    from tqdeploy.profile.load import run_step
+    from tqdeploy.profile.sampler import MetricsSampler
+    from tqdeploy.profile.server import load_model
+
+    model, problems = load_model(client, key_file, spec)
+    if model is None:
+        return None, problems
     steps = []
-    with MetricsSampler(base_url, spec.sample_interval_s) as sampler:
+    with MetricsSampler(client, spec.sample_interval_s) as sampler:
         for i, concurrency in enumerate(spec.concurrency):
             progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
             start = sampler.elapsed_s()
-            step = run_step(base_url, model, spec, concurrency, seed=i)
+            step = run_step(client, model, spec, concurrency, seed=i)
             step["window_s"] = [round(start, 3), round(sampler.elapsed_s(), 3)]
             steps.append(step)
     for step in steps:  # the scrapes that fell inside each step: what its gauges (KV usage, running) rest on
         lo, hi = step["window_s"]
         step["samples"] = sum(1 for s in sampler.samples if lo <= s["t_s"] <= hi)
-    return {
+    load = {
         "spec": {
             k: getattr(spec, k)
             for k in ("concurrency", "prompt_tokens", "output_tokens", "requests", "duration_s", "sample_interval_s")
@@ -114,6 +135,7 @@ def run_load(base_url: str, spec) -> dict:
         "server": sampler.server_side(),
         "samples": sampler.samples,
     }
+    return load, []
 
 
 # fewer scrapes than this inside a step and its gauges are a guess (the H200 run's 32-way step lasted ~1 s at 1 s)

@@ -6,12 +6,13 @@ import threading
 import time
 from typing import Any
 
-from tqdeploy.profile.metrics import Scrape, fetch_metrics, parse_metrics
+from tqdeploy.net import Client
+from tqdeploy.profile.metrics import Scrape, scrape
 
 
 class MetricsSampler:
-    def __init__(self, base_url: str, interval_s: float = 1.0):
-        self.base_url = base_url
+    def __init__(self, client: Client, interval_s: float = 1.0):
+        self.client = client
         self.interval_s = interval_s
         self.samples: list[dict] = []
         self.first: Scrape | None = None
@@ -20,37 +21,41 @@ class MetricsSampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._t0 = time.perf_counter()
         self._gpus = False
+        self.missed = 0
 
     def elapsed_s(self) -> float:
         """Seconds since the sampler started, on the clock of the samples' `t_s`."""
         return time.perf_counter() - self._t0
 
     def scrape(self):
-        scrape = parse_metrics(fetch_metrics(self.base_url))
-        sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **scrape.values}
+        got = scrape(self.client, timeout=max(1.0, min(5.0, 2 * self.interval_s)))
+        sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **got.values}
         if self._gpus:  # NVML memory per GPU on GPU hosts (runtime/gpu.py; None without a driver)
             from tqdeploy.runtime.gpu import gpu_memory
 
             sample["gpu_used_mib"] = [g["used_mib"] for g in gpu_memory() or []]
         self.samples.append(sample)
         if self.first is None:
-            self.first = scrape
-        self.last = scrape
-        return scrape
+            self.first = got
+        self.last = got
+        return got
 
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
                 self.scrape()
-            except OSError:
-                pass  # a missed sample is shown as a gap, not an error
+            except (OSError, ValueError):
+                self.missed += 1  # a missed sample is shown as a gap, not an error
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> MetricsSampler:
         from tqdeploy.runtime.gpu import gpu_memory
 
         self._gpus = bool(gpu_memory())
-        self.scrape()
+        try:
+            self.scrape()
+        except (OSError, ValueError):
+            self.missed += 1
         self._thread.start()
         return self
 
@@ -59,12 +64,12 @@ class MetricsSampler:
         self._thread.join(timeout=10)
         try:
             self.scrape()
-        except OSError:
-            pass
+        except (OSError, ValueError):
+            self.missed += 1
 
     def server_side(self) -> dict:
         """What vLLM itself counted over the load: histogram means, preemptions, KV usage peak."""
-        out: dict = {"samples": len(self.samples)}
+        out: dict = {"samples": len(self.samples), "missed_samples": self.missed}
         if self.first is None or self.last is None:
             return out
         for key in ("ttft", "itl"):

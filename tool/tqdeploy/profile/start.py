@@ -56,6 +56,16 @@ def model_dir(build: Path) -> str | None:
         return None
 
 
+def key_file(build: Path) -> Path | None:
+    """The build's server.api_key_file (what its serve.sh exports as VLLM_API_KEY); None without one."""
+    from tqdeploy.runtime.deployment import load_deployment
+
+    try:
+        return load_deployment(build).api_key_file
+    except (TQError, OSError, ValueError, KeyError):
+        return None
+
+
 def _cli() -> list[str]:
     return [sys.executable, "-m", "tqdeploy"]
 

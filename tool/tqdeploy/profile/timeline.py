@@ -9,12 +9,11 @@ the gap is "unattributed", shown, never folded into a neighbour.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 
 from tqdeploy.profile import milestones as ms
 from tqdeploy.profile.events import Event
 from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
-from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.logstamp import clock_seconds, split
 
 UNATTRIBUTED = "unattributed"
 # a reported length may differ from the one-second clock by up to a second either side
@@ -47,6 +46,9 @@ class Timeline:
     compile_cache: str | None = None  # hit | miss | load-failed | none (eager)
     weights: dict = field(default_factory=dict)
     startup_plan: str | None = None  # applied | not-applied | saved (VLLM_ENABLE_STARTUP_PLAN), None: no plan line
+    # milestones whose time is earlier than the one before them (a clock set back, an edited or merged log):
+    # their phases read 0 s, which is no measurement
+    clock_backwards: list[dict] = field(default_factory=list)
 
     @property
     def wall_seconds(self) -> float:
@@ -65,11 +67,11 @@ def _vllm_clock(text: str) -> float | None:
     m = ms.VLLM_CLOCK.search(text)
     if m is not None:
         mon, day, hh, mm, ss = (int(g) for g in m.groups())
-        return datetime(2000, mon, day, hh, mm, ss).timestamp()  # year unknown: only differences are used
+        return clock_seconds(mon, day, hh, mm, ss)  # year unknown: only differences are used
     m = ms.FULL_CLOCK.search(text)
     if m is not None:
         _, mon, day, hh, mm, ss, milli = (int(g) for g in m.groups())
-        return datetime(2000, mon, day, hh, mm, ss).timestamp() + milli / 1000
+        return clock_seconds(mon, day, hh, mm, ss + milli / 1000)
     return None
 
 
@@ -131,6 +133,10 @@ def build_timeline(
         if event.time is None:
             timeline.untimed.append(event.phase)
             continue
+        if event.time < prev:
+            timeline.clock_backwards.append(
+                {"phase": event.phase, "line": event.line_no + 1, "seconds_back": round(prev - event.time, 3)}
+            )
         gap = max(0.0, event.time - prev)
         start = prev - t0
         slack = _SLACK_S.get(event.source, 1.0)

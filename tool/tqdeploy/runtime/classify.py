@@ -62,22 +62,35 @@ def _port(m, line, ctx):
     )
 
 
+def _count(text: str) -> int | None:
+    """A count from a log line, None when it is not one a real vLLM prints (5000 digits, say)."""
+    return int(text) if len(text) <= 18 else None
+
+
+def _gib(text: str) -> float | None:
+    """GiB from a log line, None for what no vLLM prints ("1.2.3", a 400-digit figure)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value < 1e9 else None
+
+
 def _kv_small(m, line, ctx):
     est = re.search(r"estimated maximum model length is (\d+)", line)
-    max_len = int(est.group(1)) if est else None
+    max_len = _count(est.group(1)) if est else None
     need = re.search(
         r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \(([\d.]+)", line
     )
     evidence: dict[str, Any] = {"max_model_len": ctx.max_model_len, "estimated_max_model_len": max_len}
     fits: list[tuple[str, int]] = []
-    if need:
-        evidence |= {"kv_needed_gib": float(need.group(1)), "kv_available_gib": float(need.group(2))}
+    needed, available = (_gib(need.group(1)), _gib(need.group(2))) if need else (None, None)
+    if needed is not None and available is not None:
+        evidence |= {"kv_needed_gib": needed, "kv_available_gib": available}
         if ctx.model_dir and ctx.max_model_len:
             from tqdeploy.runtime.kvhint import fitting_dtypes
 
-            fits = fitting_dtypes(
-                ctx.model_dir, float(need.group(2)), ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype
-            )
+            fits = fitting_dtypes(ctx.model_dir, available, ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype)
             evidence["fits_with"] = dict(fits)
     if "No available memory for the cache blocks" in line:
         evidence["line"] = line

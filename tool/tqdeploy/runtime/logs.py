@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
+from tqdeploy import safeio
 from tqdeploy.errors import TQError
 from tqdeploy.runtime import procs, state
 from tqdeploy.runtime.logstamp import split
@@ -33,25 +36,57 @@ def format_line(line: str, stamps: bool) -> tuple[float | None, str]:
     return when, text
 
 
+LOG_LIMIT = 64 << 20  # `logs` prints at most the last 64 MiB of a run's log
+LINE_LIMIT = 1 << 20  # a "line" longer than 1 MiB is printed in pieces, never held whole
+
+
+def open_log(build_dir: Path) -> BinaryIO:
+    """The current run's log (server.log links to it), refused unless it is a regular file inside the build.
+
+    A FIFO would block, /dev/zero never ends, and a link to /etc/shadow would print it: each is one line
+    naming the file instead.
+    """
+    path = state.current_log(build_dir)
+    if not os.path.lexists(path):
+        raise TQError(f"no log at {path}: {build_dir} was never started", f"run `tqdeploy up {build_dir}` first")
+    fd = safeio.open_regular(path, "server log", within=Path(build_dir).resolve(), follow_symlinks=True)
+    return os.fdopen(fd, "rb")
+
+
 def read_lines(
     build_dir: Path, since: float | None, stamps: bool, follow: bool, sleep: Callable[[float], None] = time.sleep
 ) -> Iterator[str]:
-    path = state.current_log(build_dir)
-    if not path.exists():
-        raise TQError(f"no log at {path}: {build_dir} was never started", f"run `tqdeploy up {build_dir}` first")
-    with open(path, "rb") as f:
+    with open_log(build_dir) as f:
+        size = os.fstat(f.fileno()).st_size
+        if size > LOG_LIMIT:
+            f.seek(size - LOG_LIMIT)
+            f.readline(LINE_LIMIT)  # the cut line's rest: print whole lines only
+        end = size  # without --follow, what the file held when opened: a log that grows is not read forever
         pending = b""
         while True:
-            pending += f.readline()
-            if pending.endswith(b"\n"):
-                when, text = format_line(pending.decode("utf-8", errors="replace"), stamps)
+            if not follow and f.tell() >= end:
+                chunk = b""
+            else:
+                chunk = f.readline(LINE_LIMIT if follow else max(1, min(LINE_LIMIT, end - f.tell())))
+            pending += chunk
+            if pending.endswith(b"\n") or len(pending) >= LINE_LIMIT:
+                yield from _shown(pending, since, stamps)
                 pending = b""
-                if since is None or when is None or when >= since:
-                    yield text
+                continue
+            if chunk and not follow:
                 continue
             if not follow or not _live(build_dir):
+                yield from _shown(pending, since, stamps)  # a last line without its newline is still a line
                 return
             sleep(0.5)  # a partial line stays in pending until its newline arrives
+
+
+def _shown(raw: bytes, since: float | None, stamps: bool) -> Iterator[str]:
+    if not raw:
+        return
+    when, text = format_line(raw.decode("utf-8", errors="replace"), stamps)
+    if since is None or when is None or when >= since:
+        yield text
 
 
 def _live(build_dir: Path) -> bool:

@@ -24,3 +24,15 @@ def split(line: str) -> tuple[float | None, str]:
     if match is None:
         return None, line
     return float(match.group(1)), line[match.end() :]
+
+
+def clock_seconds(month: int, day: int, hour: int, minute: int, second: float) -> float | None:
+    """vLLM's own `MM-DD hh:mm:ss` stamp as seconds (in a leap year, as the year is unknown: only differences
+    are used), or None for a date no calendar has (`02-30`, `13-01`, `25:00:00`): a line of a hand-edited or
+    foreign log is then untimed, never a crash."""
+    from datetime import datetime
+
+    try:
+        return datetime(2000, month, day, hour, minute, int(second)).timestamp() + (second - int(second))
+    except (ValueError, OverflowError):
+        return None

@@ -109,22 +109,25 @@ def host_findings(dep: Deployment) -> list[Finding]:
             )
         )
     if dep.api_key_file is not None:
-        try:
-            present = dep.api_key_file.stat().st_size > 0
-        except OSError:
-            present = False
-        if not present:
-            out.append(
-                _f(
-                    "TQ413",
-                    Severity.ERROR,
-                    f"API key file {dep.api_key_file} is missing or empty",
-                    {"api_key_file": str(dep.api_key_file), "present": False},
-                    "write the key into that file (chmod 600); it is never put on the command line",
-                )
-            )
+        out += key_file_findings(dep.api_key_file)
     out += gpu_findings(dep)
     return out
+
+
+def key_file_findings(path: Path) -> list[Finding]:
+    """TQ413: an error (blocks even with --force) when the key file is missing, empty, binary, a folder or
+    FIFO (serve.sh would exit 67, or vLLM start with a wrong key); a warning when group or others can read it."""
+    from tqdeploy.keyfile import inspect_key_file
+
+    facts = inspect_key_file(path)
+    evidence = {"api_key_file": str(path), "present": facts.problem is None, "mode": facts.mode}
+    if facts.problem is not None:
+        fix = f"{facts.fix}; write the key into that file (chmod 600): it is never put on the command line"
+        return [_f("TQ413", Severity.ERROR, facts.problem, evidence, fix)]
+    if facts.too_open:
+        title = f"API key file {path} has mode {facts.mode}: others on this host can read the key"
+        return [_f("TQ413", Severity.WARN, title, evidence, facts.fix)]
+    return []
 
 
 def gpu_findings(dep: Deployment) -> list[Finding]:

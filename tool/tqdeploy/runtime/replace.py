@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -77,16 +78,33 @@ def workers(master: int) -> list[int]:
     return sorted(out)
 
 
-def in_flight(base_url: str) -> float | None:
-    """Running + waiting requests from vLLM's /metrics; None when it does not answer."""
-    status, body = http.get(base_url + "/metrics", timeout=5)
-    if status != 200:
+def in_flight(base_url: str, key: str | None = None) -> float | None:
+    """Running + waiting requests from vLLM's /metrics; None when it does not answer them (no answer, a
+    refused key, an answer too large or without those gauges as numbers)."""
+    text = http.metrics_text(base_url, key)
+    if text is None:
         return None
-    total = 0.0
-    for line in body.decode("utf-8", errors="replace").splitlines():
+    total, seen = 0.0, False
+    for line in text.splitlines():
         if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+            try:
+                value = float(line.rsplit(" ", 1)[1])
+            except (ValueError, IndexError):
+                return None
+            if not math.isfinite(value) or value < 0:
+                return None
+            total, seen = total + value, True
+    return total if seen else None
+
+
+def old_key(old_build: Path) -> str | None:
+    """The old deployment's key, from its build's spec (what its serve.sh exported), for the drain's /metrics."""
+    from tqdeploy.runtime.deployment import load_deployment
+
+    try:
+        return http.read_key(load_deployment(old_build).api_key_file)
+    except (TQError, OSError, ValueError, KeyError):
+        return None
 
 
 def _reloaded(master: int, before: list[int], timeout: float = 10.0) -> bool:
@@ -99,8 +117,9 @@ def _reloaded(master: int, before: list[int], timeout: float = 10.0) -> bool:
 
 
 def switch_and_drain(
-    conf: Path, pid_file: Path, new_upstream: str, old_base_url: str, drain_timeout: float
+    conf: Path, pid_file: Path, new_upstream: str, old_base_url: str, drain_timeout: float, old_key: str | None = None
 ) -> SwitchReport:
+    """``old_key``: the old deployment's API key, sent to its own origin only (net.Client)."""
     master = nginx_master(pid_file)
     before = workers(master)
     old = rewrite_upstream(conf, new_upstream)
@@ -115,7 +134,7 @@ def switch_and_drain(
     deadline = t0 + drain_timeout
     while time.monotonic() < deadline:
         retiring = [w for w in before if alive(w)]
-        busy = in_flight(old_base_url)
+        busy = in_flight(old_base_url, old_key)
         if not retiring and not busy:
             break
         time.sleep(0.2)

@@ -70,24 +70,47 @@ def deployment_marker(build_dir: Path) -> str:
     return folder_marker(build_dir)
 
 
+STATE_LIMIT = 1 << 20  # tqdeploy writes a few KiB; a larger file is not its state
+
+
+def _corrupt(build_dir: Path, what: str) -> CorruptState:
+    return CorruptState(
+        f"{state_path(build_dir)} {what}",
+        f"run `tqdeploy down {build_dir} --force` (it finds the deployment's processes without the file), "
+        f"or `tqdeploy up {build_dir}` again",
+    )
+
+
 def read_state(build_dir: Path) -> dict[str, Any] | None:
-    """The state, None when there is none; CorruptState (exit 2) when the file cannot be read."""
+    """The state, None when there is none; CorruptState (exit 2) when the file cannot be read or a field
+    holds what tqdeploy never writes there.
+
+    Read as untrusted input (safeio): a regular file inside the build, at most 1 MiB, no final symlink
+    followed; the dict returned holds only the fields statefields knows, each validated.
+    """
+    from tqdeploy.runtime.statefields import BadField, validated
+    from tqdeploy.safeio import FileRefused, read_bytes
+
     path = state_path(build_dir)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not os.path.lexists(path):
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+    try:
+        raw = read_bytes(path, STATE_LIMIT, "state file", within=Path(build_dir).resolve())
+        data = json.loads(raw.decode("utf-8"))
+    except FileRefused as err:
         raise CorruptState(
-            f"{path} is corrupt ({type(err).__name__}: {err})",
-            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
+            err.message,
+            f"{err.remediation}; or run `tqdeploy down {build_dir} --force`: it finds the deployment's processes "
+            "without the file",
         ) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as err:
+        raise _corrupt(build_dir, f"is corrupt ({type(err).__name__}: {str(err)[:200]})") from None
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        raise CorruptState(
-            f"{path} is not a {SCHEMA} file",
-            f"run `tqdeploy down {build_dir} --force`: it finds the deployment's processes without the file",
-        )
-    return data
+        raise _corrupt(build_dir, f"is not a {SCHEMA} file")
+    try:
+        return validated(data, build_dir)
+    except BadField as err:
+        raise _corrupt(build_dir, f"is corrupt: {err}") from None
 
 
 @contextmanager

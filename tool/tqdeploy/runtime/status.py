@@ -3,13 +3,60 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.findings import Finding
+from tqdeploy.net import key_refused_finding, model_ids, redact_url, same_origin
 from tqdeploy.runtime import gpu, http, procs, state
 
 SCHEMA = "tqdeploy.status/1"
+
+
+@dataclass
+class ServerAnswers:
+    """/health and /v1/models of the running deployment, asked with its own key."""
+
+    health: int | None = None
+    models: list[str] | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    @classmethod
+    def ask(cls, build_dir: Path, base_url: object) -> ServerAnswers:
+        if not isinstance(base_url, str) or http.client(base_url) is None:
+            return cls()  # not an http(s) URL: nothing to ask (and nothing shown of it but its redacted form)
+        key, key_file = _own_key(build_dir, base_url)
+        out = cls(health=http.health(base_url))
+        if out.health != 200:
+            return out
+        answer = http.models_answer(base_url, key)
+        out.models = model_ids(answer)
+        if answer.key_refused:
+            fix = (
+                f"the server runs with another key than {key_file}: restart it through `tqdeploy up {build_dir}`"
+                if key_file
+                else f"set server.api_key_file in {build_dir}/tqdeploy.toml to the key file the server uses"
+            )
+            out.findings.append(
+                key_refused_finding(answer, sent_key=key is not None, fix=fix, area="runtime", key_file=key_file)
+            )
+        return out
+
+
+def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None]:
+    """The build's key (its spec's server.api_key_file) and that file, when base_url is the build's own origin:
+    a state file edited to point elsewhere never gets the key."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.runtime.deployment import load_deployment
+
+    try:
+        dep = load_deployment(build_dir)
+    except (TQError, OSError, ValueError, KeyError):
+        return None, None
+    if dep.api_key_file is None or not same_origin(base_url, dep.base_url):
+        return None, None
+    return http.read_key(dep.api_key_file), str(dep.api_key_file)
 
 
 @dataclass
@@ -19,8 +66,8 @@ class StatusResult:
 
     @property
     def exit_code(self) -> int:
-        """0 ready; 1 running but not ready, stopped, failed or never started."""
-        return 0 if self.data["ready"] else 1
+        """0 ready; 1 running but not ready, stopped, failed or never started, or the key refused."""
+        return 0 if self.data["ready"] and not self.data.get("findings") else 1
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "build_dir": self.build_dir, **self.data}
@@ -29,6 +76,11 @@ class StatusResult:
         from tqdeploy.runtime.view import render_status
 
         render_status(console, self)
+        if self.data.get("findings"):
+            from tqdeploy.findings import Finding
+            from tqdeploy.output import render_findings
+
+            render_findings(console, [Finding.from_dict(f) for f in self.data["findings"]], "status", show_ok=False)
 
 
 def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
@@ -53,6 +105,8 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
             "health": None,
             "gpus": gpu.gpu_memory() if probe else None,
             "exit_code": None,
+            "served_models": None,
+            "findings": [],
         }
         return StatusResult(str(build_dir), data)
     container = None
@@ -72,7 +126,8 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     members = procs.deployment_procs(trusted.marker, trusted.started_at) if live else []
     if not st.get("container_id"):
         live = bool(members)
-    health = http.health(st["base_url"]) if (probe and live and st.get("base_url")) else None
+    server = ServerAnswers.ask(build_dir, st.get("base_url")) if (probe and live) else ServerAnswers()
+    health = server.health
     # `up --no-wait` never records ready: what /health answers now is the truth.
     ready = bool(live and health == 200)
     started = st.get("started_at")
@@ -88,8 +143,9 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "pid": st.get("pid"),
         "pgid": st.get("pgid"),
         "runtime": st.get("runtime"),
-        "base_url": st.get("base_url"),
+        "base_url": redact_url(st["base_url"]) if st.get("base_url") else None,
         "served_model_name": st.get("served_model_name"),
+        "served_models": server.models,
         "started_at": started,
         "uptime_s": round(time.time() - started, 1) if (live and started) else None,
         "restarts": st.get("restarts", 0),
@@ -101,5 +157,6 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "health": health,
         "container": container,
         "gpus": gpu.gpu_memory() if probe else None,
+        "findings": [f.to_dict() for f in server.findings],
     }
     return StatusResult(str(build_dir), data)

@@ -231,11 +231,14 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     if old is not None and result.status == "ready":
         from tqdeploy.runtime.down import down
         from tqdeploy.runtime.interrupt import ignored
-        from tqdeploy.runtime.replace import switch_and_drain
+        from tqdeploy.runtime.replace import old_key, switch_and_drain
 
         conf = nginx_conf or Path(old["build_dir"]) / "nginx.conf"
+        key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
         with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
-            switch = switch_and_drain(conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout)
+            switch = switch_and_drain(
+                conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
+            )
             stopped = down(Path(old["build_dir"]), timeout=grace)
         result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
         result.findings += stopped.findings

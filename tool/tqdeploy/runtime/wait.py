@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.net import key_refused_finding, model_ids
 from tqdeploy.runtime import http
 from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
 from tqdeploy.runtime.logstamp import split
@@ -59,6 +60,16 @@ def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Fin
     return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
 
 
+def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
+    return key_refused_finding(
+        answer,
+        sent_key=key is not None,
+        fix=f"start it with the key in the build's server.api_key_file ({ctx.build_dir}/tqdeploy.toml): "
+        "stop what serves on that port, then `tqdeploy up` again",
+        area=AREA,
+    )
+
+
 def wait_ready(
     build_dir: Path,
     base_url: str,
@@ -98,7 +109,10 @@ def wait_ready(
             )
             return WaitOutcome(False, phase, elapsed, finding)
         if http.health(base_url) == 200:
-            models = http.served_models(base_url, key)
+            answer = http.models_answer(base_url, key)
+            if answer.key_refused:  # the server runs with another key than the build's key file: never ready
+                return WaitOutcome(False, phase, elapsed, _key_refused(answer, key, ctx))
+            models = model_ids(answer)
             if models is not None and served_name in models:
                 return WaitOutcome(True, "ready", time.monotonic() - started)
             if models is not None:

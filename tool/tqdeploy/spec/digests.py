@@ -15,7 +15,7 @@ from pathlib import Path
 from tqdeploy.errors import TQError
 
 DIGESTS_FILE = "base-digests.toml"
-_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
+_DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
 
 
 @dataclass(frozen=True)

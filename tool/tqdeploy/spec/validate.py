@@ -10,13 +10,13 @@ from typing import Any
 from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import MANAGED_FLAGS, Spec, is_loopback
 
-NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?$")  # DNS label, room for k8s suffixes
-DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
-REVISION_SHA_RE = re.compile(r"^[0-9a-f]{40}$")
-REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
-SIZE_RE = re.compile(r"^\d+(\.\d+)?[kmgKMG]?$")
+NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?\Z")  # DNS label, room for k8s suffixes
+DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
+REVISION_SHA_RE = re.compile(r"^[0-9a-f]{40}\Z")
+REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+\Z")
+SIZE_RE = re.compile(r"^\d+(\.\d+)?[kmgKMG]?\Z")
 # Image reference with an explicit tag (no digest here; digests go in image.digest).
-IMAGE_RE = re.compile(r"^[a-z0-9]+([._\-/:][a-z0-9]+)*(/[a-z0-9._\-]+)*:[\w][\w.\-]{0,127}$")
+IMAGE_RE = re.compile(r"^[a-z0-9]+([._\-/:][a-z0-9]+)*(/[a-z0-9._\-]+)*:[\w][\w.\-]{0,127}\Z")
 HF_TOKEN_RE = re.compile(r"\bhf_[A-Za-z0-9]{20,}")  # the shape of Hugging Face user access tokens
 # Flags whose value is a secret: refused in extra_args, with where the secret goes instead.
 SECRET_FLAGS = {
@@ -43,8 +43,8 @@ BOUND_WHY = {
     "resources.nodes": "one node per pipeline stage; set it to the nodes you have",
     "resources.replicas": "set the number of copies you run",
 }
-SERVED_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.\-/:@+]{0,127}$")
-SAFE_ARG_RE = re.compile(r"^[\w@%+=:,./\-\[\]{}\"' ]*$")
+SERVED_NAME_RE = re.compile(r"^[A-Za-z0-9][\w.\-/:@+]{0,127}\Z")
+SAFE_ARG_RE = re.compile(r"^[\w@%+=:,./\-\[\]{}\"' ]*\Z")
 
 
 def revision_is_commit(revision: str | None) -> bool:
@@ -148,6 +148,15 @@ def spec_problems(spec: Spec) -> list[Problem]:
             "model.revision",
             "model.revision is required with model.repo",
             "set it to the commit sha you tested (a branch name like main is accepted but not pinned)",
+        )
+    if m["revision"]:
+        from tqdeploy.idents import REVISION_RE
+
+        need(
+            bool(REVISION_RE.match(str(m["revision"]))),
+            "model.revision",
+            f"model.revision {str(m['revision'])[:60]!r} is not a branch, tag or commit",
+            "a commit sha, tag or branch: 1-255 characters, no spaces, '@' or control characters",
         )
     need(
         bool(m["served_name"]) and bool(SERVED_NAME_RE.match(m["served_name"] or "")),

@@ -6,6 +6,7 @@ advice      TQ310                      the false-advice catalogue (checks/false_
 image       TQ311, TQ313               which image / vLLM release the command runs
 turboquant  TQ320, TQ321               TurboQuant KV dtypes with other options
 exposure    TQ322, TQ323               who can reach the server, credentials on argv
+cachekey    TQ344                      VLLM_API_KEY in vLLM's environment where it enters the compile cache
 docker      TQ330-TQ334                docker run options around a vLLM image
 model       TQ340-TQ343                the checkpoint (--model) and the GPUs (--snapshot / --gpu)
 python      TQ315                      LLM(...) / EngineArgs(...) keywords in a Python snippet (--file x.py)
@@ -15,7 +16,17 @@ from __future__ import annotations
 
 from tqdeploy.findings import Finding
 from tqdeploy.lint.registry import RULES, LintContext, Rule
-from tqdeploy.lint.rules import advice, arguments, docker, exposure, image, model, python, turboquant  # noqa: F401
+from tqdeploy.lint.rules import (  # noqa: F401
+    advice,
+    arguments,
+    cachekey,
+    docker,
+    exposure,
+    image,
+    model,
+    python,
+    turboquant,
+)
 
 
 def load_rules() -> dict[str, Rule]:

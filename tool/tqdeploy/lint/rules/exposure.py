@@ -20,7 +20,11 @@ LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
 @rule("TQ322", "exposure", "reachable from the network without an API key")
 def open_without_key(ctx: LintContext) -> list[Finding]:
     inv, parsed = ctx.inv, ctx.parsed
-    has_key = parsed.last("api_key") is not None or bool(inv.env.get("VLLM_API_KEY")) or "VLLM_API_KEY" in inv.env
+    has_key = (
+        parsed.last("api_key") is not None
+        or "VLLM_API_KEY" in inv.env
+        or inv.keyed_launcher  # launch_vllm.py refuses to start without its key file
+    )
     host_occ = parsed.last("host")
     host = host_occ.value if host_occ else None
     if inv.kind.startswith("docker") or (host is not None and host in LOOPBACK) or has_key:
@@ -44,6 +48,17 @@ def open_without_key(ctx: LintContext) -> list[Finding]:
     ]
 
 
+def _key_fix(version: str) -> str:
+    from tqdeploy.lint.rules.cachekey import api_key_in_compile_key
+
+    if api_key_in_compile_key(version):  # TQ344: that release hashes VLLM_API_KEY into its compile cache
+        return (
+            f"remove --api-key; on vLLM {version} do not export VLLM_API_KEY either (TQ344): start vLLM through the "
+            "launch_vllm.py `tqdeploy build` renders, which reads the key file into the server's arguments"
+        )
+    return 'remove --api-key and export VLLM_API_KEY="$(cat /path/to/secret)" before starting vLLM'
+
+
 @rule("TQ323", "exposure", "credential on the command line")
 def secret_on_argv(ctx: LintContext) -> list[Finding]:
     out: list[Finding] = []
@@ -56,7 +71,7 @@ def secret_on_argv(ctx: LintContext) -> list[Finding]:
                 "--api-key",
                 "an API key is on the command line (value present, not shown): it is visible in `ps`, shell "
                 "history and, before vLLM PR #52523, in vLLM's 'non-default args' log line",
-                'remove --api-key and export VLLM_API_KEY="$(cat /path/to/secret)" before starting vLLM',
+                _key_fix(ctx.schema.version),
                 None,
                 key.start,
             )

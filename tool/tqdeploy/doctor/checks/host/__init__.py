@@ -9,6 +9,7 @@ from tqdeploy.doctor.checks.host import (  # noqa: F401
     driver,
     gpu,
     hfenv,
+    keyfile,
     libs,
     pcie,
     probe_failures,

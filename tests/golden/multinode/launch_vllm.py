@@ -1,0 +1,101 @@
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode
+# (spec sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
+"""Start vLLM 0.32.0's `vllm serve` with the API key read from a file into the API server alone.
+
+Usage: python3 launch_vllm.py MODEL [vllm serve flags]; the key file is $TQ_API_KEY_FILE (serve.sh sets it).
+
+Why not `export VLLM_API_KEY`: every process vLLM starts inherits its environment, and vLLM 0.25.0's
+vllm/envs.py compile_factors() hashes every VLLM_* variable it knows except an ignore list without
+VLLM_API_KEY into the torch.compile cache key, and vllm/compilation/backends.py writes the raw values to
+torch_compile_cache/<hash>/.../cache_key_factors.json on the cache volume (0.32.0 ignores it). Why not
+--api-key: argv is readable by every user (ps, /proc/PID/cmdline).
+
+Here the key never enters os.environ or argv: the flags are parsed by vLLM's own `serve` parser
+(vllm/entrypoints/cli/serve.py ServeSubcommand.subparser_init + validate, as `vllm serve` does) and the key is
+set on the parsed args in this process. The API server reads `args.api_key` before VLLM_API_KEY
+(0.25.0 vllm/entrypoints/openai/api_server.py build_app; 0.32.0 vllm/entrypoints/serve/middleware/register.py);
+the EngineCore gets only the engine's fields (AsyncEngineArgs.from_cli_args), never api_key. The key is a str
+whose repr and str are "[redacted]": vLLM 0.25.0 logs "non-default args" unredacted (serve/utils/api_utils.py
+log_non_default_args), and the middleware hashes the real characters (t.encode("utf-8")).
+"""
+
+import os
+import stat
+import sys
+from typing import NoReturn
+
+KEY_MAX_BYTES = 4096
+EXIT_KEY = 67  # as serve.sh: the key file is missing, empty or not a key
+
+
+class _Key(str):
+    """The API key; logs and reprs print a placeholder."""
+
+    def __repr__(self) -> str:
+        return "'[redacted]'"
+
+    def __str__(self) -> str:
+        return "[redacted]"
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"launch_vllm.py: {message}", file=sys.stderr)
+    print(
+        "  fix: put the key (one line, printable, <= 4 KiB) in that file; it never goes on the command line",
+        file=sys.stderr,
+    )
+    sys.exit(EXIT_KEY)
+
+
+def read_key(path: str) -> str:
+    """The key file's first line; a Kubernetes Secret volume links it, so links are followed, but only to a
+    regular file, read with a size cap (a FIFO or /dev/zero would block or never end)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as err:
+        _fail(f"API key file {path}: {err.strerror}")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            _fail(f"API key file {path} is not a regular file")
+        data = os.read(fd, KEY_MAX_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > KEY_MAX_BYTES:
+        _fail(f"API key file {path} is larger than {KEY_MAX_BYTES} bytes")
+    try:
+        key = data.decode("utf-8").rstrip("\r\n")
+    except UnicodeDecodeError:
+        _fail(f"API key file {path} is not UTF-8 text")
+    if not key or not key.isprintable() or key != key.strip():
+        _fail(f"API key file {path} is empty or holds more than one printable line")
+    return key
+
+
+def main(argv: list) -> None:
+    path = os.environ.get("TQ_API_KEY_FILE", "")
+    if not path:
+        _fail("TQ_API_KEY_FILE is not set")
+    key = read_key(path)
+    os.environ.pop("VLLM_API_KEY", None)  # one source for the key: the file
+    if os.environ.get("VLLM_RUST_FRONTEND_PATH"):
+        # vllm/v1/utils.py hands the Rust frontend the non-default args as JSON on its command line.
+        _fail("VLLM_RUST_FRONTEND_PATH is set: that frontend gets the arguments, the key too, in argv; unset it")
+
+    from vllm.entrypoints.cli.serve import ServeSubcommand
+    from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    cli_env_setup()  # what `vllm serve` does first (vllm/entrypoints/cli/main.py): multiprocessing = spawn
+    parser = FlexibleArgumentParser(prog="vllm")
+    serve = ServeSubcommand()
+    serve.subparser_init(parser.add_subparsers(dest="subparser"))
+    args = parser.parse_args(["serve", *argv])
+    serve.validate(args)
+    if args.api_key:
+        _fail("--api-key is on the command line: drop it, the key comes from $TQ_API_KEY_FILE")
+    args.api_key = [_Key(key)]
+    ServeSubcommand.cmd(args)
+
+
+if __name__ == "__main__":  # vLLM starts its EngineCore with spawn, which imports this file again
+    main(sys.argv[1:])

@@ -1,0 +1,85 @@
+"""Every id a user sees is a TQ id with a page in checks/docs/ (`tqdeploy explain ID`).
+
+model.compat's rules report a code (TP_HEADS, TQ_HYBRID_BUG, ...) and no id: the doctor stamps them as its
+TQ203-TQ206 checks and lint as TQ340-TQ343. `plan` runs the same rules against a host, as the doctor's
+checks do, so it reports them under the doctor's ids; the code stays in the evidence. The false-advice
+catalogue's entries (FA001, ...) are reported by lint as TQ310; `explain FA001` shows the entry itself.
+"""
+
+from __future__ import annotations
+
+import re
+
+# compat code prefix -> (the doctor check that runs that rule, its area)
+_COMPAT_CHECKS = {
+    "TP_": ("TQ203", "model"),
+    "MML_": ("TQ204", "model"),
+    "TQ_": ("TQ205", "model"),
+    "WEIGHTS_": ("TQ206", "model"),
+    "held-memory": ("TQ107", "gpu"),  # plan.host.held_memory_problem: TQ107's rule on a planned host
+}
+
+ADVICE_ID = re.compile(r"FA\d{3}")
+
+
+def check_for_code(code: str) -> tuple[str, str] | None:
+    """(TQ id, area) of the check that reports a compat rule's code, or None for a code no check runs."""
+    for prefix, found in _COMPAT_CHECKS.items():
+        if code.startswith(prefix):
+            return found
+    return None
+
+
+def is_compat_code(name: str) -> bool:
+    return bool(re.fullmatch(r"[A-Z]+(_[A-Z]+)+|held-memory", name)) and check_for_code(name) is not None
+
+
+def _advice_page(name: str) -> str | None:
+    from tqdeploy.lint.catalogue import FINDING_ID, load_catalogue
+
+    entry = next((e for e in load_catalogue() if e.id == name), None)
+    if entry is None:
+        return None
+    return (
+        f"# {entry.id}: false advice, reported by lint as {FINDING_ID}\n\n"
+        f"## What\n{entry.why}\n\n"
+        + (f"## Catches\n`tqdeploy lint -- {entry.bad}`\n\n" if entry.bad else "")
+        + (f"## Passes\n`tqdeploy lint -- {entry.good}`\n\n" if entry.good else "")
+        + f"## Fix\n{entry.replacement}\n\nSource: {entry.citation}\n\n"
+        f"From the false-advice catalogue (checks/false_advice.json); `tqdeploy explain {FINDING_ID}` has the rule.\n"
+    )
+
+
+def known_ids() -> list[str]:
+    from tqdeploy.lint.catalogue import load_catalogue
+    from tqdeploy.resources import data_dir
+
+    pages = sorted(p.stem for p in (data_dir("checks") / "docs").glob("TQ*.md"))
+    return pages + [e.id for e in load_catalogue()]
+
+
+def explain_page(name: str) -> tuple[str, str]:
+    """(id, markdown) of a check id (TQ101), a catalogue entry (FA001) or a compat rule's code (TQ_HYBRID_BUG,
+    shown as the page of the check that reports it). A TQError names the closest id otherwise."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.resources import doc_path
+
+    wanted = name.strip().upper() if name.strip().lower() != "held-memory" else "held-memory"
+    if is_compat_code(wanted):
+        wanted = (check_for_code(wanted) or ("", ""))[0]
+    if re.fullmatch(r"TQ\d{3}", wanted):  # never a path of its own
+        path = doc_path(wanted)
+        if path.is_file():
+            return wanted, path.read_text(encoding="utf-8")
+    elif ADVICE_ID.fullmatch(wanted):
+        page = _advice_page(wanted)
+        if page is not None:
+            return wanted, page
+    from tqdeploy.suggest import closest
+
+    near = closest(wanted, known_ids())
+    raise TQError(
+        f"no check named {name!r}",
+        (f"did you mean {near}? " if near else "")
+        + "ids are TQnnn (checks/docs/) and FAnnn (checks/false_advice.json): tqdeploy explain TQ101",
+    )

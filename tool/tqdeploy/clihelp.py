@@ -1,0 +1,216 @@
+"""How tqdeploy's command line behaves like the tools its users know (docker, kubectl, git, the hf CLI).
+
+One place for all commands, instead of an edit in each: `-h` and `--help`; an unknown option refused with a
+did-you-mean, also before `--`; a launch command only after `--`; help with plain metavars (TEXT, INTEGER,
+PATH), the command list whole (never cut with `...`), examples and the exit codes; usage errors in the tool's
+own one line + `fix:` format (errors.report_error), exit 2. cli.py installs these classes on every command.
+Typer is the only import, so `tqdeploy --help` stays instant.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from typer.core import TyperCommand, TyperGroup
+
+HELP_OPTION_NAMES = ["-h", "--help"]
+
+# The variadic argument that holds a launch command (lint, doctor): it is taken only from after `--`.
+LAUNCH_COMMAND_PARAM = "command"
+
+EXIT_CODES = [
+    ("0", "success, no error findings"),
+    ("1", "the command ran and found errors (findings, a failed check or verification)"),
+    ("2", "usage error or bad input (one line, with its fix)"),
+    ("3", "a bug in tqdeploy (TQDEPLOY_DEBUG=1 adds the traceback)"),
+    ("130", "interrupted (Ctrl-C)"),
+]
+
+# Runnable as written where the files exist; tests/test_docs_examples.py runs the ones this machine can.
+EXAMPLES: dict[str, list[str]] = {
+    "": [
+        "tqdeploy doctor",
+        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --gpu H200",
+        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
+        "tqdeploy explain TQ101",
+    ],
+    "doctor": [
+        "tqdeploy doctor",
+        "tqdeploy doctor --json --fail-on warn",
+        "tqdeploy doctor --snapshot-out host.json",
+        "tqdeploy doctor --model /models/Qwen3.6-27B --file serve.sh",
+        "tqdeploy doctor --model /models/Qwen3.6-27B -- vllm serve /models/Qwen3.6-27B --tensor-parallel-size 2",
+    ],
+    "plan": [
+        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H200 --gpus 2",
+        "tqdeploy plan --model Qwen/Qwen3.6-27B@main --snapshot host.json --max-model-len 65536",
+        "tqdeploy plan --model /models/Qwen3.6-27B --gpu H100-SXM --kv-cache-dtype turboquant_4bit_nc --json",
+    ],
+    "init": ["tqdeploy init --model Qwen/Qwen3.6-27B@main", "tqdeploy build"],
+    "build": [
+        "tqdeploy build",
+        "tqdeploy build tqdeploy.toml --out build",
+        "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
+        "tqdeploy build --check",
+    ],
+    "download": [
+        "tqdeploy download Qwen/Qwen3.6-27B@main --to models/Qwen--Qwen3.6-27B",
+        "tqdeploy download --spec tqdeploy.toml --offline",
+        "tqdeploy download --verify models/Qwen--Qwen3.6-27B",
+    ],
+    "lint": [
+        "tqdeploy lint -- vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc",
+        "tqdeploy lint --file serve.sh --json",
+        "tqdeploy lint --fix -- vllm serve M --kv-cache-dtype turboquant4",
+    ],
+    "profile": ["tqdeploy profile build/demo --start warm", "tqdeploy profile --log vllm.log --json"],
+    "connect": ["tqdeploy connect openai build", "tqdeploy connect claude-code build --check"],
+    "up": ["tqdeploy up build/demo --python .venv-vllm/bin/python", "tqdeploy up build --json"],
+    "status": ["tqdeploy status build/demo", "tqdeploy status build --json"],
+    "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
+    "down": ["tqdeploy down build/demo", "tqdeploy down build --timeout 30 --json"],
+    "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],
+    "explain": ["tqdeploy explain TQ101", "tqdeploy explain TQ302 --json"],
+}
+
+# typer's type labels (`<list[str]>`, `<int range>`) as the metavars click, docker and kubectl users know.
+_TYPE_LABELS = {"str": "TEXT", "int": "INTEGER", "float": "NUMBER", "path": "PATH", "bool": "BOOLEAN"}
+
+
+def _metavar(match: re.Match[str]) -> str:
+    label = match.group(1)
+    inner = re.fullmatch(r"list\[(.+)\]", label)
+    label = inner.group(1) if inner else label
+    label = label.removesuffix(" range")
+    if "|" in label:
+        return "[" + label + "]"
+    return _TYPE_LABELS.get(label, label.upper())
+
+
+def plain_metavars(text: str) -> str:
+    return re.sub(r"<([^<>]+)>(\.\.\.)?", _metavar, text)
+
+
+def _write_epilog(formatter: Any, examples: list[str], note: str = "") -> None:
+    if examples:
+        with formatter.section("Examples"):
+            for line in examples:  # as written, not rewrapped: a command to copy
+                formatter.write(f"{'':>{formatter.current_indent}}{line}\n")
+    if note:
+        formatter.write_paragraph()
+        formatter.write_text(note)
+    with formatter.section("Exit codes"):
+        formatter.write_dl(EXIT_CODES)
+
+
+class TQCommand(TyperCommand):
+    """Every tqdeploy command: plain metavars, examples and exit codes in its help, a launch command only
+    after `--`."""
+
+    def format_options(self, ctx: Any, formatter: Any) -> None:
+        args, opts = [], []
+        for param in self.get_params(ctx):
+            record = param.get_help_record(ctx)
+            if record is None:
+                continue
+            name, text = record
+            if param.name == LAUNCH_COMMAND_PARAM and self._takes_launch_command():
+                args.append(("-- COMMAND...", text))
+            elif param.param_type_name == "argument":
+                args.append((re.sub(r"\s*<[^<>]+>(\.\.\.)?", "", name), text))  # the name says what it is
+            else:
+                opts.append((plain_metavars(name), text))
+        for title, rows in (("Arguments", args), ("Options", opts)):
+            if rows:
+                with formatter.section(title):
+                    formatter.write_dl(rows)
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        super().format_epilog(ctx, formatter)
+        _write_epilog(formatter, EXAMPLES.get(self.name or "", []))
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        if self._takes_launch_command():
+            pieces = [p for p in pieces if p.lower() not in ("[command]...", "[command...]")] + ["[-- COMMAND...]"]
+        return pieces
+
+    def _takes_launch_command(self) -> bool:
+        return any(p.name == LAUNCH_COMMAND_PARAM and p.nargs == -1 for p in self.params)
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not self._takes_launch_command():
+            return super().parse_args(ctx, args)
+        head, tail = (args[: args.index("--")], args[args.index("--") + 1 :]) if "--" in args else (args, [])
+        rest = super().parse_args(ctx, head)
+        before = ctx.params.get(LAUNCH_COMMAND_PARAM)
+        if before:
+            from tqdeploy.errors import TQError
+
+            raise TQError(
+                f"unexpected argument {before[0]!r}: tqdeploy {self.name} takes a launch command only after `--`",
+                f"tqdeploy {self.name} [OPTIONS] -- {' '.join(before)}",
+            )
+        ctx.params[LAUNCH_COMMAND_PARAM] = tail or None
+        return rest
+
+
+class TQGroup(TyperGroup):
+    """The `tqdeploy` group: the command list whole (each command's first sentence, wrapped, never cut)."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is not None and not cmd.hidden:
+                rows.append((name, first_sentence(cmd.short_help or cmd.help or "")))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def format_epilog(self, ctx: Any, formatter: Any) -> None:
+        super().format_epilog(ctx, formatter)
+        _write_epilog(formatter, EXAMPLES[""], "Run `tqdeploy COMMAND -h` for a command's options and examples.")
+
+
+def first_sentence(text: str) -> str:
+    """The help's first sentence (up to `; ` or `. `), whole: the list wraps it instead of cutting it."""
+    first = " ".join(text.strip().split("\n\n")[0].split())
+    cut = re.search(r"(?<=[a-z0-9)`'])(\.|;)\s", first)
+    return first[: cut.start()] if cut else first.rstrip(".")
+
+
+def _option_range(param: Any) -> str:
+    low, high = getattr(param, "min", None), getattr(param, "max", None)
+    if low is not None and high is not None:
+        return f"from {low} to {high}"
+    if low is not None:
+        return f"{low} or more"
+    return f"{high} or less" if high is not None else ""
+
+
+def _command_path(err: Any) -> str:
+    ctx = getattr(err, "ctx", None)
+    return getattr(ctx, "command_path", None) or "tqdeploy"
+
+
+def usage_error(err: Any) -> tuple[str, str]:
+    """A click usage error (typer vendors click: matched by shape, not class) as (message, fix), in words."""
+    path = _command_path(err)
+    help_hint = f"`{path} -h` lists the options and shows examples"
+    option = getattr(err, "option_name", None)
+    if option is not None and hasattr(err, "possibilities"):  # NoSuchOption: click's difflib matches
+        close = list(err.possibilities or [])[:2]  # best first, as click's difflib ranks them
+        message = f"{path} has no option {option}"
+        return message, (f"did you mean {' or '.join(close)}? ({help_hint})" if close else help_hint)
+    param = getattr(err, "param", None)
+    names = "/".join(getattr(param, "opts", None) or [])
+    allowed = _option_range(param) if param is not None else ""
+    if names and allowed and re.search(r"greater than|less than|range", str(getattr(err, "message", ""))):
+        return f"{names} must be {allowed}", f"pass {names} {allowed}"
+    message = err.format_message() if callable(getattr(err, "format_message", None)) else str(err)
+    message = " ".join(message.split())
+    if "No such command" in message:
+        return message, "`tqdeploy -h` lists the commands"
+    return message, help_hint

@@ -1,0 +1,42 @@
+"""The cache volume's fingerprint: what the compiled and tuned artefacts on it depend on, known at build time.
+
+vLLM keys its own caches by much of this (compile factors, the startup plan's fingerprint, FlashInfer's version and
+GPU architecture in its workspace path); a volume filled by another build mostly misses, so a start on it is cold.
+The lock records the fingerprint; warmup.sh writes it with the GPU's name onto the volume once a start is ready;
+`profile` says when the two differ. The GPU is not in the spec: warmup.sh reads it (nvidia-smi) on the host.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from tqdeploy.render.caches import moved_caches
+from tqdeploy.render.toolcall import tool_call_flags
+from tqdeploy.spec.accel import accelerators
+from tqdeploy.spec.model import Spec
+
+
+def fingerprint_factors(spec: Spec) -> dict[str, Any]:
+    m, img = spec["model"], spec["image"]
+    accel = accelerators(spec)
+    return {
+        "vllm_version": spec.vllm_version,
+        "variant": spec.variant,
+        "image": f"{img['base']}@{img['digest']}" if img["digest"] else img["base"],
+        "model": f"{m['repo']}@{m['revision']}" if m["repo"] else f"path:{m['path']}",
+        "flags": spec.vllm_flags() + tool_call_flags(spec),
+        "gpus": spec["resources"]["gpus"],
+        "env": {
+            "startup_plan": accel.startup_plan,
+            "aot_compile_off": accel.cpu_inductor_cache,
+            "caches": {c.env: c.subdir for c in moved_caches()},
+        },
+    }
+
+
+def cache_fingerprint(spec: Spec) -> dict[str, Any]:
+    factors = fingerprint_factors(spec)
+    digest = hashlib.sha256(json.dumps(factors, sort_keys=True, ensure_ascii=True).encode("ascii")).hexdigest()
+    return {"sha256": digest, "factors": factors}

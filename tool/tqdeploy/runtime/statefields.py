@@ -1,0 +1,235 @@
+"""What each field of state.json may hold: the state is read into validated values, never trusted as it lies.
+
+state.json is written by `up`, `down` and the supervisor, but it sits in a folder anyone with access can
+edit, copy or replace. Every field a command reads is checked here for its type, range and finiteness (a
+pid of "x", a port of 99999, a `started_at` of 1e300 that once printed a 300-digit uptime), and a bad value
+is one line naming the field and the value (truncated). Fields this version does not know are dropped, so
+no caller ever sees an unchecked value.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import math
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from tqdeploy.runtime.phases import ORDER
+
+PHASES = frozenset(ORDER) | {"starting", "stopped", "failed"}
+RUNTIMES = frozenset({"process", "docker"})
+PID_MAX_FALLBACK = 4_194_304  # the kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h)
+FUTURE_SLACK_S = 86_400.0  # a clock a day ahead is a wrong clock; more is a hand-edited value
+MAX_TEXT = 4096
+MAX_RESTARTS = 1_000_000
+_HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})\Z")
+_HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
+_CREDENTIALS = re.compile(r"(//)[^/@\s]*@")  # scheme://user:password@host: never echoed
+_CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}\Z")
+
+
+class BadField(ValueError):
+    """One field's value is not what tqdeploy writes there; the message says what it must be."""
+
+
+def shown(value: Any, limit: int = 60) -> str:
+    """The bad value as the error shows it: repr, a URL's user:password replaced, cut to ``limit`` characters."""
+    text = _CREDENTIALS.sub(r"\1[credentials]@", repr(value))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def pid_max() -> int:
+    try:
+        with open("/proc/sys/kernel/pid_max", "rb") as f:
+            return int(f.read(32).strip())
+    except (OSError, ValueError):
+        return PID_MAX_FALLBACK
+
+
+def _int(value: Any, low: int, high: int, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise BadField(f"must be {what}")
+    return value
+
+
+def _pid(value: Any, ctx: dict[str, Any]) -> int:
+    top = pid_max() - 1  # the kernel hands out pids below pid_max
+    return _int(value, 1, top, f"a process id 1..{top}")
+
+
+def _port(value: Any, ctx: dict[str, Any]) -> int:
+    return _int(value, 1, 65535, "a port 1-65535")
+
+
+def _restarts(value: Any, ctx: dict[str, Any]) -> int:
+    return _int(value, 0, MAX_RESTARTS, f"a count 0..{MAX_RESTARTS}")
+
+
+def _exit_code(value: Any, ctx: dict[str, Any]) -> int:
+    return _int(value, -255, 255, "an exit status -255..255")
+
+
+def _bool(value: Any, ctx: dict[str, Any]) -> bool:
+    if not isinstance(value, bool):
+        raise BadField("must be true or false")
+    return value
+
+
+def _time(value: Any, ctx: dict[str, Any]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise BadField("must be a time in seconds since 1970")
+    if value < 0 or value > time.time() + FUTURE_SLACK_S:
+        raise BadField("must be a time in seconds since 1970, not in the future")
+    return float(value)
+
+
+def text(value: Any, limit: int = MAX_TEXT) -> str:
+    """A string of printable characters (no newline, NUL or other control character), at most ``limit``."""
+    if not isinstance(value, str) or not value or len(value) > limit:
+        raise BadField(f"must be a string of 1..{limit} characters")
+    if any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in value):
+        raise BadField("must hold no control characters")
+    return value
+
+
+def _text(value: Any, ctx: dict[str, Any]) -> str:
+    return text(value)
+
+
+def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
+    def check(value: Any, ctx: dict[str, Any]) -> str:
+        if value not in options:
+            raise BadField("must be one of " + ", ".join(sorted(options)))
+        return str(value)
+
+    return check
+
+
+def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any, dict[str, Any]], str]:
+    def check(value: Any, ctx: dict[str, Any]) -> str:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise BadField(f"must be {what}")
+        return value
+
+    return check
+
+
+def host(value: Any, ctx: dict[str, Any] | None = None) -> str:
+    """An IP address or a DNS name, as server.host holds it."""
+    if isinstance(value, str) and value in ("", "::", "0.0.0.0"):
+        return value
+    try:
+        ipaddress.ip_address(text(value, 253))
+    except ValueError:
+        if not _HOSTNAME.match(value):
+            raise BadField("must be an IP address or a host name") from None
+    return str(value)
+
+
+def _local_names(bound: str) -> set[str]:
+    """The names a client on this machine reaches a server bound to ``bound`` by."""
+    if bound in ("", "0.0.0.0", "::"):
+        return {"127.0.0.1", "::1", "localhost"}
+    return {bound}
+
+
+def _base_url(value: Any, ctx: dict[str, Any]) -> str:
+    url = text(value)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 (raises on a port that is not a number or out of range)
+    except ValueError:
+        raise BadField("must be an http(s) URL that parses") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadField("must be an http:// or https:// URL")
+    if parts.username is not None or parts.password is not None:
+        raise BadField("must carry no user or password")
+    bound = ctx.get("host")
+    if isinstance(bound, str) and parts.hostname not in _local_names(bound):
+        raise BadField(f"must name the state's host {bound}")
+    return url
+
+
+def _inside_build(value: Any, ctx: dict[str, Any]) -> str:
+    from tqdeploy.safeio import is_within
+
+    path = text(value)
+    if not is_within(Path(path), ctx["build_dir"]):
+        raise BadField(f"must be a path inside {ctx['build_dir']}")
+    return path
+
+
+def _last_error(value: Any, ctx: dict[str, Any]) -> dict[str, Any]:
+    """A finding as Finding.to_dict wrote it: status prints its id, title and remediation."""
+    if not isinstance(value, dict):
+        raise BadField("must be a finding (an object with id and title)")
+    for key in ("id", "title"):
+        text(value.get(key))
+    fix = value.get("remediation")
+    if fix not in (None, "") and not isinstance(fix, str):
+        raise BadField("remediation must be a string")
+    return value
+
+
+def _gpu_baseline(value: Any, ctx: dict[str, Any]) -> list[dict[str, Any]]:
+    """GPU memory before `up`, as runtime.gpu.gpu_memory() returned it; `down` compares against it."""
+    if not isinstance(value, list) or len(value) > 1024:
+        raise BadField("must be a list of GPUs")
+    for gpu in value:
+        if not isinstance(gpu, dict):
+            raise BadField("must be a list of GPU objects")
+        _int(gpu.get("index"), 0, 1023, "a list of GPUs with index 0..1023")
+        _int(gpu.get("used_mib"), 0, 1 << 40, "a list of GPUs with used_mib >= 0")
+    return value
+
+
+CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
+    "schema": _text,
+    "runtime": _choice(RUNTIMES),
+    "pid": _pid,
+    "pgid": _pid,
+    "supervisor_pid": _pid,
+    "container_id": _matching(_CONTAINER_ID, "a Docker container id (12-64 hex digits)"),
+    "host": host,
+    "port": _port,
+    "base_url": _base_url,
+    "served_model_name": _text,
+    "spec_sha256": _matching(_HEX64, "a sha256 (64 hex digits)"),
+    "log_path": _inside_build,
+    "started_at": _time,
+    "ready_at": _time,
+    "stopped_at": _time,
+    "exited_at": _time,
+    "phase": _choice(PHASES),
+    "ready": _bool,
+    "api_key_file": _text,
+    "restarts": _restarts,
+    "last_error": _last_error,
+    "exit_code": _exit_code,
+    "python": _text,
+    "gpu_baseline": _gpu_baseline,
+    "marker": _text,
+}
+
+
+def validated(data: dict[str, Any], build_dir: Path) -> dict[str, Any]:
+    """Only known fields, each checked (null stays None, an absent field stays absent); BadField names the
+    first bad one."""
+    ctx = {"build_dir": Path(build_dir).resolve(), "host": data.get("host")}
+    out: dict[str, Any] = {}
+    for name, check in CHECKS.items():
+        if name not in data:
+            continue
+        value = data[name]
+        if value is None:
+            out[name] = None
+            continue
+        try:
+            out[name] = check(value, ctx)
+        except BadField as err:
+            raise BadField(f"field {name} = {shown(value)} {err}") from None
+    return out
