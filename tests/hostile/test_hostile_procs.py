@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -50,7 +51,7 @@ class H(http.server.BaseHTTPRequestHandler):
 print(f"Starting vLLM server on http://127.0.0.1:{args.port}", flush=True)
 http.server.HTTPServer(("127.0.0.1", args.port), H).serve_forever()
 """
-EXEC = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
+EXEC = re.compile(r'^exec python3 .*"\$MODEL_DIR"', re.M)  # serve.sh's launch of vLLM, up to the model
 
 
 def standin_build(root: Path) -> tuple[Path, int]:
@@ -59,9 +60,9 @@ def standin_build(root: Path) -> tuple[Path, int]:
     script = root / "standin.py"
     script.write_text(STANDIN)
     serve = build / "serve.sh"
-    text = serve.read_text()
-    assert EXEC in text
-    serve.write_text(text.replace(EXEC, f'exec python3 {script} --model "$MODEL_DIR"'))
+    text, n = EXEC.subn(f'exec python3 {script} --model "$MODEL_DIR"', serve.read_text())
+    assert n == 1
+    serve.write_text(text)
     return build, port
 
 
