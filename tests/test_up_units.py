@@ -193,3 +193,65 @@ def test_a_broken_vllm_build_is_not_a_missing_vllm():
     line = "ModuleNotFoundError: No module named 'vllm._C'"
     assert classify_log([line], CTX) is None
     assert classify_exit([line], 1, CTX).id == "TQ419"
+
+
+def test_the_marker_names_the_folder_itself_not_its_path_or_contents(tmp_path):
+    import shutil
+
+    from tqdeploy.runtime.marker import trust_state
+
+    build = tmp_path / "build"
+    (build / ".tqdeploy").mkdir(parents=True)
+    link = tmp_path / "link"
+    link.symlink_to(build)
+    assert state.deployment_marker(build) == state.deployment_marker(link)  # one folder, two spellings
+    shutil.copytree(build, tmp_path / "copy", symlinks=True)
+    assert state.deployment_marker(tmp_path / "copy") != state.deployment_marker(build)
+    moved = tmp_path / "moved"
+    build.rename(moved)
+    (tmp_path / "build").mkdir()  # a new folder at the old path is another deployment
+    assert state.deployment_marker(tmp_path / "build") != state.deployment_marker(moved)
+    own = {"marker": state.deployment_marker(moved), "started_at": 1e9}
+    assert trust_state(moved, own).started_at == 1e9 and not trust_state(moved, own).findings
+    copied = trust_state(tmp_path / "copy", own)
+    assert copied.started_at is None and copied.findings[0].id == "TQ425"
+    assert copied.findings[0].evidence["recorded_marker"] == own["marker"]
+    for bad in ("yesterday", float("nan"), 1e300, True):
+        trusted = trust_state(moved, own | {"started_at": bad})
+        assert trusted.started_at is None and trusted.findings[0].id == "TQ425"
+
+
+def test_the_guard_refuses_init_group_one_the_caller_and_other_users():
+    import os
+
+    from tqdeploy.runtime.guard import refusal
+    from tqdeploy.runtime.procs import read_proc
+
+    me = read_proc(os.getpid())
+    assert me is not None and refusal(me) == "the caller itself"
+    init = read_proc(1)
+    assert init is not None and refusal(init) == "pid 1 (init)"
+    parent = read_proc(os.getppid())
+    assert parent is not None and refusal(parent) is not None
+    other = type(me)(pid=999999, pgid=999999, ppid=1, title="x", state="S", sid=999999, uid=os.getuid() + 1)
+    assert refusal(other) == "another user's process"
+    assert refusal(type(me)(pid=999999, pgid=0, ppid=1, title="x", state="S", sid=5, uid=os.getuid())) is not None
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "expected"),
+    [
+        ("127.0.0.1", 8000, ("127.0.0.1", 8000)),
+        ("::1", 8000, ("::1", 8000)),
+        ("localhost", 8000, ("127.0.0.1", 8000)),
+        ("no-such-host.invalid", 8000, None),
+        ("127.0.0.1", 99999, None),
+        ("127.0.0.1", "abc", None),
+        ("127.0.0.1", True, None),
+        (None, 8000, None),
+    ],
+)
+def test_only_an_address_is_checked_after_stopping(host, port, expected):
+    from tqdeploy.runtime.stop import address
+
+    assert address(host, port) == expected

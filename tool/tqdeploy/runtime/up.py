@@ -230,14 +230,16 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     result = _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime, image)
     if old is not None and result.status == "ready":
         from tqdeploy.runtime.down import down
+        from tqdeploy.runtime.interrupt import ignored
         from tqdeploy.runtime.replace import old_key, switch_and_drain
 
         conf = nginx_conf or Path(old["build_dir"]) / "nginx.conf"
         key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
-        switch = switch_and_drain(
-            conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
-        )
-        stopped = down(Path(old["build_dir"]), timeout=grace)
+        with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
+            switch = switch_and_drain(
+                conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
+            )
+            stopped = down(Path(old["build_dir"]), timeout=grace)
         result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
         result.findings += stopped.findings
     return result
@@ -263,10 +265,12 @@ def preflight_python(python: str | None, build_dir: Path) -> str:
     from tqdeploy.runtime.process import resolve_python
 
     try:
-        previous = (state.read_state(build_dir) or {}).get("python")
+        st = state.read_state(build_dir) or {}
     except TQError:
-        previous = None
-    return resolve_python(python, previous)
+        st = {}
+    # Only a state this folder's own `up` wrote names the interpreter to run (a copied one is another's).
+    previous = st.get("python") if st.get("marker") == state.deployment_marker(build_dir) else None
+    return resolve_python(python, previous if isinstance(previous, str) else None)
 
 
 def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):
