@@ -8,6 +8,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.errors import TQError
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.timeline import Event, build_timeline
 

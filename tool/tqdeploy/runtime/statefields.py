@@ -100,6 +100,14 @@ def _text(value: Any, ctx: dict[str, Any]) -> str:
     return text(value)
 
 
+def _path_text(value: Any, ctx: dict[str, Any]) -> str:
+    """A path the user chose (the interpreter, a key file): any character a file name may hold but NUL, which
+    includes a newline or `$(...)`: such a path is quoted or passed as an argument, never parsed."""
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT or "\0" in value:
+        raise BadField(f"must be a path of 1..{MAX_TEXT} characters")
+    return value
+
+
 def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
     def check(value: Any, ctx: dict[str, Any]) -> str:
         if not isinstance(value, str) or value not in options:
@@ -211,7 +219,7 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "restarts": _restarts,
     "last_error": _last_error,
     "exit_code": _exit_code,
-    "python": _text,
+    "python": _path_text,
     "gpu_baseline": _gpu_baseline,
     "marker": _text,
 }
