@@ -151,7 +151,7 @@ def test_lint_fix_lines_print_as_written(run_cli):
     fix = 'remove --api-key and export VLLM_API_KEY="$(cat /path/to/secret)" before starting vLLM'
     code, out, _ = run_cli("lint", "--json", "--", "vllm", "serve", "m", "--api-key", key)
     findings = {f["id"]: f for f in json.loads(out)["findings"]}
-    assert findings["TQ323"]["fix"] == fix and key not in out
+    assert findings["TQ323"]["remediation"] == fix and key not in out  # one finding shape (issue 21 item 4)
     code, out, _ = run_cli("lint", "--", "vllm", "serve", "m", "--api-key", key)
     assert fix in " ".join(out.split()) and key not in out and "[secret-1]" in out
 

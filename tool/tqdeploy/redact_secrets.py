@@ -20,6 +20,25 @@ if TYPE_CHECKING:
 LINE_WISE_FROM = 8192  # longer texts: the secret rules run only on the lines a trigger found
 
 
+# A name that counts or measures (KEY_MAX_BYTES, TOKEN_LIMIT, SECRET_TTL_S): a plain number there is a size, not a
+# secret (rendered launch_vllm.py's `KEY_MAX_BYTES = 4096` was redacted, so the bundle's copy differed from disk).
+_QUANTITY_NAME = re.compile(
+    r"(?:^|_)(?:MAX|MIN|BYTES|SIZE|LEN|LENGTH|COUNT|LIMIT|TIMEOUT|TTL|SECONDS|S|MS)(?:_|$)", re.I
+)
+
+
+_CODE_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+
+
+def _a_quantity(name: str, value: str) -> bool:
+    """A number that counts or measures: under a name that says so, or any integer of at most 4 digits (an
+    exit code, a port part, a count: `EXIT_KEY = 67` in launch_vllm.py). Longer bare numbers stay secrets."""
+    bare = value.strip("'\"")
+    if not bare.replace(".", "", 1).isdigit():
+        return False
+    return bool(_QUANTITY_NAME.search(name)) or (bare.isdigit() and len(bare) <= 4)
+
+
 def _find_all(text: str, needle: str, out: list[int]) -> None:
     pos = text.find(needle)
     while pos >= 0:
@@ -208,7 +227,7 @@ class SecretRules:
                 lambda q: q.group(0)[0] + self.secret(q.group(1) or q.group(2) or "") + q.group(0)[0],
                 value,
             )
-        elif self._not_a_value(value):
+        elif self._not_a_value(value) or _a_quantity(name, value):
             new = value
         elif value.startswith('\\"') and value.endswith('\\"') and len(value) > 4:
             new = '\\"' + self.secret(value[2:-2]) + '\\"'
@@ -225,6 +244,7 @@ class SecretRules:
             or R.is_prose(value)
             or bool(R.PLACEHOLDER.fullmatch(bare))
             or bare.startswith(("{", "`"))
+            or bool(_CODE_CALL.match(bare))  # `key = read_key(path)`, `key = data.decode(...)`: code, not a value
             or is_secret_name(bare)  # `key: api-key` in a secretKeyRef names the key, it is not one
         )
 
