@@ -62,6 +62,11 @@ def load_deployment(build_dir: Path) -> Deployment:
     from tqdeploy.spec import load_spec
 
     build_dir = Path(build_dir).resolve()
+    if not str(build_dir).isprintable():  # its paths go into state.json and one-line messages
+        raise TQError(
+            f"build folder {str(build_dir)!r} contains a newline or another control character",
+            "move or symlink the build to a path without control characters",
+        )
     if not (build_dir / "serve.sh").is_file():
         raise TQError(
             f"{build_dir} has no serve.sh: not a tqdeploy build directory",

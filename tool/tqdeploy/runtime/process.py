@@ -30,6 +30,11 @@ def resolve_python(python: str | None, previous: str | None = None) -> str:
     if not python and not os.environ.get(PYTHON_ENV) and previous and os.access(previous, os.X_OK):
         return previous
     choice = python or os.environ.get(PYTHON_ENV) or "python3"
+    if not choice.isprintable():  # state.json (and every one-line message) holds the path: no control characters
+        raise TQError(
+            f"vLLM python {choice!r} contains a newline or another control character",
+            "pass a path without control characters (make a symlink to the interpreter elsewhere)",
+        )
     found = shutil.which(choice) if os.sep not in choice else (choice if os.access(choice, os.X_OK) else None)
     if not found:
         raise TQError(
