@@ -220,30 +220,9 @@ def test_a_near_miss_kv_cache_dtype_gets_lints_suggestion(run_cli):
 
 def _stdout_on_a_tty(cmd: list[str], env: dict[str, str]) -> str:
     """The command's stdout on a pseudo-terminal, as a person at an 80-column terminal sees it."""
-    import os
-    import pty
-    import select
-    import subprocess
+    from support.tty import run_on_a_tty
 
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdout=slave, stderr=subprocess.DEVNULL, env=env)
-    os.close(slave)
-    chunks = []
-    while True:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if ready:
-            try:
-                data = os.read(master, 65536)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not data:
-                break
-            chunks.append(data)
-        elif proc.poll() is not None:
-            break
-    proc.wait(timeout=60)
-    os.close(master)
-    return b"".join(chunks).decode(errors="replace").replace("\r\n", "\n")
+    return run_on_a_tty(cmd, "stdout", env, timeout=60)[1].replace("\r\n", "\n")
 
 
 def test_the_table_fits_80_columns_with_every_dtype_name_whole(tqdeploy_exe):

@@ -1,4 +1,4 @@
-"""Run the real CLI with stderr on a pseudo-terminal, as a person at a terminal would see it."""
+"""Run the real CLI with one stream on a pseudo-terminal, as a person at a terminal would see it."""
 
 from __future__ import annotations
 
@@ -6,13 +6,18 @@ import os
 import subprocess
 
 
-def run_on_a_tty(cmd: list[str]) -> tuple[int, str]:
-    """Run with stderr on a pseudo-terminal (as a person would see it); returns (code, stderr text)."""
+def run_on_a_tty(
+    cmd: list[str], stream: str = "stderr", env: dict[str, str] | None = None, timeout: float = 30
+) -> tuple[int, str]:
+    """Run with ``stream`` (stderr or stdout) on a pseudo-terminal, the other discarded; returns (code, text).
+    COLUMNS is 120 unless ``env`` sets it."""
     import pty
     import select
 
     master, slave = pty.openpty()
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=slave, env={**os.environ, "COLUMNS": "120"})
+    sink = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, stream: slave}
+    env = {**os.environ, "COLUMNS": "120", **(env or {})}
+    proc = subprocess.Popen(cmd, stdout=sink["stdout"], stderr=sink["stderr"], env=env)
     os.close(slave)
     chunks = []
     while True:
@@ -27,6 +32,6 @@ def run_on_a_tty(cmd: list[str]) -> tuple[int, str]:
             chunks.append(data)
         elif proc.poll() is not None:
             break
-    proc.wait(timeout=30)
+    proc.wait(timeout=timeout)
     os.close(master)
     return proc.returncode, b"".join(chunks).decode(errors="replace")
