@@ -147,8 +147,10 @@ def test_streams_longer_and_quieter_than_60_s_pass_where_the_default_cuts_them(r
     assert a_res.total_s > NGINX_DEFAULT_READ_TIMEOUT_S
     assert b_res.status == 200 and b_res.done and len(b_res.events) == 4, b_res.error
     assert b_res.first_byte_s is not None and b_res.first_byte_s > NGINX_DEFAULT_READ_TIMEOUT_S  # silent that long
-    # Cut by nginx after the headers: the stream broke off without its last chunk, and nginx logged why.
-    assert c_res.status == 200 and not c_res.done and "IncompleteRead" in c_res.error, (c_res.status, c_res.error)
+    # Cut by nginx after the headers: the stream broke off without its [DONE] event, and nginx logged why. (The
+    # client may see a quiet end: http.client's readline peeks, and CPython's _peek_chunked swallows the
+    # IncompleteRead of a chunked answer cut before its last chunk, so `done` is what tells the cut.)
+    assert c_res.status == 200 and not c_res.done and not c_res.events, (c_res.status, c_res.error)
     assert NGINX_DEFAULT_READ_TIMEOUT_S - 1 < c_res.total_s < NGINX_DEFAULT_READ_TIMEOUT_S + 10
     assert "upstream timed out" in control.error_log
     assert "upstream timed out" not in proxy.error_log
