@@ -33,6 +33,11 @@ def _raise(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
 
 
+def _restore(previous: dict) -> None:
+    for sig, old in previous.items():
+        signal.signal(sig, signal.SIG_DFL if old is None else old)
+
+
 @contextmanager
 def raising() -> Iterator[None]:
     """SIGINT/SIGTERM raise Interrupted inside the block (main thread only; elsewhere nothing changes)."""
@@ -47,8 +52,7 @@ def raising() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        _restore(previous)
 
 
 @contextmanager
@@ -62,5 +66,4 @@ def ignored() -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, old in previous.items():
-            signal.signal(sig, signal.SIG_DFL if old is None else old)
+        _restore(previous)
