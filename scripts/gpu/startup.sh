@@ -7,8 +7,12 @@
 #   recreated   fresh HOME and TMPDIR, the cache volume kept: what a recreated container or pod sees
 #   warm        HOME, TMPDIR and the cache volume kept
 #   rotate      a new API key, then a warm start: the compile cache must still hit, the key stay off the volume
-#   plain-prime one untimed plain `python3 -m vllm.entrypoints.openai.api_server` start, its own VLLM_CACHE_ROOT
-#   pair        one plain warm start, then one tqdeploy warm start (run it 3 times: alternated pairs)
+#   plain-prime one plain `vllm serve` start (python3 -m vllm.entrypoints.cli.main serve), its own VLLM_CACHE_ROOT
+#   pair        one plain warm start, then one tqdeploy warm start (run it 3 times: alternated pairs); each
+#               ready server then gets the same load (profile --url --load: concurrency 1, 8, 64) for tokens/s
+#   spawn       a tqdeploy warm start with VLLM_WORKER_MULTIPROC_METHOD=spawn (vLLM's CLI default): the fork
+#               lever switched off, with the same load
+#   importtime  python -X importtime of what the API server and the EngineCore import (no GPU start)
 #   report      OUT/startup.json + OUT/startup.md from the phases' records
 # Each timed start: seconds to ready (/health 200 and the served model in /v1/models), the sizes of what it left
 # under HOME, TMPDIR and the cache volume, whether any file on the volume holds the key, the compile-cache lines.
@@ -24,6 +28,8 @@ tq() { python3 -m tqdeploy "$@"; }
 work=/tmp/tq-startup
 b=$work/build
 plain_port=18001
+load_args=(--load --concurrency "1,8,64" --requests 512 --duration 8 --prompt-tokens 256 --output-tokens 128
+  --sample-interval 0.5 --no-chart --json)  # as acceptance.sh, so the figures compare
 mkdir -p "$out" "$work"
 records=$out/records.jsonl
 
@@ -86,12 +92,13 @@ up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, the
   HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/$1-up.json" 2> "$out/$1-up.stderr"
   t1=$(date +%s.%N)
   log=$(readlink -f "$b/.tqdeploy/logs/server.log")
+  [ -n "${LOAD:-}" ] && load_on 18000 "$1" "$log"
   cp "$log" "$out/$1-server.log" 2>/dev/null
   tq down "$b" --json > "$out/$1-down.json" 2>&1
   local compile
   compile=$(grep -cE "Directly load (the compiled graph|AOT compilation)" "$out/$1-server.log")
   record "$1" tqdeploy "$(python3 -c "print(round($t1 - $t0, 2))")" \
-    "{\"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
+    "{$(load_figures "$1")\"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
   pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
 }
 
@@ -118,7 +125,7 @@ plain_timed() {  # $1 phase: plain vLLM, its own VLLM_CACHE_ROOT and HOME caches
   mkdir -p "$work/plain-home"
   t0=$(date +%s.%N)
   HOME=$work/plain-home VLLM_CACHE_ROOT=$work/plain-cache VLLM_API_KEY=$(cat "$b/secrets/vllm-api-key") \
-    setsid python3 -m vllm.entrypoints.openai.api_server --model "$b/models/dense8w" "${flags[@]}" \
+    setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/dense8w" "${flags[@]}" \
     --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1 &
   pid=$!
   ready=$(python3 - "$plain_port" "$t0" "$pid" <<'PY'
@@ -138,44 +145,63 @@ while time.time() - t0 < 520:
     time.sleep(0.5)
 PY
 )
+  [ -n "$ready" ] && [ -n "${LOAD:-}" ] && load_on $plain_port "$1" "$out/$1-plain.log"
   kill -TERM -- -"$pid" 2>/dev/null
   for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
   kill -KILL -- -"$pid" 2>/dev/null
-  record "$1" plain "$ready" "{}"
+  local extra
+  extra=$(load_figures "$1")
+  record "$1" plain "$ready" "{${extra%, }}"
+}
+
+load_on() {  # $1 port, $2 phase, $3 server log: the same load on a ready server, its profile.json kept
+  tq profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
+    --model "$b/models/dense8w" "${load_args[@]}" --out "$work/load-$2" > "$out/$2-load.json" 2> "$out/$2-load.err"
+}
+
+load_figures() {  # $1 phase: '"tok_s": {...}, ' from its load (nothing when it had none)
+  python3 - "$work/load-$1/profile.json" <<'PY'
+import json, sys
+try:
+    steps = json.load(open(sys.argv[1]))["load"]["steps"]
+except (OSError, KeyError, ValueError):
+    sys.exit(0)
+tok = {str(s["concurrency"]): s["output_tokens_per_s"] for s in steps}
+errors = sum(s.get("errors") or 0 for s in steps)
+print(f'"tok_s": {json.dumps(tok)}, "load_errors": {errors}, ', end="")
+PY
 }
 
 plain-prime() { build; plain_timed plain-prime; }
-pair() { build; plain_timed pair-plain; up_timed pair-tqdeploy; }
+pair() { build; LOAD=1 plain_timed pair-plain; LOAD=1 up_timed pair-tqdeploy; }
+spawn() { build; VLLM_WORKER_MULTIPROC_METHOD=spawn LOAD=1 up_timed spawn; }
+
+importtime() {  # where the seconds before the first log line go: the API server's and the EngineCore's imports
+  local mods='import vllm.entrypoints.openai.api_server, vllm.v1.engine.core, vllm.v1.worker.gpu_worker'
+  python3 -c "$mods" 2>/dev/null  # bytecode written once, as after the first start
+  local t0 t1
+  t0=$(date +%s.%N)
+  python3 -X importtime -c "$mods" 2> "$work/importtime.txt"
+  t1=$(date +%s.%N)
+  python3 - "$work/importtime.txt" "$(python3 -c "print(round($t1 - $t0, 2))")" > "$out/importtime.json" <<'PY'
+import json, sys
+rows = []
+for line in open(sys.argv[1]):  # "import time:  SELF_US |  CUMULATIVE_US | <2 spaces per depth>module"
+    parts = line[len("import time:"):].split("|") if line.startswith("import time:") else []
+    if len(parts) != 3 or not parts[0].strip().isdigit():
+        continue
+    name = parts[2].rstrip("\n")[1:]
+    rows.append({"module": name.strip(), "self_s": int(parts[0]) / 1e6, "cumulative_s": int(parts[1]) / 1e6,
+                 "depth": (len(name) - len(name.lstrip())) // 2})
+top = [r for r in rows if r["depth"] <= 1]
+print(json.dumps({"wall_s": float(sys.argv[2]), "modules": len(rows),
+                  "top_level": sorted(top, key=lambda r: -r["cumulative_s"])[:25]}, indent=1))
+PY
+  cat "$out/importtime.json" | head -40
+}
 
 report() {
-  python3 - "$records" "$out" <<'PY'
-import json, statistics, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-out = sys.argv[2]
-json.dump({"schema": "tqdeploy.gpu-startup/1", "runs": rows}, open(f"{out}/startup.json", "w"), indent=2)
-def s(r):
-    return f"{r['seconds_to_ready']:.1f}" if r.get("seconds_to_ready") else "not ready"
-lines = ["# Start-up on the GPU host (scripts/gpu/startup.sh)", "",
-         "| phase | runner | to ready (s) | key files on volume | compile-cache hit lines |", "|---|---|---|---|---|"]
-for r in rows:
-    lines.append(f"| {r['phase']} | {r['runner']} | {s(r)} | {r['files_with_key_on_volume']} | "
-                 f"{r.get('compile_cache_hit_lines', '')} |")
-by = {}
-for r in rows:
-    by.setdefault(r["phase"], []).append(r.get("seconds_to_ready"))
-warm = [x for x in by.get("warm", []) + by.get("pair-tqdeploy", []) if x]
-rec = [x for x in by.get("recreated", []) if x]
-plain = [x for x in by.get("pair-plain", []) if x]
-tqd = [x for x in by.get("pair-tqdeploy", []) if x]
-lines.append("")
-if rec and warm:
-    lines.append(f"- recreated / warm: {rec[-1] / statistics.median(warm):.2f}x (goal <= 1.1x)")
-if plain and tqd:
-    lines.append(f"- tqdeploy warm median {statistics.median(tqd):.1f} s vs plain warm median "
-                 f"{statistics.median(plain):.1f} s over {min(len(plain), len(tqd))} pairs")
-open(f"{out}/startup.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+  python3 "$repo/scripts/gpu/startup_report.py" "$records" "$out"
 }
 
 for step in "$@"; do "$step"; done

@@ -1,0 +1,99 @@
+"""The start-up figures of scripts/gpu/startup.sh's records: OUT/startup.json and OUT/startup.md.
+
+Usage: startup_report.py RECORDS.jsonl OUT_DIR. Ratios are of medians within one sitting: the recreated start
+against the warm ones (goal <= 1.1x), tqdeploy's warm start against plain vLLM's over alternated pairs (goal:
+at least 25% faster), tokens/s per concurrency against plain vLLM's (goal: within 2%), and the fork lever
+(tqdeploy warm with VLLM_WORKER_MULTIPROC_METHOD=spawn against fork).
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+
+def seconds(rows: list[dict], phase: str) -> list[float]:
+    return [r["seconds_to_ready"] for r in rows if r["phase"] == phase and r.get("seconds_to_ready")]
+
+
+def tok_s(rows: list[dict], phase: str) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for r in rows:
+        if r["phase"] == phase:
+            for conc, value in (r.get("tok_s") or {}).items():
+                out.setdefault(conc, []).append(value)
+    return out
+
+
+def comparisons(rows: list[dict]) -> dict:
+    med = statistics.median
+    warm = seconds(rows, "warm") + seconds(rows, "pair-tqdeploy")
+    rec, plain, tqd, spawn = (seconds(rows, p) for p in ("recreated", "pair-plain", "pair-tqdeploy", "spawn"))
+    out: dict = {}
+    if rec and warm:
+        out["recreated_over_warm"] = {"recreated_s": rec, "warm_median_s": med(warm), "ratio": med(rec) / med(warm)}
+    if plain and tqd:
+        out["tqdeploy_vs_plain_warm"] = {
+            "plain_s": plain,
+            "tqdeploy_s": tqd,
+            "pairs": min(len(plain), len(tqd)),
+            "faster_by": 1 - med(tqd) / med(plain),
+        }
+        tq_tok, plain_tok = tok_s(rows, "pair-tqdeploy"), tok_s(rows, "pair-plain")
+        out["tok_s_ratio"] = {
+            c: {"tqdeploy": tq_tok[c], "plain": plain_tok[c], "ratio": med(tq_tok[c]) / med(plain_tok[c])}
+            for c in sorted(set(tq_tok) & set(plain_tok), key=int)
+        }
+    if spawn and tqd:
+        out["fork_lever"] = {"spawn_s": spawn, "fork_median_s": med(tqd), "saved_s": med(spawn) - med(tqd)}
+    return out
+
+
+def markdown(rows: list[dict], cmp: dict) -> str:
+    lines = [
+        "# Start-up on the GPU host (scripts/gpu/startup.sh)",
+        "",
+        "| phase | runner | to ready (s) | tok/s c=1 / 8 / 64 | key files on volume | compile-cache hit lines |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ready = f"{r['seconds_to_ready']:.1f}" if r.get("seconds_to_ready") else "not ready"
+        tok = " / ".join(f"{v:,.1f}" for _, v in sorted((r.get("tok_s") or {}).items(), key=lambda kv: int(kv[0])))
+        lines.append(
+            f"| {r['phase']} | {r['runner']} | {ready} | {tok or '-'} | {r['files_with_key_on_volume']} | "
+            f"{r.get('compile_cache_hit_lines', '')} |"
+        )
+    lines.append("")
+    if "recreated_over_warm" in cmp:
+        c = cmp["recreated_over_warm"]
+        lines.append(f"- recreated / warm: {c['ratio']:.2f}x (goal <= 1.1x; warm median {c['warm_median_s']:.1f} s)")
+    if "tqdeploy_vs_plain_warm" in cmp:
+        c = cmp["tqdeploy_vs_plain_warm"]
+        lines.append(
+            f"- tqdeploy warm median {statistics.median(c['tqdeploy_s']):.1f} s vs plain vLLM warm median "
+            f"{statistics.median(c['plain_s']):.1f} s over {c['pairs']} alternated pairs: "
+            f"{c['faster_by'] * 100:.1f}% faster (goal >= 25%)"
+        )
+        for conc, t in cmp["tok_s_ratio"].items():
+            lines.append(f"- tokens/s at concurrency {conc}: tqdeploy / plain {t['ratio']:.3f} (goal within 2%)")
+    if "fork_lever" in cmp:
+        c = cmp["fork_lever"]
+        lines.append(f"- fork lever: spawn {statistics.median(c['spawn_s']):.1f} s vs fork {c['fork_median_s']:.1f} s")
+    return "\n".join(lines) + "\n"
+
+
+def main(records: str, out: str) -> None:
+    rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
+    cmp = comparisons(rows)
+    Path(out, "startup.json").write_text(
+        json.dumps({"schema": "tqdeploy.gpu-startup/2", "runs": rows, "comparisons": cmp}, indent=2) + "\n"
+    )
+    text = markdown(rows, cmp)
+    Path(out, "startup.md").write_text(text)
+    print(text, end="")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:3])
