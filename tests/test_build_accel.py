@@ -324,7 +324,7 @@ def test_the_rendered_fork_default_yields_to_the_environment(run_cli, tmp_path):
     # The line as rendered, run by sh: unset gives fork, an operator's spawn stays spawn.
     out, _ = _build(run_cli, tmp_path, _spec(tmp_path))
     line = next(ln for ln in (out / "serve.sh").read_text().splitlines() if ln.startswith(FORK))
-    script = f"{line}\nprintf %s \"$VLLM_WORKER_MULTIPROC_METHOD\""
+    script = f'{line}\nprintf %s "$VLLM_WORKER_MULTIPROC_METHOD"'
     env = {"PATH": "/usr/bin:/bin"}
     assert subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True).stdout == "fork"
     env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
