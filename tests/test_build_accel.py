@@ -78,7 +78,6 @@ def test_cpu_variant_and_vllm_0_25_render_no_startup_plan(run_cli, tmp_path):
         ],
         "warmup": True,
         "startup_plan": False,
-        "fork_engine": False,
         "cpu_inductor_cache": True,
         "load_format": None,
         "package": None,
@@ -294,38 +293,3 @@ def test_cpu_builds_of_0_32_keep_the_inductor_cache_on_the_cache_volume(run_cli,
     gpu_out, gpu = _build(run_cli, tmp_path / "gpu", _spec(tmp_path / "gpu"))
     assert "VLLM_USE_AOT_COMPILE" not in (gpu_out / "serve.sh").read_text()
     assert gpu["accelerators"]["cpu_inductor_cache"] is False
-
-
-FORK = 'export VLLM_WORKER_MULTIPROC_METHOD="${VLLM_WORKER_MULTIPROC_METHOD:-fork}"'
-
-
-def test_gpu_builds_fork_the_engine_core_and_cpu_builds_leave_it_to_vllm(run_cli, tmp_path):
-    # `vllm serve` spawns the EngineCore (a second import of vLLM and torch, ~18 s of a 50 s warm start on the
-    # H200, docs/startup.md); serve.sh asks for vLLM's own default, fork, on GPU builds, before any launch line,
-    # and leaves an operator's choice alone. The CPU platform forces spawn anyway (vllm/platforms/cpu.py).
-    for version in ("0.32.0", "0.25.0"):
-        spec = _spec(
-            tmp_path / version,
-            version=('version = "0.32.0"', f'version = "{version}"'),
-            base=("vllm-openai:v0.32.0", f"vllm-openai:v{version}"),
-        )
-        out, result = _build(run_cli, tmp_path / version, spec)
-        serve = (out / "serve.sh").read_text()
-        assert serve.count(FORK) == 1
-        assert serve.index(FORK) < serve.index('exec python3 "$HERE/launch_vllm.py"')
-        assert result["accelerators"]["fork_engine"] is True
-        assert any("EngineCore forked, not spawned (VLLM_WORKER_MULTIPROC_METHOD=fork)" in n for n in result["notes"])
-    cpu_out, cpu = _build(run_cli, tmp_path / "cpu", _spec(tmp_path / "cpu", "tiny-cpu-demo"))
-    assert "VLLM_WORKER_MULTIPROC_METHOD" not in (cpu_out / "serve.sh").read_text()
-    assert cpu["accelerators"]["fork_engine"] is False
-
-
-def test_the_rendered_fork_default_yields_to_the_environment(run_cli, tmp_path):
-    # The line as rendered, run by sh: unset gives fork, an operator's spawn stays spawn.
-    out, _ = _build(run_cli, tmp_path, _spec(tmp_path))
-    line = next(ln for ln in (out / "serve.sh").read_text().splitlines() if ln.startswith(FORK))
-    script = f'{line}\nprintf %s "$VLLM_WORKER_MULTIPROC_METHOD"'
-    env = {"PATH": "/usr/bin:/bin"}
-    assert subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True).stdout == "fork"
-    env["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"
-    assert subprocess.run(["sh", "-c", script], env=env, capture_output=True, text=True).stdout == "spawn"

@@ -119,14 +119,20 @@ print("\n".join(load_spec(sys.argv[1], check_vllm_flags=False).vllm_flags()))
 PY
 }
 
-plain_timed() {  # $1 phase: plain vLLM, its own VLLM_CACHE_ROOT and HOME caches kept between its starts
+plain_timed() {  # $1 phase: plain `vllm serve`, the key as --api-key, the build's cache folders (see below)
+  # The same cache folders as the build's serve.sh (its cache exports; VLLM_WORKER_MULTIPROC_METHOD left to vLLM)
+  # and the same HOME/TMPDIR, so one cold start of either warms both: the compile-cache key is the same (no VLLM_*
+  # variable differs; the key goes in argv, as `vllm serve --api-key` users do, not in VLLM_API_KEY).
   local flags t0 pid ready=""
   mapfile -t flags < <(plain_flags)
-  mkdir -p "$work/plain-home"
   t0=$(date +%s.%N)
-  HOME=$work/plain-home VLLM_CACHE_ROOT=$work/plain-cache VLLM_API_KEY=$(cat "$b/secrets/vllm-api-key") \
-    setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/dense8w" "${flags[@]}" \
-    --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1 &
+  (
+    export VLLM_CACHE_ROOT=$b/.tqdeploy/cache/vllm HF_HOME=$b/.tqdeploy/cache/huggingface HOME=$work/home TMPDIR=$work/tmp
+    eval "$(grep -E '^export (TRITON|TORCHINDUCTOR|FLASHINFER|CUDA_CACHE|CUTE_DSL|XDG|HF_HUB_OFFLINE)' "$b/serve.sh")"
+    unset VLLM_WORKER_MULTIPROC_METHOD VLLM_API_KEY
+    exec setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/dense8w" "${flags[@]}" \
+      --api-key "$(cat "$b/secrets/vllm-api-key")" --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1
+  ) &
   pid=$!
   ready=$(python3 - "$plain_port" "$t0" "$pid" <<'PY'
 import os, sys, time, urllib.request

