@@ -88,32 +88,10 @@ class HostSnapshot:
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def _from_bundle(cls, path: Path) -> HostSnapshot:
-        """The same schema check as for a snapshot file, with messages that name the bundle."""
-        from tqdeploy.bundle.replay import snapshot_from_bundle
-        from tqdeploy.errors import TQError
-
-        data = snapshot_from_bundle(path)
-        if data.get("schema") != SCHEMA:
-            raise TQError(f"the snapshot in bundle {path} is not a {SCHEMA} document", "record a new bundle")
-        try:
-            return cls.from_dict(data)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise TQError(
-                f"the snapshot in bundle {path} has a malformed section ({exc})", "record a new bundle"
-            ) from None
-
-    @classmethod
     def load(cls, path: str | Path) -> HostSnapshot:
         from tqdeploy.errors import TQError
 
         p = Path(path)
-        from tqdeploy.bundle.replay import is_bundle
-
-        # A support bundle (`tqdeploy bundle`): replay the snapshot recorded inside it. is_file first: opening
-        # a FIFO to look at its magic bytes would block.
-        if p.is_file() and is_bundle(p):
-            return cls._from_bundle(p)
         from tqdeploy.safeio import FileRefused, read_bytes
 
         if not p.exists():

@@ -42,9 +42,9 @@ def init(
 
     host = None
     if snapshot is not None:
-        from tqdeploy.snapshot import HostSnapshot
+        from tqdeploy.bundle.replay import load_host_snapshot
 
-        host = HostSnapshot.load(snapshot)
+        host = load_host_snapshot(snapshot)
     elif not no_probe:
         from tqdeploy.probe import collect
 

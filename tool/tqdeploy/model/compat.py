@@ -10,6 +10,7 @@ from packaging.version import InvalidVersion, Version
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.model.weights import estimate_weight_bytes
 
 
 def problem(severity: Severity, code: str, message: str, fix: str, flag: str | None = None) -> Finding:
@@ -331,8 +332,6 @@ def weights_fit_problems(
     facts: ModelFacts, tp: int, gpu_memory_bytes: int, gpu_memory_utilization: float
 ) -> list[Finding]:
     """Weights per GPU against the memory vLLM may use (total x gpu_memory_utilization)."""
-    from tqdeploy.plan.budget import estimate_weight_bytes
-
     exact = facts.weight_bytes is not None
     total = facts.weight_bytes if facts.weight_bytes is not None else estimate_weight_bytes(facts)
     per_gpu = -(-total // max(tp, 1))

@@ -33,13 +33,13 @@ def parse_repo_ref(source: str) -> tuple[str, str]:
 
 def _endpoint() -> str:
     """HF_ENDPOINT checked like a --mirror (an unparsable one is exit 2, shown without credentials)."""
-    from tqdeploy.download.urls import check_hf_endpoint_env
+    from tqdeploy.net.urls import check_hf_endpoint_env
 
     return check_hf_endpoint_env() or "https://huggingface.co"
 
 
 def _shown_endpoint() -> str:
-    from tqdeploy.download.urls import shown_url
+    from tqdeploy.net.urls import shown_url
 
     return shown_url(_endpoint())
 
@@ -97,7 +97,7 @@ def fetch_config(repo: str, rev: str) -> dict[str, Any]:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.utils import disable_progress_bars
 
-    from tqdeploy.download.urls import redact_hub_logs
+    from tqdeploy.net.urls import redact_hub_logs
 
     redact_hub_logs()
     disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
@@ -116,7 +116,7 @@ def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int],
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import HfApi
 
-    from tqdeploy.download.urls import redact_hub_logs
+    from tqdeploy.net.urls import redact_hub_logs
 
     redact_hub_logs()
     try:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tqdeploy.errors import TQError
+from tqdeploy.snapshot import HostSnapshot
 
 if TYPE_CHECKING:
     from tqdeploy.findings import Finding
@@ -74,7 +76,15 @@ def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
     )
 
 
-def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: int | None = None) -> PlanHost:
+def resolve_host(
+    *,
+    snapshot: Path | None = None,
+    gpu: str | None = None,
+    gpus: int | None = None,
+    read_snapshot: Callable[[Path], HostSnapshot] | None = None,
+) -> PlanHost:
+    """read_snapshot: how --snapshot FILE is read (the command passes bundle.replay.load_host_snapshot, which
+    also replays a bundle); HostSnapshot.load (JSON only) by default."""
     if gpu and snapshot:
         raise TQError("--gpu and --snapshot both name the hardware", "pass one of them")
     if gpu:
@@ -88,10 +98,8 @@ def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: 
             tuple(entry["compute_capability"]),
             f"catalog ({entry['key']})",
         )
-    from tqdeploy.snapshot import HostSnapshot
-
     if snapshot:
-        return from_snapshot(HostSnapshot.load(snapshot), f"snapshot {snapshot}", gpus)
+        return from_snapshot((read_snapshot or HostSnapshot.load)(snapshot), f"snapshot {snapshot}", gpus)
     from tqdeploy.probe import collect
 
     snap = collect(offline=True)
