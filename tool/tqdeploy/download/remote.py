@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
-from tqdeploy.net.urls import check_endpoint, shown_url
 from tqdeploy.errors import EXIT_FINDINGS, TQError
+from tqdeploy.net.urls import check_endpoint, shown_url
 
 
 def public_endpoint(url: str) -> str:

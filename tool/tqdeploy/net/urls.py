@@ -109,6 +109,7 @@ def check_url(url: str, label: str = "--url", *, credentials: bool = False) -> s
         )
     return url.rstrip("/")
 
+
 _QUERY = re.compile(r"\?[^\s#'\"]*")
 _FIX = "pass --mirror https://host[:port][/path] (a token for the mirror goes in HF_TOKEN)"
 

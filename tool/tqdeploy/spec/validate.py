@@ -84,8 +84,8 @@ def _mirror_problems(mirrors: list[Any]) -> list[Problem]:
     """Each mirror must be a plain http(s) endpoint: download.sh and the spec copy carry the URLs verbatim,
     so one with user:password@ or a ?token= query would put the secret in the build. Messages show the URL
     with those parts cut (tqdeploy.net.urls.shown_url), even when it does not parse."""
-    from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
     from tqdeploy.errors import TQError
+    from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
 
     if not mirrors or not all(isinstance(u, str) for u in mirrors):
         return [Problem("model.mirrors", "model.mirrors must be a non-empty list of http(s) URLs")]
