@@ -25,11 +25,11 @@ def _refused(run_cli, tmp_path, spec_path, *extra):
 
 def test_embedded_specs_load_and_validate():
     assert {"qwen36-27b-tq", "tiny-cpu-demo"} <= set(embedded_spec_names())
-    spec = load_spec(check_vllm_flags=False)
+    spec = load_spec()
     assert spec.name == "qwen36-27b-tq"
     assert spec["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
     assert spec["server"]["host"] == "127.0.0.1"
-    demo = load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False)
+    demo = load_spec(embedded="tiny-cpu-demo")
     assert demo.variant == "cpu" and demo["model"]["path"] == "./models/tiny"
 
 
@@ -202,7 +202,7 @@ def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
 def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
     (tmp_path / "s.toml").write_text(text)
     with pytest.raises(TQError) as err:
-        load_spec(tmp_path / "s.toml", check_vllm_flags=False)
+        load_spec(tmp_path / "s.toml")
     assert err.value.message == str(tmp_path / message)
 
 

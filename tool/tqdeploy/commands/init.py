@@ -38,7 +38,7 @@ def init(
 ) -> int:
     """Write a commented deployment spec (defaults from the model's config and this host)."""
     from tqdeploy.output import emit
-    from tqdeploy.spec.init_spec import make_init_text, write_init
+    from tqdeploy.plan.init_spec import make_init_text, write_init
 
     host = None
     if snapshot is not None:

@@ -140,7 +140,7 @@ def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | 
 
     try:
         lock = open_build_lock(build_dir / LOCK_NAME)
-        spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
+        spec = load_spec(build_dir / SPEC_FILE_NAME)
     except TQError as err:
         on_event(f"commit not recorded in {build_dir / LOCK_NAME}: {err.message}")
         return None

@@ -23,8 +23,8 @@ __all__ = ["lint_command", "lint_script", "lint_source", "LintReport"]
 def target_version(vllm_version: str | None, inv) -> tuple[str, list[Finding]]:
     """The vLLM release whose schema the command is checked against, and a TQ311 finding when the
     image's own release has no schema here."""
-    from tqdeploy.lint.schema import available_versions
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
+    from tqdeploy.vllmfacts.schema import available_versions
 
     if vllm_version:
         return vllm_version.lstrip("v"), []
@@ -63,9 +63,9 @@ def _lint(
     from tqdeploy.lint.command import find_invocation
     from tqdeploy.lint.registry import VLLM_KINDS, LintContext
     from tqdeploy.lint.rules import run_rules
-    from tqdeploy.lint.schema import load_schema
     from tqdeploy.lint.secrets import secret_values
     from tqdeploy.lint.validate import parse_vllm_args
+    from tqdeploy.vllmfacts.schema import load_schema
 
     inv = find_invocation(argv)
     for name, value in extra_env.items():
@@ -241,8 +241,8 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
     from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
     from tqdeploy.lint.registry import LintContext
     from tqdeploy.lint.rules import run_rules
-    from tqdeploy.lint.schema import load_schema
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
+    from tqdeploy.vllmfacts.schema import load_schema
 
     version = (vllm_version or DEFAULT_VLLM_VERSION).lstrip("v")
     calls = find_calls(text, name)

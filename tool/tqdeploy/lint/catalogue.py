@@ -18,7 +18,7 @@ from typing import Any
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.command import Invocation
 from tqdeploy.lint.report import lint_finding
-from tqdeploy.lint.schema import normalize
+from tqdeploy.vllmfacts.schema import normalize
 
 CATALOGUE_ID = "tqdeploy.false-advice/1"
 FINDING_ID = "TQ310"

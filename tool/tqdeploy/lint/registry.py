@@ -16,7 +16,7 @@ from typing import Any
 from tqdeploy.findings import Finding
 from tqdeploy.lint.command import Invocation
 from tqdeploy.lint.parsed import ParsedArgs
-from tqdeploy.lint.schema import VllmSchema
+from tqdeploy.vllmfacts.schema import VllmSchema
 
 VLLM_KINDS = ("vllm-serve", "api-server", "docker")  # forms whose arguments are vLLM's own
 DOCKER_KINDS = ("docker", "docker-other")

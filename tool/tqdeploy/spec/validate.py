@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tqdeploy.spec.flagtable import MANAGED_FLAGS
 from tqdeploy.spec.load import Problem
-from tqdeploy.spec.model import MANAGED_FLAGS, Spec, is_loopback
+from tqdeploy.spec.model import Spec, is_loopback
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?\Z")  # DNS label, room for k8s suffixes
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
