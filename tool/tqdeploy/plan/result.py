@@ -40,7 +40,7 @@ def problem_dict(finding: Finding) -> dict[str, Any]:
 
 
 def as_finding(finding: Finding) -> Finding:
-    from tqdeploy.checkids import check_for_code
+    from tqdeploy.model.checkcodes import check_for_code
 
     code = finding.evidence.get("code", "")
     check_id, area = check_for_code(code) or (finding.id, finding.area or "model")
