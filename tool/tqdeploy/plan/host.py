@@ -8,7 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Severity
+from tqdeploy.model.compat import problem
+from tqdeploy.probe import collect
 from tqdeploy.snapshot import HostSnapshot
+from tqdeploy.units import GiB as gib
 
 if TYPE_CHECKING:
     from tqdeploy.findings import Finding
@@ -31,15 +35,12 @@ def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> Findin
     used = host.memory_used_bytes
     if not used:
         return None
-    from tqdeploy.units import GiB as gib
 
     free = host.memory_bytes - used
     wanted = gpu_memory_utilization * host.memory_bytes
     if free >= wanted:
         return None
     fits = max(0.0, free / host.memory_bytes - 0.01)
-    from tqdeploy.findings import Severity
-    from tqdeploy.model.compat import problem
 
     return problem(
         Severity.ERROR,
@@ -100,7 +101,6 @@ def resolve_host(
         )
     if snapshot:
         return from_snapshot((read_snapshot or HostSnapshot.load)(snapshot), f"snapshot {snapshot}", gpus)
-    from tqdeploy.probe import collect
 
     snap = collect(offline=True)
     if not [g for g in snap.gpus if g.memory_total]:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.plan.problems import as_finding, flagged, problem_dict
+from tqdeploy.plan.table import render_rows
 from tqdeploy.units import GiB
 
 SCHEMA = "tqdeploy.plan/1"
@@ -31,25 +33,6 @@ class PlanRow:
         data["skip_layers"] = list(self.skip_layers)
         data["problems"] = [problem_dict(p) for p in self.problems]
         return data
-
-
-def problem_dict(finding: Finding) -> dict[str, Any]:
-    """A problem in the one finding shape (findings.Finding.to_dict): a model.compat rule under the id of the
-    doctor check that runs it (checkids.py), its code and the flag it is about in the evidence."""
-    return as_finding(finding).to_dict()
-
-
-def as_finding(finding: Finding) -> Finding:
-    from tqdeploy.model.checkcodes import check_for_code
-
-    code = finding.evidence.get("code", "")
-    check_id, area = check_for_code(code) or (finding.id, finding.area or "model")
-    evidence = dict(finding.evidence, **({"flag": finding.location} if finding.location else {}))
-    return replace(finding, id=finding.id or check_id, area=finding.area or area, evidence=evidence)
-
-
-def flagged(problems: list[Finding]) -> list[Finding]:
-    return [p for p in problems if p.severity in (Severity.ERROR, Severity.WARN)]
 
 
 @dataclass
@@ -103,7 +86,6 @@ class Plan:
             f"({b['weights_source']}); reserve {reserve / GiB:.2f} GiB (estimate); "
             f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
-        from tqdeploy.plan.table import render_rows
 
         render_rows(console, self)
         seen: dict[str, list[str]] = {}

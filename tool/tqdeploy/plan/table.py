@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from tqdeploy.plan.problems import as_finding, flagged
+
 if TYPE_CHECKING:
     from tqdeploy.plan.result import Plan
 
@@ -16,8 +18,6 @@ _NOTE_MIN = 10  # "warn TQ205" stays in its row at any width
 
 
 def _cells(row) -> tuple[list[str], str]:
-    from tqdeploy.plan.result import as_finding, flagged
-
     if row.status == "not_applicable":
         return ["-", "-", "-", "-"], row.reason
     shown = dict.fromkeys(f"{p.severity.value} {as_finding(p).id}" for p in flagged(row.problems))

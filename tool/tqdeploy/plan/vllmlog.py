@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import asdict, dataclass
 
+from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.units import GiB
 from tqdeploy.vllmfacts.logpatterns import (
     BLOCK_SIZE,
@@ -105,8 +106,6 @@ def calibrate(
     facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None, prefix_caching: bool | None = None
 ) -> Calibration:
     """Plan KV tokens for the KV memory a log reports and set them beside the logged token count."""
-    from tqdeploy.plan.allocator import kv_capacity
-
     logged = parse_kv_log(text)
     dtype = kv_cache_dtype or logged.kv_cache_dtype
     platform = "cpu" if logged.device == "CPU" else "cuda"

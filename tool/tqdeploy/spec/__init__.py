@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tqdeploy.spec.accel import accelerator_problems
+from tqdeploy.spec.digests import apply_known_digest
 from tqdeploy.spec.load import (
     DEFAULT_SPEC_NAME,
     Problem,
@@ -42,10 +44,8 @@ def load_spec(path: str | Path | None = None, *, embedded: str | None = None) ->
         text, source = read_spec_file(path)
     spec = Spec(parse_spec_text(text, source), source, text)
     raise_problems(spec_problems(spec), source, text)
-    from tqdeploy.spec.accel import accelerator_problems
 
     raise_problems(accelerator_problems(spec), source, text)  # after spec_problems: it needs a valid version
-    from tqdeploy.spec.digests import apply_known_digest
 
     apply_known_digest(spec)  # before anything reads the spec hash: the digest is part of it
     return spec

@@ -25,6 +25,7 @@ from tqdeploy.errors import TQError
 from tqdeploy.resources import data_dir
 from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import Spec
+from tqdeploy.spec.validate import names_flag, vllm_flag_name
 from tqdeploy.vllmfacts.schema import load_schema
 
 STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
@@ -145,8 +146,6 @@ def startup_plan_available(version: str) -> bool | None:
 
 def _sets_flag(spec: Spec, known: str) -> str | None:
     """The extra_args item that vLLM would read as `known` (spellings as validate.names_flag reads them)."""
-    from tqdeploy.spec.validate import names_flag, vllm_flag_name
-
     return next((str(a) for a in spec["vllm"]["extra_args"] if names_flag(vllm_flag_name(str(a)), known)), None)
 
 

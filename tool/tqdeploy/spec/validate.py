@@ -7,6 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
+from tqdeploy.redact_rules import secret_flag
 from tqdeploy.spec.flagtable import MANAGED_FLAGS
 from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import Spec, is_loopback
@@ -85,9 +88,6 @@ def _mirror_problems(mirrors: list[Any]) -> list[Problem]:
     """Each mirror must be a plain http(s) endpoint: download.sh and the spec copy carry the URLs verbatim,
     so one with user:password@ or a ?token= query would put the secret in the build. Messages show the URL
     with those parts cut (tqdeploy.net.urls.shown_url), even when it does not parse."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
-
     if not mirrors or not all(isinstance(u, str) for u in mirrors):
         return [Problem("model.mirrors", "model.mirrors must be a non-empty list of http(s) URLs")]
     for url in mirrors:
@@ -319,7 +319,6 @@ def _extra_arg_problem(arg: Any) -> Problem | None:
         return Problem("vllm.extra_args", f"vllm.extra_args holds {type(arg).__name__}; every item must be a string")
     if len(arg) > MAX_EXTRA_ARG_CHARS:
         return Problem("vllm.extra_args", f"a vllm.extra_args item is {len(arg)} characters long (at most 4096)")
-    from tqdeploy.redact_rules import secret_flag  # the one reading of vLLM's secret-flag spellings
 
     flag = vllm_flag_name(arg)
     secret = next((known for known in SECRET_FLAGS if names_flag(flag, known)), None)
