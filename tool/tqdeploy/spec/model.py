@@ -81,8 +81,7 @@ class Spec:
         flags = ["--served-model-name", self.data["model"]["served_name"]]
         pairs = [(flag, self.data[section][key]) for flag, (section, key) in RENDERED_FLAGS]
         if self.multi_node:
-            # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md): values
-            # from resources.nodes (flagtable.NODES_OWNER), not from a key of their own.
+            # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).
             pairs += [
                 ("--pipeline-parallel-size", self.data["resources"]["nodes"]),
                 ("--distributed-executor-backend", "ray"),
