@@ -24,8 +24,8 @@ WEIGHTS_TOOK = r"Loading weights took"
 # v1/worker/gpu_model_runner.py load_model: "Model loading took %s GiB memory and %.6f seconds" (0.32);
 # 0.25 printed "Model loading took 0.18 GiB and 2.463387 seconds"
 MODEL_LOADING_TOOK = r"Model loading took"
-# compilation/backends.py: "Directly load the compiled graph(s) ... from the cache"; compilation/decorators.py
-# (the CPU build's AOT path): "%sDirectly load AOT compilation from path %s"
+# compilation/backends.py: "%sDirectly load the compiled graph(s) for compile range %s from the cache, took %.3f s";
+# compilation/decorators.py (the CPU build's AOT path): "%sDirectly load AOT compilation from path %s"
 COMPILE_CACHE_HIT = r"Directly load the compiled graph|Directly load AOT compilation"
 # compilation/decorators.py: "%ssaved AOT compiled function to %s" after a compile
 AOT_SAVED = r"saved AOT compiled function"
@@ -49,14 +49,16 @@ API_LISTEN = r"Starting vLLM (?:API )?server"
 APP_READY = r"Application startup complete"
 # entrypoints/serve/utils/api_utils.py log_non_default_args: logger.info("non-default args: %s", ...)
 NON_DEFAULT_ARGS = r"non-default args: "
-# v1/worker/cpu_worker.py determine_available_memory: "Auto set (%.2f/%.2f) GiB for KV cache" or "Explicitly set"
+# v1/worker/cpu_worker.py determine_available_memory: "Auto set (<kv GiB>/<total GiB>) GiB for KV cache on node N."
+# or "Explicitly set (...)" (with --kv-cache-memory-bytes or VLLM_CPU_KVCACHE_SPACE)
 CPU_KV_SET = r"(?:Auto|Explicitly) set \("
 
 # -- start-up phases (runtime/phases.py): (phase, pattern), the first match wins --
 PHASE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    # model_loader/default_loader.py also logs "Loading safetensors checkpoint shards" (its tqdm bar)
+    # model_executor/model_loader/weight_utils.py: the tqdm bar "Loading safetensors checkpoint shards"
     ("weights", re.compile(rf"{LOAD_START}|{WEIGHTS_TOOK}|Loading safetensors checkpoint")),
-    # compilation/backends.py "Dynamo bytecode transform time", compilation/monitor.py "torch.compile takes|took";
+    # compilation/backends.py "%sDynamo bytecode transform time: %.2f s", compilation/monitor.py "%storch.compile
+    # took %.2f s in total" ("takes" in older releases);
     # CPU: cpu_model_runner.py "Warming up model"
     (
         "compile",
@@ -177,9 +179,10 @@ GPU_START = re.compile(rf"device_config=cuda\b|{GRAPHS_DONE} in|{CAPTURING_GRAPH
 # -- why a start failed (runtime/classify.py: one TQ4xx finding per signature, the earliest line wins) --
 # entrypoints/launchers: 0.32 binds the API socket before the engine starts; older ones after (#7514)
 PORT_IN_USE = re.compile(r"\[Errno 98\]|Address already in use")  # TQ401
-# v1/core/kv_cache_utils.py _check_enough_kv_cache_memory: "... estimated maximum model length is %d ...",
-# "To serve at least one request with the models's max seq len (%d), (%.2f GiB KV cache is needed, which is larger
-# than the available KV cache memory (%.2f GiB)", "No available memory for the cache blocks"
+# v1/core/kv_cache_utils.py _check_enough_kv_cache_memory: "No available memory for the cache blocks. ..." or
+# "To serve at least one request with the model's max seq len (%d), (%s GiB KV cache is needed, which is larger
+# than the available KV cache memory (%s GiB). Based on the available memory, the estimated maximum model length
+# is %d. ..."
 KV_MAX_LEN_ESTIMATE = r"estimated maximum model length is"
 KV_NEEDED = r"KV cache is needed, which is larger than"
 NO_CACHE_MEMORY = r"No available memory for the cache blocks"
@@ -208,7 +211,8 @@ NO_VLLM = re.compile(r"No module named (?:'vllm'|vllm(?![.\w]))")  # TQ424
 ENGINE_DIED = re.compile(
     r"Engine core initialization failed|died unexpectedly|EngineDeadError|WorkerProc initialization failed"
 )
-# The last exception line of a traceback (vllm/logger.py prefixes "(EngineCore pid=N) ERROR ... [file:line]")
+# The last exception line of a traceback, bare or behind a log prefix such as "(EngineCore pid=N) ERROR ... ]"
+# (as in tests/fixtures/vllm-logs/h200-vllm-0.25.0/q36like-tq-hybrid-crash.log)
 EXCEPTION_LINE = re.compile(r"^(?:\([^)]*\) )?(?:ERROR [^\]]*\] )?\s*([A-Za-z_.]*(?:Error|Exception)): (.+)$")
 
 # -- the KV figures of one start (plan/vllmlog.py; docs/facts.md "vLLM: cold start, logs, metrics") --
