@@ -178,7 +178,7 @@ def test_runai_streamer_on_cpu_pins_the_package_in_the_cpu_image(run_cli, tmp_pa
 
 
 def test_an_unknown_load_format_is_refused_with_the_choices(run_cli, tmp_path):
-    from tqdeploy.lint.schema import load_schema
+    from tqdeploy.vllmfacts.schema import load_schema
 
     lines = _refused(run_cli, tmp_path, _spec(tmp_path, add='load_format = "fasttensors"'))
     assert "vllm.load_format 'fasttensors' is not a load format of vLLM 0.32.0 (choices: " in lines[0]
@@ -215,8 +215,8 @@ def test_check_of_an_older_build_reports_the_startup_plan_as_drift(run_cli, tmp_
 def test_the_package_table_matches_vllms_requirements():
     from packaging.specifiers import SpecifierSet
 
-    from tqdeploy.lint.schema import available_versions, load_schema
     from tqdeploy.spec.accel import load_format_packages
+    from tqdeploy.vllmfacts.schema import available_versions, load_schema
 
     raw = tomllib.loads((REPO / "dockerfiles" / "load-format-packages.toml").read_text())
     assert len(raw["package"]) == len(load_format_packages())

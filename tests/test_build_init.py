@@ -6,6 +6,7 @@ import json
 import tomllib
 from pathlib import Path
 
+from tqdeploy.lint.specflags import lint_spec
 from tqdeploy.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
@@ -17,7 +18,7 @@ def test_init_without_inputs_reproduces_the_embedded_default(run_cli, tmp_path):
     out = tmp_path / "tqdeploy.toml"
     code, stdout, err = run_cli("init", "--out", str(out), "--no-probe")
     assert code == 0, err
-    assert load_spec(out, check_vllm_flags=False).spec_hash == load_spec(check_vllm_flags=False).spec_hash
+    assert load_spec(out).spec_hash == load_spec().spec_hash
     text = out.read_text()
     assert "# --kv-cache-dtype, e.g. turboquant_4bit_nc" in text
     assert "# max_num_seqs = (unset: vLLM's own default applies)" in text
@@ -56,7 +57,7 @@ def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
     assert data["vllm"]["kv_cache_dtype"] == plan.recommended and data["vllm"]["tensor_parallel_size"] == 1
     assert data["model"]["path"] == str((MODELS / "qwen3.6-27b").resolve())  # absolute: build-dir relative otherwise
     assert "repo" not in data["model"]
-    spec = load_spec(out)  # the written file is a valid spec, vLLM flags included
+    spec = lint_spec(load_spec(out))  # the written file is a valid spec, vLLM flags included
     assert spec.name == "qwen3-6-27b" and spec["model"]["served_name"] == "qwen3.6-27b"
     code, _, err = run_cli("build", str(out), "--out", str(tmp_path / "b"))
     assert code == 0, err

@@ -20,7 +20,7 @@ SECRET = "tq-launcher-secret-9f3a"
 @pytest.fixture(scope="module")
 def launcher(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("launch")
-    write_build(out, render_files(load_spec(check_vllm_flags=False)))  # the keyed default spec
+    write_build(out, render_files(load_spec()))  # the keyed default spec
     return out / "launch_vllm.py"
 
 

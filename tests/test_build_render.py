@@ -21,9 +21,9 @@ DEMO_SPEC = TESTS.parent / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu
 UPDATE = os.environ.get("TQDEPLOY_UPDATE_GOLDEN") == "1"
 
 CASES = {
-    "qwen36-27b-tq": lambda: load_spec(check_vllm_flags=False),
-    "tiny-cpu-demo": lambda: load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False),
-    "multinode": lambda: load_spec(FIX / "multinode.toml", check_vllm_flags=False),
+    "qwen36-27b-tq": lambda: load_spec(),
+    "tiny-cpu-demo": lambda: load_spec(embedded="tiny-cpu-demo"),
+    "multinode": lambda: load_spec(FIX / "multinode.toml"),
 }
 
 
@@ -136,7 +136,7 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
     kept = "sha256:" + "ab" * 32
     data.write_text(f'[[image]]\nref = "vllm/vllm-openai:v0.32.0"\ndigest = "{kept}"\nread = "a test registry"\n')
     table = known_digests(data)
-    spec = load_spec(check_vllm_flags=False)
+    spec = load_spec()
     unpinned_hash = spec.spec_hash
     apply_known_digest(spec, table)
     files = render_files(spec)
@@ -153,7 +153,7 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
         'base = "vllm/vllm-openai:v0.32.0"', f'base = "vllm/vllm-openai:v0.32.0"\ndigest = "{own}"'
     )
     (tmp_path / "s.toml").write_text(text)
-    mine = load_spec(tmp_path / "s.toml", check_vllm_flags=False)
+    mine = load_spec(tmp_path / "s.toml")
     apply_known_digest(mine, table)
     assert mine["image"]["digest"] == own and mine.digest_source == "spec"
     assert json.loads(render_files(mine)["tqdeploy.lock.json"].data)["pins"]["image"]["source"] == "spec"
@@ -434,7 +434,7 @@ def test_lock_says_when_the_vllm_version_is_only_the_specs_claim(tmp_path):
         '[image]\nbase = "registry.internal/team/vllm-patched:2026-11"\n'
     )
     (tmp_path / "s.toml").write_text(text)
-    pin = json.loads(render_files(load_spec(tmp_path / "s.toml", check_vllm_flags=False))["tqdeploy.lock.json"].data)
+    pin = json.loads(render_files(load_spec(tmp_path / "s.toml"))["tqdeploy.lock.json"].data)
     assert pin["pins"]["vllm"] == {
         "version": "0.32.0",
         "how": "base image registry.internal/team/vllm-patched:2026-11",
@@ -452,7 +452,7 @@ def test_check_with_a_spec_takes_the_digest_the_registry_answered_at_build_time(
 
     spec_file = tmp_path / "tqdeploy.toml"
     spec_file.write_text(embedded_spec_path_text())
-    spec = load_spec(spec_file, check_vllm_flags=False)
+    spec = load_spec(spec_file)
     spec.data["image"]["digest"], spec.digest_source = "sha256:" + "12" * 32, "registry (--resolve-digests)"
     write_build(tmp_path / "b", render_files(spec))
     result = run_check(tmp_path / "b", spec_file)

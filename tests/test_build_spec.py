@@ -25,11 +25,11 @@ def _refused(run_cli, tmp_path, spec_path, *extra):
 
 def test_embedded_specs_load_and_validate():
     assert {"qwen36-27b-tq", "tiny-cpu-demo"} <= set(embedded_spec_names())
-    spec = load_spec(check_vllm_flags=False)
+    spec = load_spec()
     assert spec.name == "qwen36-27b-tq"
     assert spec["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
     assert spec["server"]["host"] == "127.0.0.1"
-    demo = load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False)
+    demo = load_spec(embedded="tiny-cpu-demo")
     assert demo.variant == "cpu" and demo["model"]["path"] == "./models/tiny"
 
 
@@ -202,7 +202,7 @@ def test_flags_are_checked_against_a_local_checkpoint(run_cli, tmp_path):
 def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
     (tmp_path / "s.toml").write_text(text)
     with pytest.raises(TQError) as err:
-        load_spec(tmp_path / "s.toml", check_vllm_flags=False)
+        load_spec(tmp_path / "s.toml")
     assert err.value.message == str(tmp_path / message)
 
 
@@ -212,3 +212,31 @@ def test_vllm_version_must_be_an_exact_release():
     assert [v for v in ("0.32.0", "0.32.0rc1", "0.32.0.post1", "1.0.0") if not is_exact_release(v)] == []
     for v in ("latest", "0.32", "v0.32.0", "0.32.0+cpu", "0.32.1.dev5", "0.32.0-rc1", ">=0.32", "", None):
         assert not is_exact_release(v), v
+
+
+def test_loading_a_spec_runs_no_linter_and_a_build_reads_its_spec_once(tmp_path, monkeypatch):
+    """issue 22: load_spec is the spec's own rules only (spec/ imports nothing of lint, tests/test_layers.py);
+    the build lints the spec it loaded, and parses the file once, also when no --model is given."""
+    import subprocess
+    import sys
+
+    import tqdeploy.spec as spec_pkg
+    from tqdeploy.render.build import run_build
+
+    probe = (
+        "import sys, tqdeploy.spec as s; s.load_spec(); "
+        "print(sorted(m for m in sys.modules if m.startswith('tqdeploy.lint')))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+    assert loaded == "[]"
+
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text(
+        (Path(spec_pkg.embedded_spec_path("tiny-cpu-demo"))).read_text(encoding="utf-8"), encoding="utf-8"
+    )
+    parsed: list[str] = []
+    real = spec_pkg.parse_spec_text
+    monkeypatch.setattr(spec_pkg, "parse_spec_text", lambda text, source: parsed.append(source) or real(text, source))
+    result = run_build(spec_file, out=tmp_path / "b", dry_run=True, progress=False)
+    assert parsed == [str(spec_file)]
+    assert result.name and not (tmp_path / "b").exists()

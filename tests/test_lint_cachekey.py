@@ -40,6 +40,6 @@ def test_an_exported_key_in_a_script_warns_and_the_argv_fix_does_not_advise_it(r
 
 def test_the_data_names_every_pinned_release():
     from tqdeploy.lint.rules.cachekey import api_key_in_compile_key
-    from tqdeploy.lint.schema import available_versions
+    from tqdeploy.vllmfacts.schema import available_versions
 
     assert {v: api_key_in_compile_key(v) for v in available_versions()} == {"0.25.0": True, "0.32.0": False}

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tqdeploy.errors import TQError
-from tqdeploy.lint.schema import available_versions, load_schema
+from tqdeploy.vllmfacts.schema import available_versions, load_schema
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_DIR = REPO / "checks" / "vllm-schema"

@@ -23,7 +23,7 @@ from tqdeploy.spec import load_spec
 
 def _build(tmp_path: Path, embedded: str = "tiny-cpu-demo") -> Path:
     out = tmp_path / "build"
-    write_build(out, render_files(load_spec(embedded=embedded, check_vllm_flags=False)))
+    write_build(out, render_files(load_spec(embedded=embedded)))
     return out
 
 
@@ -134,7 +134,7 @@ def test_a_volume_filled_for_another_build_is_tq441(tmp_path):
 def test_the_fingerprint_follows_what_the_caches_depend_on():
     from tqdeploy.render.fingerprint import cache_fingerprint
 
-    spec = load_spec(embedded="tiny-cpu-demo", check_vllm_flags=False)
+    spec = load_spec(embedded="tiny-cpu-demo")
     first = cache_fingerprint(spec)
     spec.data["vllm"]["max_model_len"] = 256
     second = cache_fingerprint(spec)
@@ -170,7 +170,7 @@ def _warmup(tmp_path: Path, **extra: str) -> tuple[subprocess.CompletedProcess, 
     spec_file = tmp_path / "tqdeploy.toml"
     spec_file.write_text(embedded_spec_path("tiny-cpu-demo").read_text().replace("port = 8000", f"port = {port}"))
     build = tmp_path / "build"
-    write_build(build, render_files(load_spec(spec_file, check_vllm_flags=False)))
+    write_build(build, render_files(load_spec(spec_file)))
     model = tmp_path / "model"
     model.mkdir()
     (model / "config.json").write_text("{}")

@@ -95,7 +95,7 @@ def _built(tmp: Path, embedded: str = "tiny-cpu-demo") -> Path:
     from tqdeploy.spec import load_spec
 
     out = tmp / "b"
-    write_build(out, render_files(load_spec(embedded=embedded, check_vllm_flags=False)))
+    write_build(out, render_files(load_spec(embedded=embedded)))
     return out
 
 
@@ -1053,7 +1053,7 @@ def _key_build(tmp: Path) -> Path:
     from tqdeploy.spec import load_spec
 
     out = tmp / "b"
-    write_build(out, render_files(load_spec(spec, check_vllm_flags=False)))
+    write_build(out, render_files(load_spec(spec)))
     (out / "secrets").mkdir(exist_ok=True)
     (out / "secrets" / "key").unlink(missing_ok=True)
     return out

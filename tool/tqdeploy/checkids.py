@@ -1,8 +1,7 @@
 """Every id a user sees is a TQ id with a page in checks/docs/ (`tqdeploy explain ID`).
 
-model.compat's rules report a code (TP_HEADS, TQ_HYBRID_BUG, ...) and no id: the doctor stamps them as its
-TQ203-TQ206 checks and lint as TQ340-TQ343. `plan` runs the same rules against a host, as the doctor's
-checks do, so it reports them under the doctor's ids; the code stays in the evidence. The false-advice
+model.compat's rules report a code (TP_HEADS, TQ_HYBRID_BUG, ...) and no id: which check reports each is
+tqdeploy.model.checkcodes (plan reads it too); `explain CODE` shows that check's page. The false-advice
 catalogue's entries (FA001, ...) are reported by lint as TQ310; `explain FA001` shows the entry itself.
 """
 
@@ -10,24 +9,9 @@ from __future__ import annotations
 
 import re
 
-# compat code prefix -> (the doctor check that runs that rule, its area)
-_COMPAT_CHECKS = {
-    "TP_": ("TQ203", "model"),
-    "MML_": ("TQ204", "model"),
-    "TQ_": ("TQ205", "model"),
-    "WEIGHTS_": ("TQ206", "model"),
-    "held-memory": ("TQ107", "gpu"),  # plan.host.held_memory_problem: TQ107's rule on a planned host
-}
+from tqdeploy.model.checkcodes import check_for_code
 
 ADVICE_ID = re.compile(r"FA\d{3}")
-
-
-def check_for_code(code: str) -> tuple[str, str] | None:
-    """(TQ id, area) of the check that reports a compat rule's code, or None for a code no check runs."""
-    for prefix, found in _COMPAT_CHECKS.items():
-        if code.startswith(prefix):
-            return found
-    return None
 
 
 def is_compat_code(name: str) -> bool:

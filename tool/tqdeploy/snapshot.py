@@ -14,6 +14,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.safeio import FileRefused, read_bytes
+from tqdeploy.snapshot_types import check_sections, check_type
+
 SCHEMA = "tqdeploy.snapshot/1"
 SNAPSHOT_LIMIT = 16 << 20  # a recorded 8-GPU host is ~200 KiB
 UNLIMITED = (-1,)  # rlimits: RLIM_INFINITY is recorded as -1 (probe/system.py)
@@ -76,45 +81,17 @@ class HostSnapshot:
         for name, value in kwargs.items():
             _check_shape(name, value, known[name])
             _check_numbers(value, name, allowed=UNLIMITED if name == "limits" else ())
-        from tqdeploy.snapshot_types import check_sections
 
         check_sections(kwargs)
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
         return cls(**kwargs)
 
     def save(self, path: str | Path) -> None:
-        from tqdeploy.fsutil import atomic_write_text
-
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n")
 
     @classmethod
-    def _from_bundle(cls, path: Path) -> HostSnapshot:
-        """The same schema check as for a snapshot file, with messages that name the bundle."""
-        from tqdeploy.bundle.replay import snapshot_from_bundle
-        from tqdeploy.errors import TQError
-
-        data = snapshot_from_bundle(path)
-        if data.get("schema") != SCHEMA:
-            raise TQError(f"the snapshot in bundle {path} is not a {SCHEMA} document", "record a new bundle")
-        try:
-            return cls.from_dict(data)
-        except (TypeError, ValueError, AttributeError) as exc:
-            raise TQError(
-                f"the snapshot in bundle {path} has a malformed section ({exc})", "record a new bundle"
-            ) from None
-
-    @classmethod
     def load(cls, path: str | Path) -> HostSnapshot:
-        from tqdeploy.errors import TQError
-
         p = Path(path)
-        from tqdeploy.bundle.replay import is_bundle
-
-        # A support bundle (`tqdeploy bundle`): replay the snapshot recorded inside it. is_file first: opening
-        # a FIFO to look at its magic bytes would block.
-        if p.is_file() and is_bundle(p):
-            return cls._from_bundle(p)
-        from tqdeploy.safeio import FileRefused, read_bytes
 
         if not p.exists():
             raise TQError(
@@ -185,8 +162,6 @@ def _build(cls, data: dict[str, Any]):
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
     from typing import get_type_hints
-
-    from tqdeploy.snapshot_types import check_type
 
     known = {f.name: f for f in fields(cls)}
     hints = get_type_hints(cls)

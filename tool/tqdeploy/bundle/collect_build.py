@@ -89,7 +89,7 @@ def collect_plan(ctx: BundleContext) -> dict[str, Any]:
     build_dir = ctx.need_build_dir()
     if not (build_dir / SPEC_FILE_NAME).is_file():
         raise Absent("no tqdeploy.toml in the build directory")
-    spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
+    spec = load_spec(build_dir / SPEC_FILE_NAME)
     snapshot = HostSnapshot.from_dict(ctx.scratch.get("snapshot") or {})
     if not any(g.memory_total for g in snapshot.gpus):
         raise Absent("the host snapshot lists no GPU to plan for")

@@ -1,10 +1,17 @@
-"""The host snapshot inside a bundle, so `tqdeploy doctor --snapshot bundle.tar.gz` replays the doctor."""
+"""The host snapshot inside a bundle, so `tqdeploy doctor --snapshot bundle.tar.gz` replays the doctor.
+
+`load_host_snapshot` is what every `--snapshot FILE` reads: a bundle or a snapshot JSON file. The bundle's tar
+format stays here, in bundle/; HostSnapshot (tqdeploy.snapshot) reads JSON only.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.snapshot import SCHEMA, HostSnapshot
 
 SNAPSHOT_MEMBER = "host/snapshot.json"
 
@@ -21,7 +28,6 @@ def is_bundle(path: str | Path) -> bool:
 def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
     """The raw host snapshot (tqdeploy.snapshot/1) recorded in a bundle, as a dict."""
     from tqdeploy.bundle.archive import read_archive
-    from tqdeploy.errors import TQError
 
     p = Path(path)
     try:
@@ -38,3 +44,18 @@ def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
     except ValueError as exc:
         raise TQError(f"{SNAPSHOT_MEMBER} in bundle {p} is not JSON ({exc})", "record a new bundle") from None
     return data if isinstance(data, dict) else {}
+
+
+def load_host_snapshot(path: str | Path) -> HostSnapshot:
+    """The snapshot that `--snapshot FILE` names: replayed from a support bundle (`tqdeploy bundle`), else read
+    from a snapshot JSON file. is_file first: opening a FIFO to look at its magic bytes would block."""
+    p = Path(path)
+    if not (p.is_file() and is_bundle(p)):
+        return HostSnapshot.load(p)
+    data = snapshot_from_bundle(p)  # the same schema check as for a snapshot file, with messages that name the bundle
+    if data.get("schema") != SCHEMA:
+        raise TQError(f"the snapshot in bundle {p} is not a {SCHEMA} document", "record a new bundle")
+    try:
+        return HostSnapshot.from_dict(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise TQError(f"the snapshot in bundle {p} has a malformed section ({exc})", "record a new bundle") from None

@@ -42,6 +42,7 @@ def doctor(
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
+    from tqdeploy.bundle.replay import load_host_snapshot
     from tqdeploy.doctor.run import run_doctor
     from tqdeploy.output import emit
     from tqdeploy.pins import DEFAULT_VLLM_VERSION
@@ -59,6 +60,7 @@ def doctor(
         command_file=file,
         force=force,
         api_key_file=api_key_file,
+        read_snapshot=load_host_snapshot,
     )
     emit(result, as_json)
     return result.exit_code

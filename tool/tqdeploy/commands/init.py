@@ -38,13 +38,13 @@ def init(
 ) -> int:
     """Write a commented deployment spec (defaults from the model's config and this host)."""
     from tqdeploy.output import emit
-    from tqdeploy.spec.init_spec import make_init_text, write_init
+    from tqdeploy.plan.init_spec import make_init_text, write_init
 
     host = None
     if snapshot is not None:
-        from tqdeploy.snapshot import HostSnapshot
+        from tqdeploy.bundle.replay import load_host_snapshot
 
-        host = HostSnapshot.load(snapshot)
+        host = load_host_snapshot(snapshot)
     elif not no_probe:
         from tqdeploy.probe import collect
 

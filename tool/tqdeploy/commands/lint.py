@@ -62,7 +62,9 @@ def _host(snapshot: Path | None, gpu: str | None, count: int):
     from tqdeploy.snapshot import GPU, HostSnapshot
 
     if snapshot is not None:
-        return HostSnapshot.load(snapshot)
+        from tqdeploy.bundle.replay import load_host_snapshot
+
+        return load_host_snapshot(snapshot)
     if gpu is None:
         return None
     from tqdeploy.plan.gpus import gpu_by_name

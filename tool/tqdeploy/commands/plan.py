@@ -67,7 +67,9 @@ def plan(
             "--min-concurrency": min_concurrency,
         },
     )
-    host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus)
+    from tqdeploy.bundle.replay import load_host_snapshot
+
+    host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus, read_snapshot=load_host_snapshot)
     facts = load_model_facts(model)
     if max_model_len is None:
         from tqdeploy.model.compat import config_max_model_len

@@ -108,7 +108,7 @@ def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
         return None
     from tqdeploy.spec import load_spec
 
-    spec = load_spec(path, check_vllm_flags=False)
+    spec = load_spec(path)
     srv = spec["server"]
     root = f"http://{_local_address(srv['host'])}:{srv['port']}"
     return root, spec["model"]["served_name"], srv["api_key_file"]

@@ -11,11 +11,13 @@ problem is reported twice.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.doctor.report import DoctorResult
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.snapshot import HostSnapshot
 
 FAIL_ON = ("error", "warn")
 
@@ -66,18 +68,20 @@ def run_doctor(
     command_file: Path | None = None,
     force: bool = False,
     api_key_file: Path | None = None,
+    read_snapshot: Callable[[Path], HostSnapshot] | None = None,
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
-    command / command_file: the launch command itself, linted (TQ3xx) and read for the same values."""
+    command / command_file: the launch command itself, linted (TQ3xx) and read for the same values;
+    read_snapshot: how --snapshot FILE is read (the command passes bundle.replay.load_host_snapshot, which also
+    replays a bundle); HostSnapshot.load (JSON only) by default."""
     from tqdeploy.doctor.registry import CheckContext, run_checks
-    from tqdeploy.snapshot import HostSnapshot
 
     validate_options(vllm_version, fail_on, image_cuda)
     if snapshot_out is not None:
         check_snapshot_out(snapshot_out, force)
     model_facts, model_error = _load_model(model) if model else (None, None)
     if snapshot is not None:
-        host = HostSnapshot.load(snapshot)
+        host = (read_snapshot or HostSnapshot.load)(snapshot)
         source = f"snapshot {snapshot}"
     else:
         from tqdeploy.probe import collect

@@ -23,8 +23,12 @@ from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
-from tqdeploy.fsutil import exclusive_dir
+from tqdeploy.fsutil import atomic_write_text, exclusive_dir
+from tqdeploy.idents import REVISION_RE, check_no_control
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
+from tqdeploy.runtime.deployment import spec_model_dir
+from tqdeploy.safeio import MIB, FileRefused, read_bytes
+from tqdeploy.spec import load_spec
 
 BUILD_WAIT_S = 30.0  # how long a finished download waits for a build writing into the same directory
 
@@ -56,7 +60,6 @@ PASS_A_LOCK = f"pass the {LOCK_NAME} that `tqdeploy build` wrote, or its build d
 def _read(path: Path) -> dict[str, Any]:
     # A lock by its own name that is broken is rebuilt; any other file was simply the wrong one to pass.
     fix = "re-run `tqdeploy build` to rewrite it" if path.name == LOCK_NAME else PASS_A_LOCK
-    from tqdeploy.safeio import MIB, FileRefused, read_bytes
 
     if not path.exists():
         raise TQError(f"{path} not found", PASS_A_LOCK)
@@ -86,7 +89,6 @@ def open_build_lock(path: Path) -> BuildLock:
             "drop --lock: nothing is downloaded for a local model",
         )
     lock = BuildLock(path, str(model["repo"]), str(model.get("revision") or ""))
-    from tqdeploy.idents import REVISION_RE, check_no_control
 
     check_no_control(f"{path}: pins.model.repo", lock.repo, "re-run `tqdeploy build` to rewrite the lock")
     if lock.revision and not REVISION_RE.match(lock.revision):
@@ -136,15 +138,13 @@ def find_build_lock(dest: Path, on_event: Callable[[str], None]) -> BuildLock | 
     build_dir = next((p for p in dest.parents if (p / LOCK_NAME).is_file()), None)
     if build_dir is None:
         return None
-    from tqdeploy.spec import load_spec
 
     try:
         lock = open_build_lock(build_dir / LOCK_NAME)
-        spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
+        spec = load_spec(build_dir / SPEC_FILE_NAME)
     except TQError as err:
         on_event(f"commit not recorded in {build_dir / LOCK_NAME}: {err.message}")
         return None
-    from tqdeploy.runtime.deployment import spec_model_dir
 
     served = spec_model_dir(spec, build_dir)
     if served.resolve() != dest.resolve():
@@ -170,8 +170,6 @@ def record_commit(lock: BuildLock, repo: str, revision: str, commit: str, manife
 
 
 def _record(lock: BuildLock, repo: str, revision: str, commit: str, manifest_path: Path) -> LockRecord:
-    from tqdeploy.fsutil import atomic_write_text
-
     data = _read(lock.path)
     now = BuildLock(lock.path, str(data["pins"]["model"].get("repo")), str(data["pins"]["model"].get("revision")))
     require_match(now, repo, revision)

@@ -87,7 +87,7 @@ def run_download(
     this repo and revision (checked before anything is fetched). Without it and with ``find_lock``, the
     lock of the build whose models dir ``dest`` is gets it (buildlock.find_build_lock).
     """
-    from tqdeploy.download.urls import check_hf_endpoint_env
+    from tqdeploy.net.urls import check_hf_endpoint_env
 
     check_hf_endpoint_env()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import is_offline_mode

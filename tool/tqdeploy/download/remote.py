@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
-from tqdeploy.download.urls import check_endpoint, shown_url
 from tqdeploy.errors import EXIT_FINDINGS, TQError
+from tqdeploy.net.urls import check_endpoint, shown_url
 
 
 def public_endpoint(url: str) -> str:
@@ -46,7 +46,7 @@ def list_repo(
         RevisionNotFoundError,
     )
 
-    from tqdeploy.download.urls import redact_hub_logs
+    from tqdeploy.net.urls import redact_hub_logs
 
     redact_hub_logs()
 

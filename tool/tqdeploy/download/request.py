@@ -68,7 +68,7 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
 
     if Path(spec_file).is_dir():  # `--spec build/default`: the build's own copy of its spec
         spec_file = Path(spec_file) / SPEC_FILE_NAME
-    spec = load_spec(spec_file, check_vllm_flags=False)  # download needs [model] and [storage] only
+    spec = load_spec(spec_file)
     model = spec["model"]
     if not model["repo"]:
         raise TQError(

@@ -71,7 +71,7 @@ class VerifyReport:
         --verify was given): without them it would try the default endpoint, which may be unreachable."""
         import shlex
 
-        from tqdeploy.download.urls import shown_url
+        from tqdeploy.net.urls import shown_url
 
         m = self.manifest
         mirrors = "".join(f" --mirror {shlex.quote(shown_url(u))}" for u in self.mirrors)
@@ -92,7 +92,7 @@ def verify_dir(
     the endpoints recorded in the manifest) answers, so an edited manifest cannot hide a bad file.
     """
     from tqdeploy.download.model_download import resolve_token
-    from tqdeploy.download.urls import check_hf_endpoint_env
+    from tqdeploy.net.urls import check_hf_endpoint_env
 
     check_hf_endpoint_env()  # a bad URL is exit 2 before any hashing, not after
     mirrors = [normalize_endpoint(m) for m in mirrors] if mirrors else None

@@ -14,8 +14,20 @@ from __future__ import annotations
 
 import re
 
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.lint.report import LintReport, apply_edits, lint_finding
+from tqdeploy.lint.catalogue import match_text
+from tqdeploy.lint.command import Invocation, find_invocation
+from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
+from tqdeploy.lint.registry import VLLM_KINDS, LintContext
+from tqdeploy.lint.report import LintReport, apply_edits, lint_finding, shell_join
+from tqdeploy.lint.rules import run_rules
+from tqdeploy.lint.script import find_command
+from tqdeploy.lint.secrets import secret_values
+from tqdeploy.lint.validate import expand_shell_value, parse_vllm_args
+from tqdeploy.pins import DEFAULT_VLLM_VERSION
+from tqdeploy.safeio import MIB, FileRefused, read_bytes
+from tqdeploy.vllmfacts.schema import available_versions, load_schema
 
 __all__ = ["lint_command", "lint_script", "lint_source", "LintReport"]
 
@@ -23,9 +35,6 @@ __all__ = ["lint_command", "lint_script", "lint_source", "LintReport"]
 def target_version(vllm_version: str | None, inv) -> tuple[str, list[Finding]]:
     """The vLLM release whose schema the command is checked against, and a TQ311 finding when the
     image's own release has no schema here."""
-    from tqdeploy.lint.schema import available_versions
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
     if vllm_version:
         return vllm_version.lstrip("v"), []
     image_version = inv.image_version
@@ -58,14 +67,7 @@ def _lint(
     live: bool | None,
     variables: dict[str, str] | None = None,
 ) -> LintReport:
-    from tqdeploy.errors import TQError
     from tqdeploy.lint import catalogue
-    from tqdeploy.lint.command import find_invocation
-    from tqdeploy.lint.registry import VLLM_KINDS, LintContext
-    from tqdeploy.lint.rules import run_rules
-    from tqdeploy.lint.schema import load_schema
-    from tqdeploy.lint.secrets import secret_values
-    from tqdeploy.lint.validate import parse_vllm_args
 
     inv = find_invocation(argv)
     for name, value in extra_env.items():
@@ -105,8 +107,6 @@ def _lint(
 
 
 def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
-    from tqdeploy.lint.validate import expand_shell_value
-
     values: dict[str, str] = {}
     for occ in parsed.occurrences:
         if occ.values:
@@ -136,7 +136,6 @@ def lint_command(
     wrapped = _shell_wrapper(list(argv))
     if wrapped is None:
         return _lint(list(argv), " ".join(argv), {}, vllm_version=vllm_version, model=model, host=host, live=live)
-    from tqdeploy.lint.report import shell_join
 
     prefix, inner = wrapped
     report = _lint(inner, argv[2], {}, vllm_version=vllm_version, model=model, host=host, live=live)
@@ -174,8 +173,6 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
     """Lint a command given as argv or the vLLM command in a script file (exactly one of them)."""
     from pathlib import Path
 
-    from tqdeploy.errors import TQError
-
     argv = list(argv or [])
     if file is not None and argv:
         raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
@@ -202,8 +199,6 @@ def build_lock_vllm_version(script) -> str | None:
     beside it, or it does not name a version."""
     import json
     import re
-
-    from tqdeploy.safeio import MIB, FileRefused, read_bytes
 
     lock = script.parent / "tqdeploy.lock.json"
     if not lock.is_file():
@@ -236,14 +231,6 @@ def python_c_snippet(argv: list[str]) -> str | None:
 
 def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:
     """Lint the LLM(...) / EngineArgs(...) / AsyncEngineArgs(...) calls of a Python snippet (TQ315)."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.lint.command import Invocation
-    from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
-    from tqdeploy.lint.registry import LintContext
-    from tqdeploy.lint.rules import run_rules
-    from tqdeploy.lint.schema import load_schema
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
     version = (vllm_version or DEFAULT_VLLM_VERSION).lstrip("v")
     calls = find_calls(text, name)
     if not calls:
@@ -280,8 +267,6 @@ def read_script(path) -> str:
     import os
     import stat
 
-    from tqdeploy.errors import TQError
-
     fix = "pass a launch script (a regular text file of at most 1 MiB)"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -312,9 +297,6 @@ def lint_script(
 ) -> LintReport:
     """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too.
     name (e.g. the file's path) is what an error about the script calls it."""
-    from tqdeploy.lint.catalogue import match_text
-    from tqdeploy.lint.script import find_command
-
     cmd = find_command(text)
     if cmd is None and not match_text(text):
         from tqdeploy.errors import TQError

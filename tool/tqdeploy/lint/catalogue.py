@@ -15,10 +15,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.command import Invocation
 from tqdeploy.lint.report import lint_finding
-from tqdeploy.lint.schema import normalize
+from tqdeploy.resources import data_dir
+from tqdeploy.vllmfacts.schema import normalize
 
 CATALOGUE_ID = "tqdeploy.false-advice/1"
 FINDING_ID = "TQ310"
@@ -39,9 +41,6 @@ class Entry:
 
 @lru_cache(maxsize=1)
 def load_catalogue() -> tuple[Entry, ...]:
-    from tqdeploy.errors import TQError
-    from tqdeploy.resources import data_dir
-
     path = data_dir("checks") / "false_advice.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tqdeploy.findings import Finding
-from tqdeploy.lint.schema import Option
+from tqdeploy.vllmfacts.schema import Option
 
 
 @dataclass

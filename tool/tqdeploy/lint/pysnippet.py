@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.report import lint_finding
+from tqdeploy.resources import data_dir
 
 SCHEMA_ID = "tqdeploy.vllm-python-api/1"
 CALLABLES = ("LLM", "EngineArgs", "AsyncEngineArgs")
@@ -32,8 +33,6 @@ class Call:
 
 
 def load_api(version: str) -> dict[str, dict]:
-    from tqdeploy.resources import data_dir
-
     folder = data_dir("checks") / "vllm-python-api"
     path = folder / f"{version}.json"
     if not path.is_file():

@@ -14,9 +14,10 @@ from functools import cached_property
 from typing import Any
 
 from tqdeploy.findings import Finding
+from tqdeploy.lint import catalogue
 from tqdeploy.lint.command import Invocation
 from tqdeploy.lint.parsed import ParsedArgs
-from tqdeploy.lint.schema import VllmSchema
+from tqdeploy.vllmfacts.schema import VllmSchema
 
 VLLM_KINDS = ("vllm-serve", "api-server", "docker")  # forms whose arguments are vLLM's own
 DOCKER_KINDS = ("docker", "docker-other")
@@ -42,8 +43,6 @@ class LintContext:
     @cached_property
     def advice(self) -> list[Finding]:
         """False-advice entries about vLLM's arguments (TQ310); they replace generic parser findings."""
-        from tqdeploy.lint import catalogue
-
         if self.inv.kind not in VLLM_KINDS:
             return []
         opts = self.schema.options.values()

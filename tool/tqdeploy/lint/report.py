@@ -8,6 +8,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.output import SEVERITY_STYLE, make_console
 
 SCHEMA = "tqdeploy.lint/1"
 # vLLM option dest -> how serving_values() reads its value.
@@ -156,8 +157,6 @@ class LintReport:
 
     def render(self, console=None) -> None:
         from rich.text import Text
-
-        from tqdeploy.output import SEVERITY_STYLE, make_console
 
         console = console or make_console()
         data = self.to_dict()

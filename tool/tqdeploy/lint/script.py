@@ -12,6 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
+from tqdeploy.errors import TQError
 from tqdeploy.lint.command import Invocation, find_invocation
 
 _OPERATORS = {"&&", "||", "|", ";", "&", ";;"}
@@ -47,8 +48,6 @@ def logical_lines(text: str) -> list[tuple[int, str]]:
 
 
 def _split(line: str, where: int) -> list[str]:
-    from tqdeploy.errors import TQError
-
     try:
         # `#` starts a comment only at the start of an unquoted word (a#b is one word): find it on the
         # raw words (quotes kept), then split what precedes it the POSIX way.

@@ -14,8 +14,8 @@ import re
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.parsed import Occurrence, ParsedArgs
 from tqdeploy.lint.report import lint_finding
-from tqdeploy.lint.schema import Option, VllmSchema, available_versions, load_schema, normalize
 from tqdeploy.suggest import closest, use_hint
+from tqdeploy.vllmfacts.schema import Option, VllmSchema, available_versions, load_schema, normalize
 
 _NEGATIVE_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
 _TRUE = {"true", "1", "yes", "on"}

@@ -11,15 +11,16 @@ from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.model.hub import fetch_config, fetch_weight_bytes, parse_repo_ref
+from tqdeploy.model.jsonfile import read_json_file
+from tqdeploy.model.reader import build_facts
+from tqdeploy.model.tqhint import parse_hint
 
 __all__ = ["ModelFacts", "load_model_facts", "facts_from_config"]
 
 
 def facts_from_config(config: dict, source: str = "<config>", config_path: str = "config.json") -> ModelFacts:
     """ModelFacts from an already parsed config.json (no weights: weight_bytes stays None)."""
-    from tqdeploy.model.reader import build_facts
-    from tqdeploy.model.tqhint import parse_hint
-
     facts = build_facts(config, source, config_path)
     raw = config.get("turbo_quant_config")
     if raw is None and isinstance(config.get("text_config"), dict):
@@ -30,8 +31,6 @@ def facts_from_config(config: dict, source: str = "<config>", config_path: str =
 
 
 def _read_local_config(model_dir: Path) -> dict:
-    from tqdeploy.model.jsonfile import read_json_file
-
     path = model_dir / "config.json"
     if not path.exists():
         raise TQError(f"{model_dir} has no config.json", "point --model at a Hugging Face checkpoint folder")
@@ -57,7 +56,6 @@ def load_model_facts(source: str) -> ModelFacts:
             f"model {source!r} is neither an existing folder nor REPO@REV",
             "pass a checkpoint folder, or a Hub repo pinned to a revision: REPO@REV",
         )
-    from tqdeploy.model.hub import fetch_config, fetch_weight_bytes, parse_repo_ref
 
     repo, rev = parse_repo_ref(source)
     facts = facts_from_config(fetch_config(repo, rev), source, f"{repo}@{rev}/config.json")

@@ -10,6 +10,9 @@ from packaging.version import InvalidVersion, Version
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.model.tqdata import turboquant_table
+from tqdeploy.model.weights import estimate_weight_bytes
+from tqdeploy.units import GiB as gib
 
 
 def problem(severity: Severity, code: str, message: str, fix: str, flag: str | None = None) -> Finding:
@@ -217,8 +220,6 @@ def turboquant_problems(
 ) -> list[Finding]:
     """TurboQuant rules (checks/turboquant.json, FACTS TurboQuant section); [] for other dtypes.
     serving_dtype is vLLM's --dtype (None = auto)."""
-    from tqdeploy.model.tqdata import turboquant_table
-
     if not kv_cache_dtype.startswith("turboquant_"):
         return []
     t = turboquant_table()
@@ -331,13 +332,10 @@ def weights_fit_problems(
     facts: ModelFacts, tp: int, gpu_memory_bytes: int, gpu_memory_utilization: float
 ) -> list[Finding]:
     """Weights per GPU against the memory vLLM may use (total x gpu_memory_utilization)."""
-    from tqdeploy.plan.budget import estimate_weight_bytes
-
     exact = facts.weight_bytes is not None
     total = facts.weight_bytes if facts.weight_bytes is not None else estimate_weight_bytes(facts)
     per_gpu = -(-total // max(tp, 1))
     usable = int(gpu_memory_bytes * gpu_memory_utilization)
-    from tqdeploy.units import GiB as gib
 
     how = "" if exact else " (estimated from config.json)"
     if per_gpu >= usable:

@@ -13,14 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
-from tqdeploy.model.jsonfile import MAX_CONFIG_BYTES
+from tqdeploy.idents import REVISION_RE, check_no_control
+from tqdeploy.model.jsonfile import MAX_CONFIG_BYTES, parse_json, read_regular
+from tqdeploy.model.safetensors_meta import bytes_by_dtype
+from tqdeploy.net.urls import check_hf_endpoint_env, redact_hub_logs, shown_url
 
 _REPO_RE = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+\Z")
 
 
 def parse_repo_ref(source: str) -> tuple[str, str]:
-    from tqdeploy.idents import REVISION_RE, check_no_control
-
     check_no_control("model", source, "pass a checkpoint folder or e.g. Qwen/Qwen3.6-27B@<commit sha or tag>")
     repo, _, rev = source.partition("@")
     if not _REPO_RE.match(repo) or not REVISION_RE.match(rev):
@@ -33,14 +34,10 @@ def parse_repo_ref(source: str) -> tuple[str, str]:
 
 def _endpoint() -> str:
     """HF_ENDPOINT checked like a --mirror (an unparsable one is exit 2, shown without credentials)."""
-    from tqdeploy.download.urls import check_hf_endpoint_env
-
     return check_hf_endpoint_env() or "https://huggingface.co"
 
 
 def _shown_endpoint() -> str:
-    from tqdeploy.download.urls import shown_url
-
     return shown_url(_endpoint())
 
 
@@ -97,15 +94,12 @@ def fetch_config(repo: str, rev: str) -> dict[str, Any]:
     from huggingface_hub import hf_hub_download
     from huggingface_hub.utils import disable_progress_bars
 
-    from tqdeploy.download.urls import redact_hub_logs
-
     redact_hub_logs()
     disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
     try:
         path = hf_hub_download(repo, "config.json", revision=rev, endpoint=endpoint)
     except Exception as exc:  # huggingface_hub raises many transport types; all mean "not fetched"
         raise _unreachable(repo, rev, exc) from None
-    from tqdeploy.model.jsonfile import parse_json, read_regular
 
     fix = "check the repository"
     return parse_json(read_regular(Path(path), MAX_CONFIG_BYTES, fix), f"config.json of {repo}@{rev}", fix)
@@ -116,8 +110,6 @@ def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int],
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     from huggingface_hub import HfApi
 
-    from tqdeploy.download.urls import redact_hub_logs
-
     redact_hub_logs()
     try:
         meta = HfApi(endpoint=endpoint).get_safetensors_metadata(repo, revision=rev)
@@ -125,7 +117,6 @@ def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int],
         if "NotASafetensorsRepo" in type(exc).__name__:
             return None, {}, None
         raise _unreachable(repo, rev, exc) from None
-    from tqdeploy.model.safetensors_meta import bytes_by_dtype
 
     per: dict[str, int] = {}
     for name, fmeta in meta.files_metadata.items():

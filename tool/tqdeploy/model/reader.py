@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy.errors import TQError
-from tqdeploy.model.facts import ModelFacts, _int, _moe, _quantization, _sliding_kinds, layer_kinds
+from tqdeploy.model.facts import (
+    ModelFacts,
+    _int,
+    _moe,
+    _quantization,
+    _sliding_kinds,
+    dtype_size,
+    layer_kinds,
+    text_config,
+)
 
 
 def build_facts(config: Any, source: str, config_path: str = "config.json") -> ModelFacts:
     """Read the architecture facts from a config.json dict; TQError naming the file when unusable."""
-    from tqdeploy.model.facts import text_config
-
     if not isinstance(config, dict):
         raise TQError(f"{config_path} is not a JSON object", "point --model at a Hugging Face checkpoint folder")
     cfg = text_config(config)
@@ -155,8 +162,6 @@ _STRICT = (
 
 def _checked_dtype(value: Any, config_path: str) -> str:
     """torch_dtype as a name the sizing knows ("bfloat16", "torch.float16", ...), or one line naming the key."""
-    from tqdeploy.model.facts import dtype_size
-
     name = value.replace("torch.", "") if isinstance(value, str) else None
     try:
         if name is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, open_regular, parse_json, read_json_file
 
 MAX_HEADER_BYTES = 100 * 1024 * 1024  # the format's own limit on the header
 _FIX = "re-download the file"
@@ -55,8 +56,6 @@ def bytes_by_dtype(header: dict[str, Any], where: str, data_bytes: int | None = 
 
 def read_header(path: Path) -> tuple[dict[str, Any], int]:
     """(parsed header, size of the data section) of a local safetensors file; regular files only."""
-    from tqdeploy.model.jsonfile import open_regular, parse_json
-
     fd = open_regular(path, _FIX)
     try:
         with os.fdopen(fd, "rb") as fh:
@@ -141,8 +140,6 @@ def _index_total_size(index: Path, data: dict[str, Any]) -> int | None:
 
 def local_weight_bytes(model_dir: Path) -> tuple[int | None, dict[str, int], str | None]:
     """(total bytes, bytes per dtype, how it was read) for a local checkpoint folder."""
-    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
-
     index = model_dir / "model.safetensors.index.json"
     if index.exists():
         data = read_json_file(index, MAX_INDEX_BYTES, "re-download the index file")

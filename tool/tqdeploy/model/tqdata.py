@@ -6,11 +6,11 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from tqdeploy.resources import data_dir
+
 
 @lru_cache(maxsize=1)
 def turboquant_table() -> dict[str, Any]:
-    from tqdeploy.resources import data_dir
-
     return json.loads((data_dir("checks") / "turboquant.json").read_text(encoding="utf-8"))
 
 

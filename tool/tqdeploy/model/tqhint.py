@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.model.tqdata import preset_for_bits, presets
 
 KNOWN_KEYS = ("preset", "key_bits", "value_bits", "skip_layers")
 FINDING_ID = "TQ202"  # the doctor check that reports them (checks/docs/TQ202.md)
@@ -25,8 +26,6 @@ def problem(severity: str, message: str, fix: str) -> Finding:
 
 def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[Finding]]:
     """(parsed hint or None, problems). Problems carry severity error or warn."""
-    from tqdeploy.model.tqdata import preset_for_bits, presets
-
     if raw is None:
         return None, []
     fix_shape = 'write {"preset": "turboquant_4bit_nc"} or {"key_bits": 4, "value_bits": 4}'

@@ -1,9 +1,11 @@
 """Talking HTTP to a deployment: one client (client.py), URL checks and redaction (urls.py), the checks of
-what a server answered (answers.py). Low in the layering: connect, runtime, profile and bundle import it.
+what a server answered (answers.py). Low in the layering: connect, runtime, profile and bundle import it, and
+model, spec, probe and download import its URL checks (a mirror's too).
 
 Public API:
   Client(base_url, key=None, label="--url")  .get / .post / .stream -> Answer / Stream, never raises
   check_url(url, label) -> url     redact_url(url) -> str (no user, password, secret query values)
+  check_endpoint(url, what) -> url (a mirror)     shown_url(text) -> str     redact_hub_logs()
   model_ids(answer) -> list[str] | None     key_refused_finding(answer, ...) -> Finding (TQ468)
 """
 

@@ -14,6 +14,8 @@ from functools import lru_cache
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.resources import data_dir
+from tqdeploy.suggest import closest
 
 # Families whose members differ in memory; what a bare family name could mean, for the message.
 NOT_LISTED = {"H100": "H100 PCIe", "A100": "A100 40GB", "B200": "B200", "RTX5090": "RTX 5090"}
@@ -21,8 +23,6 @@ NOT_LISTED = {"H100": "H100 PCIe", "A100": "A100 40GB", "B200": "B200", "RTX5090
 
 @lru_cache(maxsize=1)
 def gpu_catalog() -> dict[str, dict[str, Any]]:
-    from tqdeploy.resources import data_dir
-
     return json.loads((data_dir("checks") / "gpus.json").read_text(encoding="utf-8"))["gpus"]
 
 
@@ -53,7 +53,6 @@ def gpu_by_name(name: str) -> dict[str, Any]:
     snapshot_hint = "pass --snapshot FILE recorded on the host (tqdeploy doctor --snapshot-out)"
     if missing:
         raise TQError(f"{name!r}: {not_here}", snapshot_hint)
-    from tqdeploy.suggest import closest
 
     near = closest(name.strip(), list(catalog))
     raise TQError(

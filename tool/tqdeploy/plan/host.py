@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Severity
+from tqdeploy.model.compat import problem
+from tqdeploy.probe import collect
+from tqdeploy.snapshot import HostSnapshot
+from tqdeploy.units import GiB as gib
 
 if TYPE_CHECKING:
     from tqdeploy.findings import Finding
@@ -29,15 +35,12 @@ def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> Findin
     used = host.memory_used_bytes
     if not used:
         return None
-    from tqdeploy.units import GiB as gib
 
     free = host.memory_bytes - used
     wanted = gpu_memory_utilization * host.memory_bytes
     if free >= wanted:
         return None
     fits = max(0.0, free / host.memory_bytes - 0.01)
-    from tqdeploy.findings import Severity
-    from tqdeploy.model.compat import problem
 
     return problem(
         Severity.ERROR,
@@ -74,7 +77,15 @@ def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
     )
 
 
-def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: int | None = None) -> PlanHost:
+def resolve_host(
+    *,
+    snapshot: Path | None = None,
+    gpu: str | None = None,
+    gpus: int | None = None,
+    read_snapshot: Callable[[Path], HostSnapshot] | None = None,
+) -> PlanHost:
+    """read_snapshot: how --snapshot FILE is read (the command passes bundle.replay.load_host_snapshot, which
+    also replays a bundle); HostSnapshot.load (JSON only) by default."""
     if gpu and snapshot:
         raise TQError("--gpu and --snapshot both name the hardware", "pass one of them")
     if gpu:
@@ -88,11 +99,8 @@ def resolve_host(*, snapshot: Path | None = None, gpu: str | None = None, gpus: 
             tuple(entry["compute_capability"]),
             f"catalog ({entry['key']})",
         )
-    from tqdeploy.snapshot import HostSnapshot
-
     if snapshot:
-        return from_snapshot(HostSnapshot.load(snapshot), f"snapshot {snapshot}", gpus)
-    from tqdeploy.probe import collect
+        return from_snapshot((read_snapshot or HostSnapshot.load)(snapshot), f"snapshot {snapshot}", gpus)
 
     snap = collect(offline=True)
     if not [g for g in snap.gpus if g.memory_total]:

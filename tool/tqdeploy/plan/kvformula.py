@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 from tqdeploy.model.facts import ModelFacts
+from tqdeploy.model.tqdata import presets
 
 # vllm/config/cache.py CacheDType (vLLM 0.32.0), in its order.
 CACHE_DTYPES = (
@@ -61,8 +62,6 @@ def uses_packed_skip(kv_cache_dtype: str) -> bool:
 
 def turboquant_slot_bytes(kv_cache_dtype: str, head_dim: int) -> int:
     """Packed K+V bytes per head per token, rounded up to even (TurboQuantConfig.slot_size_aligned)."""
-    from tqdeploy.model.tqdata import presets
-
     p = presets()[kv_cache_dtype]
     if p["key_bits"] == 8:
         key = head_dim  # FP8 keys: one byte per element, no norm

@@ -8,10 +8,11 @@ from packaging.version import InvalidVersion, Version
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
+from tqdeploy.model import compat
 from tqdeploy.model.facts import ModelFacts
-from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
 from tqdeploy.plan.allocator import kv_capacity
-from tqdeploy.plan.budget import make_budget
+from tqdeploy.plan.budget import make_budget, scheduler_defaults
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
 from tqdeploy.plan.result import Plan, PlanRow
 from tqdeploy.suggest import use_hint
@@ -98,9 +99,6 @@ def make_plan(
     min_concurrency: float = 1.0,
     attention_backend: str | None = None,
 ) -> Plan:
-    from tqdeploy.model import compat
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
     tp = tp or num_gpus or 1
     if num_gpus is not None and tp > num_gpus:
         raise TQError(f"--tp {tp} needs {tp} GPUs but {num_gpus} are given", f"pass --gpus {tp} or a smaller --tp")
@@ -199,9 +197,6 @@ def make_plan(
 
 
 def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_caching, version, cc, backend) -> PlanRow:
-    from tqdeploy.model import compat
-    from tqdeploy.plan.budget import scheduler_defaults
-
     row = PlanRow(kv_cache_dtype=dtype, status="ok", availability=AVAILABILITY.get(dtype, ""))
     try:
         row.kv_bytes_per_token = kv_bytes_per_token(facts, dtype, tp, skips)

@@ -7,17 +7,12 @@ below the table as a numbered footnote (the same text once) instead of wrapping 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from tqdeploy.plan.result import Plan
+from tqdeploy.plan.rows import PlanRow, as_finding, flagged
 
 _NOTE_MIN = 10  # "warn TQ205" stays in its row at any width
 
 
 def _cells(row) -> tuple[list[str], str]:
-    from tqdeploy.plan.result import as_finding, flagged
-
     if row.status == "not_applicable":
         return ["-", "-", "-", "-"], row.reason
     shown = dict.fromkeys(f"{p.severity.value} {as_finding(p).id}" for p in flagged(row.problems))
@@ -27,15 +22,15 @@ def _cells(row) -> tuple[list[str], str]:
     return cells, note + ("" if row.exact else " (approximate)")
 
 
-def render_rows(console, plan: Plan) -> None:
+def render_rows(console, plan_rows: list[PlanRow], max_model_len: int, recommended: str | None) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
-    rows = [(r, *_cells(r)) for r in plan.rows]
-    headers = ["kv-cache-dtype", "bytes/\ntoken", "KV tokens", f"seqs @\n{plan.max_model_len:,}", "fixed/\nseq"]
+    rows = [(r, *_cells(r)) for r in plan_rows]
+    headers = ["kv-cache-dtype", "bytes/\ntoken", "KV tokens", f"seqs @\n{max_model_len:,}", "fixed/\nseq"]
     widths = [
-        max([len(r.kv_cache_dtype) for r in plan.rows] + [len(headers[0])]),
+        max([len(r.kv_cache_dtype) for r in plan_rows] + [len(headers[0])]),
         *(
             max([len(cells[i]) for _, cells, _ in rows] + [max(len(h) for h in headers[i + 1].split("\n"))])
             for i in range(4)
@@ -52,7 +47,7 @@ def render_rows(console, plan: Plan) -> None:
     for row, cells, note in rows:
         if len(note) > note_width:
             note = f"[{footnotes.setdefault(note, len(footnotes) + 1)}]"
-        name = Text(row.kv_cache_dtype, style="bold green" if row.kv_cache_dtype == plan.recommended else "")
+        name = Text(row.kv_cache_dtype, style="bold green" if row.kv_cache_dtype == recommended else "")
         table.add_row(name, *cells, Text(note, style="dim"))
     console.print(table)
     for text, number in footnotes.items():

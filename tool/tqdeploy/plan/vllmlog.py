@@ -6,23 +6,25 @@ Log lines (docs/facts.md, "vLLM: cold start, logs, metrics"; vLLM 0.25.0 and 0.3
   "GPU|CPU KV cache size: 16,403,232 tokens" + "Maximum concurrency for 32,768 tokens per request:
   500.59x" on the same or the next line (v1/core/kv_cache_utils.py)
   "Setting attention block size to N tokens" (platforms/interface.py), "non-default args: {...}".
+The patterns, each beside the vLLM source that prints it, are in tqdeploy.vllmfacts.logpatterns.
 The memory figure is printed with two decimals, so a plan from it is exact only to +-0.005 GiB.
 """
 
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import asdict, dataclass
 
+from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.units import GiB
-
-_AVAILABLE = re.compile(r"Available KV cache memory: ([\d.]+) GiB")
-_CPU_SET = re.compile(r"(?:Auto|Explicitly) set \(([\d.]+)/[\d.]+\) GiB for KV cache")
-_SIZE = re.compile(r"(GPU|CPU|XPU|TPU)[^:\n]* KV cache size: ([\d,]+) tokens")
-_CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-_BLOCK = re.compile(r"Setting attention block size to (\d+) tokens")
-_ARGS = re.compile(r"non-default args: (\{.*\})")
+from tqdeploy.vllmfacts.logpatterns import (
+    BLOCK_SIZE,
+    CPU_KV_GIB,
+    KV_MEMORY_GIB,
+    KV_TOKENS,
+    MAX_CONCURRENCY,
+    NON_DEFAULT_ARGS_DICT,
+)
 
 
 @dataclass
@@ -46,21 +48,21 @@ class LoggedKv:
 
 def parse_kv_log(text: str) -> LoggedKv:
     """The KV figures of one vLLM start; ValueError naming what is missing."""
-    mem = _AVAILABLE.search(text) or _CPU_SET.search(text)
-    size = _SIZE.search(text)
-    conc = _CONCURRENCY.search(text)
+    mem = KV_MEMORY_GIB.search(text) or CPU_KV_GIB.search(text)
+    size = KV_TOKENS.search(text)
+    conc = MAX_CONCURRENCY.search(text)
     missing = [
         n for n, m in (("KV cache memory", mem), ("KV cache size", size), ("maximum concurrency", conc)) if not m
     ]
     if mem is None or size is None or conc is None:
         raise ValueError(f"log has no {', '.join(missing)} line (did the engine reach KV cache allocation?)")
     args: dict = {}
-    if (a := _ARGS.search(text)) is not None:
+    if (a := NON_DEFAULT_ARGS_DICT.search(text)) is not None:
         try:
             args = ast.literal_eval(a.group(1))
         except (ValueError, SyntaxError):
             args = {}
-    blocks = _BLOCK.findall(text)
+    blocks = BLOCK_SIZE.findall(text)
     return LoggedKv(
         device=size.group(1),
         kv_memory_gib=float(mem.group(1)),
@@ -104,8 +106,6 @@ def calibrate(
     facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None, prefix_caching: bool | None = None
 ) -> Calibration:
     """Plan KV tokens for the KV memory a log reports and set them beside the logged token count."""
-    from tqdeploy.plan.allocator import kv_capacity
-
     logged = parse_kv_log(text)
     dtype = kv_cache_dtype or logged.kv_cache_dtype
     platform = "cpu" if logged.device == "CPU" else "cuda"

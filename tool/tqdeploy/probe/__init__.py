@@ -16,6 +16,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tqdeploy import __version__
+from tqdeploy.probe.cudalibs import probe_cuda_libs
+from tqdeploy.probe.docker_engine import probe_docker
+from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter, probe_nvml
+from tqdeploy.probe.topology import probe_topology
 from tqdeploy.snapshot import HostSnapshot
 
 
@@ -40,8 +45,6 @@ def collect(
     docker_client_factory: Callable[[], Any] | None = None,
 ) -> HostSnapshot:
     """Probe this host. ``nvml``: an NVML adapter (pynvml or a stand-in); None loads pynvml."""
-    from tqdeploy import __version__
-
     roots = roots or ProbeRoots()
     snap = HostSnapshot(recorded_at=datetime.now(UTC).isoformat(timespec="seconds"), tool_version=__version__)
 
@@ -83,9 +86,6 @@ def collect(
 
 
 def _probe_gpus(snap: HostSnapshot, nvml) -> None:
-    from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter, probe_nvml
-    from tqdeploy.probe.topology import probe_topology
-
     try:
         nv = nvml if nvml is not None else load_adapter()
         init_nvml(nv)
@@ -104,12 +104,8 @@ def _probe_gpus(snap: HostSnapshot, nvml) -> None:
 
 
 def _probe_docker(roots: ProbeRoots, factory):
-    from tqdeploy.probe.docker_engine import probe_docker
-
     return probe_docker(roots.root, client_factory=factory)
 
 
 def _probe_cuda_libs():
-    from tqdeploy.probe.cudalibs import probe_cuda_libs
-
     return probe_cuda_libs()

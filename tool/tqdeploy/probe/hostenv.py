@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.net.urls import shown_url
+
 MIRROR_TIMEOUT_S = 2.0
 
 
@@ -21,10 +23,8 @@ def hf_cache_dir(env: Mapping[str, str]) -> Path:
 
 
 def redact_url(url: str) -> str:
-    """A mirror or proxy URL with user:password@ and any ?query cut out (download.urls.shown_url, on
+    """A mirror or proxy URL with user:password@ and any ?query cut out (net.urls.shown_url, on
     tqdeploy.redact's URL pattern): never raises, also on a URL that does not parse (`http://u:p@[::1`)."""
-    from tqdeploy.download.urls import shown_url
-
     return shown_url(url)
 
 

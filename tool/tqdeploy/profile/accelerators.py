@@ -4,8 +4,8 @@ load (TQ436: the load against the disk's own O_DIRECT rate, disk.py) and the sta
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.profile import milestones as ms
 from tqdeploy.profile.startfacts import startup_plan_state, vllm_version
+from tqdeploy.vllmfacts import logpatterns as ms
 
 IO_BOUND = 0.7  # load rate / disk rate at or above which the disk is what the load waits on; below, the reader
 COLD = 0.5  # page-cache resident fraction below which the cache is "mostly cold"

@@ -12,8 +12,8 @@ from tqdeploy.runtime.logstamp import split
 def failed_start(log_text: str, build_dir: Path | None = None) -> Finding | None:
     """The finding for a start that failed before it was ready; None for a start that came up, or a log that
     ends while it is still starting without an error (cut short, not failed)."""
-    from tqdeploy.profile.milestones import MILESTONES
     from tqdeploy.runtime.classify import StartContext, classify_exit, classify_log, root_cause
+    from tqdeploy.vllmfacts.logpatterns import MILESTONES
 
     lines = [split(line)[1] for line in log_text.splitlines()]
     ready = next(m.pattern for m in MILESTONES if m.key == "app_ready")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tqdeploy.profile import milestones as ms
 from tqdeploy.units import GiB
+from tqdeploy.vllmfacts import logpatterns as ms
 
 if TYPE_CHECKING:
     from tqdeploy.profile.events import Event

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tqdeploy.profile import milestones as ms
 from tqdeploy.profile.events import Event
 from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
 from tqdeploy.runtime.logstamp import clock_seconds, split
+from tqdeploy.vllmfacts import logpatterns as ms
 
 UNATTRIBUTED = "unattributed"
 # a reported length may differ from the one-second clock by up to a second either side

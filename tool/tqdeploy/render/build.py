@@ -9,6 +9,7 @@ from typing import Any
 
 from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.spec.model import Spec
 
 
 @dataclass
@@ -160,10 +161,11 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
     if spec_file is not None or embedded is not None:
         import json
 
+        from tqdeploy.lint.specflags import lint_spec
         from tqdeploy.render.files import render_files
         from tqdeploy.spec import load_spec
 
-        spec = load_spec(spec_file, embedded=embedded)
+        spec = lint_spec(load_spec(spec_file, embedded=embedded))
         pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
         if (
             not spec["image"]["digest"]
@@ -210,16 +212,14 @@ def rebuild_command(build_dir: Path, spec_file: Path | None, embedded: str | Non
     return f"tqdeploy build SPEC --out {out}"  # SPEC: its own copy drifted too; only the user knows the source
 
 
-def checkpoint_facts(spec_file: Path | None, embedded: str | None, out: Path, model: str | None):
+def checkpoint_facts(spec: Spec, out: Path, model: str | None):
     """Facts of the checkpoint to check the flags against: --model, else a local model.path that exists
     (relative paths are relative to the build dir). None when neither is at hand (a repo is not fetched)."""
     from tqdeploy.model import load_model_facts
 
     if model:
         return load_model_facts(model), model
-    from tqdeploy.spec import load_spec
-
-    path = load_spec(spec_file, embedded=embedded, check_vllm_flags=False)["model"]["path"]
+    path = spec["model"]["path"]
     if path:
         local = Path(path).expanduser()
         local = local if local.is_absolute() else Path(out) / local
@@ -240,14 +240,17 @@ def run_build(
     model: str | None = None,
     force: bool = False,
 ) -> BuildResult:
+    from tqdeploy.lint.specflags import lint_spec
+    from tqdeploy.render.caches import moved_caches
     from tqdeploy.render.files import render_files, skipped_outputs
     from tqdeploy.render.lock import pins
     from tqdeploy.render.write import diff_build, write_build
     from tqdeploy.spec import load_spec
 
     spec_file, chosen = spec_to_use(spec_file, embedded)
-    facts, facts_from = checkpoint_facts(spec_file, embedded, out, model)
-    spec = load_spec(spec_file, embedded=embedded, model=facts)
+    spec = load_spec(spec_file, embedded=embedded)  # once: the checkpoint's path and the flags come from it
+    facts, facts_from = checkpoint_facts(spec, out, model)
+    lint_spec(spec, facts)
     notes: list[str] = [chosen] if chosen else []
     if facts_from:
         notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
@@ -293,7 +296,7 @@ def run_build(
         skipped=skipped_outputs(spec),
         notes=notes,
         pins=pins(spec),
-        accelerators=accel.to_dict(),
+        accelerators=accel.to_dict([c.env for c in moved_caches()]),
     )
     from tqdeploy.render.apikey import ensure_key_file
 

@@ -1,17 +1,19 @@
 """Why a start failed, read from vLLM's own messages in its log: one TQ4xx finding with evidence and the fix.
 
-Each signature cites where vLLM prints it (vllm/ of 0.32.0 unless noted). The most specific match wins;
+Each signature's pattern is in tqdeploy.vllmfacts.logpatterns, beside where vLLM prints it (vllm/ of 0.32.0
+unless noted). The most specific match wins;
 "engine core died" and a bare exit code are the fallbacks when vLLM said nothing more precise.
 """
 
 from __future__ import annotations
 
-import re
 import signal
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.vllmfacts import logpatterns as logs
+from tqdeploy.vllmfacts.logpatterns import KV_ESTIMATE_FIGURE, KV_NEED_FIGURES, NO_CACHE_MEMORY
 
 AREA = "runtime"
 
@@ -77,11 +79,9 @@ def _gib(text: str) -> float | None:
 
 
 def _kv_small(m, line, ctx):
-    est = re.search(r"estimated maximum model length is (\d+)", line)
+    est = KV_ESTIMATE_FIGURE.search(line)
     max_len = _count(est.group(1)) if est else None
-    need = re.search(
-        r"\(([\d.]+) GiB KV cache is needed, which is larger than the available KV cache memory \(([\d.]+)", line
-    )
+    need = KV_NEED_FIGURES.search(line)
     evidence: dict[str, Any] = {"max_model_len": ctx.max_model_len, "estimated_max_model_len": max_len}
     fits: list[tuple[str, int]] = []
     needed, available = (_gib(need.group(1)), _gib(need.group(2))) if need else (None, None)
@@ -92,7 +92,7 @@ def _kv_small(m, line, ctx):
 
             fits = fitting_dtypes(ctx.model_dir, available, ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype)
             evidence["fits_with"] = dict(fits)
-    if "No available memory for the cache blocks" in line:
+    if NO_CACHE_MEMORY in line:
         evidence["line"] = line
         return ("no memory left for the KV cache after the weights", evidence, _plan_hint(ctx, None, []))
     return (f"KV cache too small for max-model-len {ctx.max_model_len}", evidence, _plan_hint(ctx, max_len, fits))
@@ -114,61 +114,40 @@ def _simple(title: str, remediation: str):
     return build
 
 
-SIGNATURES: list[tuple[str, re.Pattern[str], Any]] = [
-    # entrypoints/launchers: 0.32 binds the API socket before the engine starts; older ones after (#7514)
-    ("TQ401", re.compile(r"\[Errno 98\]|Address already in use"), _port),
-    # v1/core/kv_cache_utils.py _check_enough_kv_cache_memory
-    (
-        "TQ402",
-        re.compile(
-            r"estimated maximum model length is|KV cache is needed, which is larger than"
-            r"|No available memory for the cache blocks"
-        ),
-        _kv_small,
-    ),
-    # v1/worker/utils.py (GPU), v1/worker/cpu_worker.py (CPU)
-    ("TQ403", re.compile(r"on startup is less than desired (?:GPU|CPU) memory utilization"), _free_memory),
-    # torch.OutOfMemoryError, v1/worker/gpu_model_runner.py
+SIGNATURES: list[tuple[str, logs.re.Pattern[str], Any]] = [
+    ("TQ401", logs.PORT_IN_USE, _port),
+    ("TQ402", logs.KV_TOO_SMALL, _kv_small),
+    ("TQ403", logs.FREE_MEMORY_LOW, _free_memory),
     (
         "TQ404",
-        re.compile(r"CUDA out of memory|OutOfMemoryError"),
+        logs.CUDA_OOM,
         _simple(
             "CUDA out of memory during start-up",
             "lower vllm.gpu_memory_utilization, max_num_seqs or max_model_len (or add --enforce-eager to skip CUDA "
             "graphs) in tqdeploy.toml, free the GPU, then build and up again",
         ),
     ),
-    # argparse (vllm/utils/argparse_utils.py FlexibleArgumentParser): "<prog>: error: ..."
     (
         "TQ405",
-        re.compile(r": error: (?:unrecognized arguments|argument |the following arguments)"),
+        logs.FLAG_REJECTED,
         _simple(
             "vLLM rejected a command-line flag",
             "fix vllm.extra_args in tqdeploy.toml (`tqdeploy lint --file {ctx.build_dir}/serve.sh` checks the flags "
             "against this vLLM's parser), then `tqdeploy build` again",
         ),
     ),
-    # platforms/cuda.py "No valid attention backend found"; v1/attention/backend.py "kv_cache_dtype not
-    # supported"; 0.25.0 turboquant/config.py "Unknown TurboQuant cache dtype" (hybrids, issue #50709)
     (
         "TQ406",
-        re.compile(
-            r"No valid attention backend found|kv_cache_dtype not supported"
-            r"|Unknown TurboQuant cache dtype|Invalid attention backend"
-        ),
+        logs.BACKEND_UNSUPPORTED,
         _simple(
             "the KV-cache dtype or attention backend is not supported here",
             "pick a kv_cache_dtype this platform and model support (`tqdeploy doctor --kv-cache-dtype ...` and "
             "`tqdeploy plan` list them), drop --attention-backend from extra_args, then build again",
         ),
     ),
-    # CPython's runpy (`python3 -m vllm...` without vLLM): "Error while finding module specification for
-    # 'vllm.entrypoints.cli.main' (ModuleNotFoundError: No module named 'vllm')", or "No module named vllm"
-    # for a top-level -m; an import: "ModuleNotFoundError: No module named 'vllm'". Seen on the H200
-    # (tests/fixtures/gpu-runs/h200-vllm-0.25.0/README.md). 'vllm._C' (a broken build) is not this.
     (
         "TQ424",
-        re.compile(r"No module named (?:'vllm'|vllm(?![.\w]))"),
+        logs.NO_VLLM,
         _simple(
             "the python serve.sh ran has no vLLM",
             "pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
@@ -176,15 +155,6 @@ SIGNATURES: list[tuple[str, re.Pattern[str], Any]] = [
         ),
     ),
 ]
-
-# v1/engine/utils.py "Engine core initialization failed"; v1/utils.py "Engine core process ... died
-# unexpectedly"; v1/executor/multiproc_executor.py "Worker proc ... died unexpectedly"; EngineDeadError
-_ENGINE_DIED = re.compile(
-    r"Engine core initialization failed|died unexpectedly|EngineDeadError"
-    r"|WorkerProc initialization failed"
-)
-# The last exception line of a traceback names the root cause when nothing above matched.
-_EXCEPTION = re.compile(r"^(?:\([^)]*\) )?(?:ERROR [^\]]*\] )?\s*([A-Za-z_.]*(?:Error|Exception)): (.+)$")
 
 
 def classify_log(lines: list[str], ctx: StartContext) -> Finding | None:
@@ -202,7 +172,7 @@ def classify_log(lines: list[str], ctx: StartContext) -> Finding | None:
 
 def root_cause(lines: list[str]) -> str | None:
     for line in reversed(lines):
-        m = _EXCEPTION.match(line.strip())
+        m = logs.EXCEPTION_LINE.match(line.strip())  # the root cause when nothing more specific matched
         if m and "died unexpectedly" not in line:
             return f"{m.group(1)}: {m.group(2)}"[:400]
     return None
@@ -215,7 +185,7 @@ def classify_exit(lines: list[str], exit_code: int | None, ctx: StartContext) ->
         specific.evidence["exit_code"] = exit_code
         return specific
     cause = root_cause(lines)
-    engine_died = any(_ENGINE_DIED.search(line) for line in lines)
+    engine_died = any(logs.ENGINE_DIED.search(line) for line in lines)
     log_hint = f"read {ctx.build_dir}/.tqdeploy/logs/server.log (`tqdeploy logs {ctx.build_dir}`)"
     if exit_code == 66:  # serve.sh: model missing
         return _error(

@@ -73,7 +73,7 @@ def load_deployment(build_dir: Path) -> Deployment:
             f"run `tqdeploy build --out {build_dir}` first (or pass the directory it wrote)",
         )
     lock = read_lock(build_dir)
-    spec = load_spec(build_dir / SPEC_FILE_NAME, check_vllm_flags=False)
+    spec = load_spec(build_dir / SPEC_FILE_NAME)
     m, srv = spec["model"], spec["server"]
     return Deployment(
         build_dir=build_dir,

@@ -1,7 +1,7 @@
 """Deployment spec `tqdeploy.toml`: load, fill defaults, validate.
 
 Public API:
-  load_spec(path=None, *, embedded=None, check_vllm_flags=True) -> Spec
+  load_spec(path=None, *, embedded=None) -> Spec   (no linter: tqdeploy.lint.specflags.lint_spec checks the flags)
   embedded_spec_names() -> list[str]; DEFAULT_SPEC_NAME
   spec_problems(spec) -> list[Problem]   (value rules, no I/O)
 """
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tqdeploy.spec.accel import accelerator_problems
+from tqdeploy.spec.digests import apply_known_digest
 from tqdeploy.spec.load import (
     DEFAULT_SPEC_NAME,
     Problem,
@@ -25,12 +27,11 @@ from tqdeploy.spec.validate import spec_problems
 __all__ = ["DEFAULT_SPEC_NAME", "Problem", "Spec", "embedded_spec_names", "load_spec", "spec_problems"]
 
 
-def load_spec(
-    path: str | Path | None = None, *, embedded: str | None = None, check_vllm_flags: bool = True, model=None
-) -> Spec:
+def load_spec(path: str | Path | None = None, *, embedded: str | None = None) -> Spec:
     """A valid spec, or a TQError naming file:line and the key. No file and no name: the embedded default.
 
-    model: checkpoint facts (tqdeploy.model.load_model_facts) to check the flags against as well.
+    Its vLLM flags are checked against vLLM's own schema only where a build needs them:
+    tqdeploy.lint.specflags.lint_spec(spec, model_facts), above the spec in the layers.
     """
     if path is not None and embedded is not None:
         from tqdeploy.errors import TQError
@@ -43,15 +44,8 @@ def load_spec(
         text, source = read_spec_file(path)
     spec = Spec(parse_spec_text(text, source), source, text)
     raise_problems(spec_problems(spec), source, text)
-    from tqdeploy.spec.accel import accelerator_problems
 
     raise_problems(accelerator_problems(spec), source, text)  # after spec_problems: it needs a valid version
-    from tqdeploy.spec.digests import apply_known_digest
 
     apply_known_digest(spec)  # before anything reads the spec hash: the digest is part of it
-    if check_vllm_flags:
-        from tqdeploy.spec.flags import check_flags
-
-        spec.flag_check = check_flags(spec, model)
-        raise_problems(spec.flag_check.problems, source, text)
     return spec

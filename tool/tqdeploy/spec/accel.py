@@ -21,8 +21,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.resources import data_dir
 from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import Spec
+from tqdeploy.spec.validate import names_flag, vllm_flag_name
+from tqdeploy.vllmfacts.schema import load_schema
 
 STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
 AOT_ENV = "VLLM_USE_AOT_COMPILE"
@@ -95,12 +99,11 @@ class Accelerators:
             )
         return "start-up: " + ", ".join(parts)
 
-    def to_dict(self) -> dict[str, Any]:
-        from tqdeploy.render.caches import moved_caches
-
+    def to_dict(self, start_caches: list[str]) -> dict[str, Any]:
+        """start_caches: the variables render moves onto the cache volume (render.caches.moved_caches)."""
         return {
             "compile_cache": True,
-            "start_caches": [c.env for c in moved_caches()],
+            "start_caches": start_caches,
             "warmup": self.warmup,
             "startup_plan": self.startup_plan,
             "cpu_inductor_cache": self.cpu_inductor_cache,
@@ -111,8 +114,6 @@ class Accelerators:
 
 @lru_cache(maxsize=1)
 def load_format_packages() -> tuple[LoadFormatPackage, ...]:
-    from tqdeploy.resources import data_dir
-
     raw = tomllib.loads((data_dir("dockerfiles") / PACKAGES_FILE).read_text(encoding="utf-8"))
     return tuple(
         LoadFormatPackage(
@@ -136,9 +137,6 @@ def package_for(load_format: str | None) -> LoadFormatPackage | None:
 
 def startup_plan_available(version: str) -> bool | None:
     """Whether this vLLM reads VLLM_ENABLE_STARTUP_PLAN; None when its schema lists no variables at all."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.lint.schema import load_schema
-
     try:
         names = load_schema(version).env_vars
     except TQError:  # no schema for this release: lint refuses its flags; here it is simply not known
@@ -148,14 +146,10 @@ def startup_plan_available(version: str) -> bool | None:
 
 def _sets_flag(spec: Spec, known: str) -> str | None:
     """The extra_args item that vLLM would read as `known` (spellings as validate.names_flag reads them)."""
-    from tqdeploy.spec.validate import names_flag, vllm_flag_name
-
     return next((str(a) for a in spec["vllm"]["extra_args"] if names_flag(vllm_flag_name(str(a)), known)), None)
 
 
 def _load_format_problems(spec: Spec) -> list[Problem]:
-    from tqdeploy.lint.schema import load_schema
-
     fmt = spec["vllm"]["load_format"]
     if fmt is None:
         return []

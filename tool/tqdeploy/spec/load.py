@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.resources import package_data
 from tqdeploy.spec.schema import SCHEMA, accepts, type_name
 
 DEFAULT_SPEC_NAME = "qwen36-27b-tq"
@@ -30,8 +31,6 @@ class Problem:
 
 
 def _defaults_dir() -> Path:
-    from tqdeploy.resources import package_data
-
     return package_data("tqdeploy.spec", "defaults")
 
 

@@ -8,24 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-# Flags the spec owns through its own keys; extra_args may not set them a second time.
-MANAGED_FLAGS = {
-    "--model": "model.repo / model.path",
-    "--served-model-name": "model.served_name",
-    "--revision": "model.revision",
-    "--tensor-parallel-size": "vllm.tensor_parallel_size",
-    "-tp": "vllm.tensor_parallel_size",
-    "--kv-cache-dtype": "vllm.kv_cache_dtype",
-    "--dtype": "vllm.dtype",
-    "--max-model-len": "vllm.max_model_len",
-    "--max-num-seqs": "vllm.max_num_seqs",
-    "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
-    "--host": "server.host",
-    "--port": "server.port",
-    "--api-key": "server.api_key_file (the key is read from a file into the server's arguments, never argv or env)",
-    "--pipeline-parallel-size": "resources.nodes",
-    "--distributed-executor-backend": "resources.nodes",
-}
+from tqdeploy.spec.flagtable import RENDERED_FLAGS
 
 CONTAINER_MODELS = "/models"
 CONTAINER_VLLM_CACHE = "/cache/vllm"
@@ -47,7 +30,7 @@ class Spec:
     data: dict[str, dict[str, Any]]
     source: str  # file path, or "embedded:<name>"
     text: str = ""
-    flag_check: Any = None  # tqdeploy.spec.flags.FlagCheck once the vLLM flags were linted
+    flag_check: Any = None  # tqdeploy.lint.specflags.FlagCheck once the vLLM flags were linted (render.build)
     digest_source: str = ""  # where image.digest came from: spec, tqdeploy data, registry ("" = none)
 
     def __getitem__(self, section: str) -> dict[str, Any]:
@@ -95,17 +78,8 @@ class Spec:
 
     def vllm_flags(self) -> list[str]:
         """vLLM flags from the spec, in a fixed order (no model, host or port: serve.sh adds those)."""
-        v, m = self.data["vllm"], self.data["model"]
-        flags = ["--served-model-name", m["served_name"]]
-        pairs = [
-            ("--tensor-parallel-size", v["tensor_parallel_size"]),
-            ("--dtype", v["dtype"]),
-            ("--kv-cache-dtype", v["kv_cache_dtype"]),
-            ("--max-model-len", v["max_model_len"]),
-            ("--max-num-seqs", v["max_num_seqs"]),
-            ("--gpu-memory-utilization", v["gpu_memory_utilization"]),
-            ("--load-format", v["load_format"]),
-        ]
+        flags = ["--served-model-name", self.data["model"]["served_name"]]
+        pairs = [(flag, self.data[section][key]) for flag, (section, key) in RENDERED_FLAGS]
         if self.multi_node:
             # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).
             pairs += [
@@ -115,7 +89,7 @@ class Spec:
         for flag, value in pairs:
             if value is not None:
                 flags += [flag, _fmt(value)]
-        return flags + [str(a) for a in v["extra_args"]]
+        return flags + [str(a) for a in self.data["vllm"]["extra_args"]]
 
     def lint_argv(self) -> list[str]:
         """The full command serve.sh runs, as argv for `tqdeploy lint` (host/port as the spec says).

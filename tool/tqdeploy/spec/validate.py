@@ -7,8 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
+from tqdeploy.redact_rules import secret_flag
+from tqdeploy.spec.flagtable import MANAGED_FLAGS
 from tqdeploy.spec.load import Problem
-from tqdeploy.spec.model import MANAGED_FLAGS, Spec, is_loopback
+from tqdeploy.spec.model import Spec, is_loopback
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?\Z")  # DNS label, room for k8s suffixes
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
@@ -83,10 +87,7 @@ def official_vllm_tag(base: str | None) -> str | None:
 def _mirror_problems(mirrors: list[Any]) -> list[Problem]:
     """Each mirror must be a plain http(s) endpoint: download.sh and the spec copy carry the URLs verbatim,
     so one with user:password@ or a ?token= query would put the secret in the build. Messages show the URL
-    with those parts cut (tqdeploy.download.urls.shown_url), even when it does not parse."""
-    from tqdeploy.download.urls import check_endpoint, has_credentials, shown_url
-    from tqdeploy.errors import TQError
-
+    with those parts cut (tqdeploy.net.urls.shown_url), even when it does not parse."""
     if not mirrors or not all(isinstance(u, str) for u in mirrors):
         return [Problem("model.mirrors", "model.mirrors must be a non-empty list of http(s) URLs")]
     for url in mirrors:
@@ -318,7 +319,6 @@ def _extra_arg_problem(arg: Any) -> Problem | None:
         return Problem("vllm.extra_args", f"vllm.extra_args holds {type(arg).__name__}; every item must be a string")
     if len(arg) > MAX_EXTRA_ARG_CHARS:
         return Problem("vllm.extra_args", f"a vllm.extra_args item is {len(arg)} characters long (at most 4096)")
-    from tqdeploy.redact_rules import secret_flag  # the one reading of vLLM's secret-flag spellings
 
     flag = vllm_flag_name(arg)
     secret = next((known for known in SECRET_FLAGS if names_flag(flag, known)), None)

@@ -9,8 +9,10 @@ the same token replaces the generic finding: it names the real replacement.
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint.live import live_findings, live_vllm_version
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.report import lint_finding
+from tqdeploy.lint.validate import expand_shell_value, is_unresolved
 
 # Generic parser findings that a catalogue entry about the same token replaces.
 REPLACEABLE = {"TQ301", "TQ302", "TQ303", "TQ305", "TQ308"}
@@ -74,8 +76,6 @@ def vllm_parser(ctx: LintContext) -> list[Finding]:
     """Only when vLLM of the target release is importable here and the schema checks found no error."""
     if not _want_live(ctx.live, ctx.schema.version) or any(f.severity is Severity.ERROR for f in ctx.parsed.findings):
         return []
-    from tqdeploy.lint.live import live_findings
-    from tqdeploy.lint.validate import expand_shell_value, is_unresolved
 
     args = [expand_shell_value(a, ctx.variables) for a in ctx.inv.vllm_args]
     if any(is_unresolved(a) for a in args):  # the shell's run-time values cannot be parsed here
@@ -86,7 +86,6 @@ def vllm_parser(ctx: LintContext) -> list[Finding]:
 def _want_live(live: bool | None, version: str) -> bool:
     if live is False:
         return False
-    from tqdeploy.lint.live import live_vllm_version
 
     running = live_vllm_version()
     if running is None or running != version:

@@ -16,6 +16,7 @@ from typing import Any
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.report import lint_finding
+from tqdeploy.resources import data_dir
 
 DATA_FILE = "compile-cache-env.json"
 KEY_ENV = "VLLM_API_KEY"
@@ -23,8 +24,6 @@ KEY_ENV = "VLLM_API_KEY"
 
 @lru_cache(maxsize=1)
 def compile_key_releases() -> dict[str, dict[str, Any]]:
-    from tqdeploy.resources import data_dir
-
     raw = json.loads((data_dir("checks") / DATA_FILE).read_text(encoding="utf-8"))
     return dict(raw["releases"])
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.report import lint_finding
+from tqdeploy.lint.rules.cachekey import api_key_in_compile_key
 from tqdeploy.lint.secrets import is_literal
 
 LOOPBACK = {"127.0.0.1", "localhost", "::1", "[::1]"}
@@ -49,8 +50,6 @@ def open_without_key(ctx: LintContext) -> list[Finding]:
 
 
 def _key_fix(version: str) -> str:
-    from tqdeploy.lint.rules.cachekey import api_key_in_compile_key
-
     if api_key_in_compile_key(version):  # TQ344: that release hashes VLLM_API_KEY into its compile cache
         return (
             f"remove --api-key; on vLLM {version} do not export VLLM_API_KEY either (TQ344): start vLLM through the "

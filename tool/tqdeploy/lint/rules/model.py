@@ -11,6 +11,7 @@ from dataclasses import replace
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.validate import _human_int
+from tqdeploy.model import compat
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
@@ -43,16 +44,12 @@ def _tp(ctx: LintContext) -> tuple[int | None, int]:
 
 @rule("TQ340", "model", "tensor parallel size vs the model's heads", needs=("model",))
 def tensor_parallel(ctx: LintContext) -> list[Finding]:
-    from tqdeploy.model import compat
-
     tp, token = _tp(ctx)
     return [] if tp is None else _at(compat.tensor_parallel_problems(ctx.model, int(tp)), token)
 
 
 @rule("TQ341", "model", "--max-model-len vs the config's context", needs=("model",))
 def max_model_len(ctx: LintContext) -> list[Finding]:
-    from tqdeploy.model import compat
-
     occ = ctx.parsed.last("max_model_len")
     mml = human_int(occ.value) if occ else None
     if occ is None or mml is None or mml <= 0:
@@ -69,8 +66,6 @@ def _compute_capability(host) -> tuple[int, int] | None:
 
 @rule("TQ342", "model", "TurboQuant vs model, vLLM release and GPU", needs=("model",))
 def turboquant(ctx: LintContext) -> list[Finding]:
-    from tqdeploy.model import compat
-
     occ = ctx.parsed.last("kv_cache_dtype")
     if occ is None or not occ.value:
         return []
@@ -88,8 +83,6 @@ def turboquant(ctx: LintContext) -> list[Finding]:
 @rule("TQ343", "model", "weights per GPU vs GPU memory", needs=("model", "host"))
 def weights_fit(ctx: LintContext) -> list[Finding]:
     """compat estimates the weights from config.json when no safetensors are at hand."""
-    from tqdeploy.model import compat
-
     sizes = [g.memory_total for g in getattr(ctx.host, "gpus", None) or [] if g.memory_total]
     if not sizes:
         return []

@@ -1,30 +1,19 @@
 """The spec's vLLM command checked by `tqdeploy lint` against the pinned vLLM's own argument schema.
 
 Lint is the one place that knows vLLM's flags, choices and the false claims in circulation; the spec
-does not repeat that knowledge. A lint error on the command becomes a spec problem at the spec key
-that produced the flag.
+does not repeat that knowledge, and loading a spec (tqdeploy.spec.load_spec) runs no linter: the build
+(render/build.py) lints the spec it loaded, once. A lint error on the command becomes a spec problem at the
+spec key that produced the flag (spec/flagtable.py FLAG_TO_KEY).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tqdeploy.spec.load import Problem
+from tqdeploy.lint import lint_command
+from tqdeploy.spec.flagtable import FLAG_TO_KEY
+from tqdeploy.spec.load import Problem, raise_problems
 from tqdeploy.spec.model import Spec
-
-# flag -> the spec key that renders it (the rest come from vllm.extra_args)
-FLAG_TO_KEY = {
-    "--served-model-name": "model.served_name",
-    "--tensor-parallel-size": "vllm.tensor_parallel_size",
-    "--dtype": "vllm.dtype",
-    "--kv-cache-dtype": "vllm.kv_cache_dtype",
-    "--max-model-len": "vllm.max_model_len",
-    "--max-num-seqs": "vllm.max_num_seqs",
-    "--gpu-memory-utilization": "vllm.gpu_memory_utilization",
-    "--load-format": "vllm.load_format",
-    "--host": "server.host",
-    "--port": "server.port",
-}
 
 
 @dataclass
@@ -35,8 +24,6 @@ class FlagCheck:
 
 def check_flags(spec: Spec, model=None) -> FlagCheck:
     """Lint the spec's vLLM command; with model facts, also against the checkpoint (TP, max-model-len, TQ)."""
-    from tqdeploy.lint import lint_command
-
     report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version, model=model, live=False)
     out = FlagCheck(findings=list(report.findings))
     for f in report.findings:
@@ -52,6 +39,14 @@ def check_flags(spec: Spec, model=None) -> FlagCheck:
             )
         )
     return out
+
+
+def lint_spec(spec: Spec, model=None) -> Spec:
+    """The spec with its vLLM flags linted (spec.flag_check), or the TQError of the first lint error, named at
+    the spec key that renders the flag (file:line, as for every other spec problem)."""
+    spec.flag_check = check_flags(spec, model)
+    raise_problems(spec.flag_check.problems, spec.source, spec.text)
+    return spec
 
 
 def _severity(finding) -> str:

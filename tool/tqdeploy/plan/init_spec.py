@@ -12,9 +12,11 @@ from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.plan import make_plan
 from tqdeploy.spec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
 from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import spec_problems
+from tqdeploy.spec.validate import NAME_RE, spec_problems
 from tqdeploy.spec.write import spec_to_toml
 
 TP_SIZES = (1, 2, 4, 8)
@@ -84,7 +86,6 @@ def apply_host(data: dict[str, Any], snapshot: Any, facts: Any, notes: dict[str,
     mem = min((g.memory_total or 0) for g in gpus)
     if facts is None or not mem:
         return
-    from tqdeploy.plan import make_plan
 
     v = data["vllm"]
     mml = v["max_model_len"] or facts.max_position_embeddings
@@ -125,8 +126,6 @@ def make_init_text(
     *, model: str | None = None, snapshot: Any = None, name: str | None = None, embedded: str = DEFAULT_SPEC_NAME
 ) -> tuple[str, dict[str, str]]:
     """(commented TOML, notes) for a new spec; validated before it is returned."""
-    from tqdeploy.spec.validate import NAME_RE
-
     if name is not None and not NAME_RE.match(name):
         raise TQError(
             f"--name {name!r} is not a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
@@ -157,8 +156,6 @@ def make_init_text(
 
 
 def write_init(out: Path, text: str, force: bool) -> None:
-    from tqdeploy.fsutil import atomic_write_text
-
     if out.is_dir():
         raise TQError(f"{out} is a directory", f"pass a file name, e.g. --out {out / 'tqdeploy.toml'}")
     if out.exists() and not force:

@@ -13,6 +13,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.resources import data_dir
+
 SCHEMA_ID = "tqdeploy.vllm-schema/1"
 
 
@@ -81,8 +84,6 @@ class VllmSchema:
 
     def default(self, dest: str) -> Any:
         """The parser default of an option; TQError when vLLM's parser has none we can state."""
-        from tqdeploy.errors import TQError
-
         opt = self.options.get(dest)
         if opt is None:
             raise TQError(
@@ -118,8 +119,6 @@ def _option(data: dict[str, Any]) -> Option:
 
 
 def available_versions() -> list[str]:
-    from tqdeploy.resources import data_dir
-
     folder = data_dir("checks") / "vllm-schema"
     if not folder.is_dir():
         return []
@@ -131,9 +130,6 @@ def available_versions() -> list[str]:
 @lru_cache(maxsize=8)
 def load_schema(version: str) -> VllmSchema:
     """The schema of `vllm serve` for a vLLM release; TQError when tqdeploy has none for it."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.resources import data_dir
-
     version = version.strip().lstrip("v")
     path = data_dir("checks") / "vllm-schema" / f"{version}.json"
     if not path.is_file():

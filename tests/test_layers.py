@@ -1,0 +1,189 @@
+"""The package graph of tool/tqdeploy, computed from the source: no circle between packages, and every import
+(at module top, inside a function, under TYPE_CHECKING) runs down the layer order below.
+
+A room is a top-level module (tqdeploy/errors.py) or a package (tqdeploy/lint/, all of it). An import inside one
+room is free; an import from one room to another must go to a lower layer. A new module or package must be
+placed in LAYERS (the test names it); an import that runs up or sideways is named with its file and line.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+TOOL = Path(__file__).resolve().parent.parent / "tool"
+
+# Bottom first. A room may import only rooms of lower layers.
+LAYERS: list[set[str]] = [
+    # plain data and the one error/result types
+    {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
+    {"redact_rules", "redact_keys", "idents", "resources", "safeio", "output", "clihelp"},
+    # URL handling (net/urls.py, mirrors too), secret rules
+    {"net", "redact_secrets"},
+    # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot)
+    {"model", "vllmfacts", "snapshot", "keyfile", "redact_names"},
+    {"spec", "probe", "redact"},
+    {"lint"},
+    {"doctor", "render", "plan", "checkids"},
+    {"runtime"},
+    {"bundle", "connect", "download", "profile"},
+    {"commands", "bench"},
+    {"cli"},
+    {"entry"},
+    {"__main__"},
+]
+
+
+def _room(root: Path, dotted: str) -> str | None:
+    """The room a tqdeploy.* module name lies in, None for a name that is no module of the tree."""
+    parts = dotted.split(".")
+    if parts[0] != "tqdeploy" or len(parts) < 2:
+        return None
+    head = root / "tqdeploy" / parts[1]
+    return parts[1] if head.is_dir() or head.with_suffix(".py").is_file() else None
+
+
+def _module_name(root: Path, path: Path) -> tuple[list[str], bool]:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        return parts[:-1], True
+    return parts, False
+
+
+def _targets(node: ast.Import | ast.ImportFrom, parts: list[str], is_package: bool) -> list[str]:
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:  # from . import x / from ..y import z
+        base = parts if is_package else parts[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        module = ".".join([*base, *([node.module] if node.module else [])])
+    else:
+        module = node.module or ""
+    # `from tqdeploy import redact_rules` names a module: its room, not tqdeploy/__init__.py
+    return [module] + [f"{module}.{alias.name}" for alias in node.names]
+
+
+def import_edges(root: Path) -> dict[tuple[str, str], list[str]]:
+    """(from room, to room) -> ["tqdeploy/x.py:12", ...] for every import of another room, wherever it stands."""
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for path in sorted((root / "tqdeploy").rglob("*.py")):
+        parts, is_package = _module_name(root, path)
+        if len(parts) < 2:
+            continue  # tqdeploy/__init__.py: a package's face, it imports nothing
+        source = parts[1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            rooms = {_room(root, t) for t in _targets(node, parts, is_package)} - {None, source}
+            for target in rooms:
+                edges[(source, str(target))].append(f"{path.relative_to(root)}:{node.lineno}")
+    return edges
+
+
+def rooms(root: Path) -> set[str]:
+    package = root / "tqdeploy"
+    return {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in package.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+    }
+
+
+def cycles(edges: dict[tuple[str, str], list[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one room (Tarjan)."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def violations(edges: dict[tuple[str, str], list[str]], layers: list[set[str]]) -> list[str]:
+    level = {room: n for n, layer in enumerate(layers) for room in layer}
+    return [
+        f"{a} (layer {level[a]}) imports {b} (layer {level[b]}): {', '.join(where[:3])}"
+        for (a, b), where in sorted(edges.items())
+        if a in level and b in level and level[b] >= level[a]
+    ]
+
+
+def test_every_room_has_one_layer():
+    placed = [room for layer in LAYERS for room in layer]
+    assert len(placed) == len(set(placed)), "a room stands in two layers"
+    missing = rooms(TOOL) - set(placed)
+    assert not missing, f"place these in LAYERS (tests/test_layers.py): {sorted(missing)}"
+    gone = set(placed) - rooms(TOOL)
+    assert not gone, f"LAYERS names rooms that no longer exist: {sorted(gone)}"
+
+
+def test_no_circle_between_packages():
+    assert cycles(import_edges(TOOL)) == []
+
+
+def test_every_import_runs_down_the_layers():
+    edges = import_edges(TOOL)
+    assert len(edges) > 100  # the graph was read: today about 170 arrows between rooms
+    assert violations(edges, LAYERS) == []
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = tmp_path / "tqdeploy" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return tmp_path
+
+
+@pytest.mark.parametrize("where", ["top", "function", "relative"])
+def test_an_import_back_up_is_caught(tmp_path, where):
+    """The checks see an upward import wherever it stands: at the top, inside a function, relative."""
+    upward = {
+        "top": "from tqdeploy.high.mod import x\n",
+        "function": "def f():\n    from tqdeploy.high import mod\n    return mod\n",
+        "relative": "from ..high.mod import x\n",
+    }[where]
+    root = _tree(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "low/__init__.py": "",
+            "low/base.py": upward,
+            "high/__init__.py": "",
+            "high/mod.py": "from tqdeploy.low.base import y\nx = 1\n",
+            "errors.py": "",
+        },
+    )
+    edges = import_edges(root)
+    assert set(edges) == {("low", "high"), ("high", "low")}
+    assert cycles(edges) == [["high", "low"]]
+    assert violations(edges, [{"errors"}, {"low"}, {"high"}]) == [
+        f"low (layer 1) imports high (layer 2): tqdeploy/low/base.py:{2 if where == 'function' else 1}"
+    ]
+    assert rooms(root) == {"low", "high", "errors"}
