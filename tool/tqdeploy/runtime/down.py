@@ -89,6 +89,7 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
         port=port,
         gpu_baseline=own.get("gpu_baseline"),
         trusted=trusted,
+        groups=_worker_groups(build_dir, trusted),
     )
     result.report, result.log_path = report, own.get("log_path") or str(state.current_log(build_dir))
     foreign = foreign_pids(st, trusted, [p["pid"] for p in report.found])
@@ -100,6 +101,13 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     if st or force:
         state.update_state(build_dir, phase="stopped", ready=False, stopped_at=time.time())
     return result
+
+
+def _worker_groups(build_dir: Path, trusted) -> list[int]:
+    """A multi-node build's worker process groups (runtime/multinode.py): stopped by the marker like the leader's."""
+    from tqdeploy.runtime import multinode
+
+    return multinode.worker_pgids(build_dir, trusted.marker, trusted.started_at)
 
 
 def _stop_container(st: dict[str, Any], timeout: float, force: bool, build_dir: Path) -> dict[str, Any]:

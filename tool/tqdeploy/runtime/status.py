@@ -166,4 +166,10 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "gpus": gpu.gpu_memory() if probe else None,
         "findings": [f.to_dict() for f in server.findings],
     }
+    if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
+        from tqdeploy.runtime.multinode import node_status
+
+        nodes = node_status(build_dir, st, trusted.marker, trusted.started_at, members)
+        data["nodes"] = nodes["nodes"]
+        data["findings"] += [f.to_dict() for f in nodes["findings"]]
     return StatusResult(str(build_dir), data)

@@ -285,6 +285,12 @@ def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str |
         return pump, pump.pid, container.id
     assert vllm_python is not None
     env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file, dep.spec["resources"]["gpus"])  # type: ignore[index]
+    from tqdeploy.runtime import multinode
+
+    record = multinode.build_record(dep.build_dir)
+    if record is not None:  # a multi-node build: the leader here, the workers beside it (runtime/multinode.py)
+        env = multinode.node_env(env, dep.build_dir, 0, record)
+        multinode.start_workers(dep.build_dir, env, record)
     sup = start_supervisor(dep.build_dir, env, log_path)
     return sup, sup.pid, None
 
@@ -358,6 +364,7 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         log_path=log_path,
         started=t0,
         on_progress=on_progress,
+        watch=_worker_watch(dep.build_dir, started),
     )
     st = state.read_state(dep.build_dir) or {}
     result.pid, result.phase = st.get("pid"), outcome.phase
@@ -379,7 +386,9 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
     from tqdeploy.runtime.marker import trust_state
 
     trusted = trust_state(dep.build_dir, st)
-    report = stop_deployment(dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline, trusted=trusted)
+    report = stop_deployment(
+        dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline, trusted=trusted, groups=_groups(dep)
+    )
     result.findings += report.findings
     sup.wait(timeout=5)
     state.update_state(
@@ -390,6 +399,22 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         last_error=outcome.finding.to_dict() if outcome.finding else None,
     )
     return result
+
+
+def _worker_watch(build_dir: Path, started: float):
+    """A multi-node build's worker nodes, watched while the leader starts (None for one node)."""
+    from tqdeploy.runtime import multinode
+
+    if not (build_dir / "multinode.json").exists():
+        return None
+    return multinode.worker_watch(build_dir, state.deployment_marker(build_dir), started)
+
+
+def _groups(dep: Deployment) -> list[int]:
+    """The worker nodes' process groups: the deployment's own, not strays of the leader's group."""
+    from tqdeploy.runtime import multinode
+
+    return multinode.worker_pgids(dep.build_dir, state.deployment_marker(dep.build_dir), None)
 
 
 def _previous_restarts(build_dir: Path) -> int:

@@ -70,6 +70,23 @@ def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
     )
 
 
+def _gone(build_dir: Path, state: dict, tail: LogTail, ctx: StartContext, watch) -> Finding | None:
+    """The supervisor killed with its group, or what watch reports failed first; None while all run."""
+    gone = watch() if watch else None
+    if gone is not None:
+        return gone
+    trusted = trust_state(build_dir, state)
+    if owned(state.get("supervisor_pid"), trusted.marker, trusted.started_at):
+        return None
+    tail.read_new()
+    return classify_log(tail.lines, ctx) or _stop_finding(
+        "TQ408",
+        "the deployment's processes were killed during start-up (supervisor gone)",
+        {"pgid": state.get("pgid")},
+        "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
+    )
+
+
 def wait_ready(
     build_dir: Path,
     base_url: str,
@@ -82,7 +99,9 @@ def wait_ready(
     log_path: Path,
     started: float,
     on_progress: Callable[[str, float, str], None] | None = None,
+    watch: Callable[[], Finding | None] | None = None,
 ) -> WaitOutcome:
+    """watch: another part of the deployment that can fail first (a multi-node build's workers)."""
     tail = LogTail(log_path)
     phase = "process"
     while True:
@@ -98,16 +117,9 @@ def wait_ready(
             tail.read_new()
             finding = classify_exit(tail.lines, state["exit_code"], ctx)
             return WaitOutcome(False, phase, elapsed, finding, state["exit_code"])
-        trusted = trust_state(build_dir, state)
-        if not owned(state.get("supervisor_pid"), trusted.marker, trusted.started_at):
-            tail.read_new()
-            finding = classify_log(tail.lines, ctx) or _stop_finding(
-                "TQ408",
-                "the deployment's processes were killed during start-up (supervisor gone)",
-                {"pgid": state.get("pgid")},
-                "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
-            )
-            return WaitOutcome(False, phase, elapsed, finding)
+        gone = _gone(build_dir, state, tail, ctx, watch)
+        if gone is not None:
+            return WaitOutcome(False, phase, elapsed, gone)
         if http.health(base_url) == 200:
             answer = http.models_answer(base_url, key)
             if answer.key_refused:  # the server runs with another key than the build's key file: never ready
