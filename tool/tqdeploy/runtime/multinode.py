@@ -214,8 +214,8 @@ def node_status(build_dir: Path, st: dict[str, Any], marker: str, started_at: fl
     for rec in workers(build_dir, marker, started_at):
         live = rec.get("pgid") in groups and rec["exit_code"] is None
         nodes.append({"role": "worker", **rec, "live": live})
-        if not live and leader["live"]:
-            findings.append(worker_finding(build_dir, rec, "while the leader runs: the leader cannot serve without it"))
+        if not live and st.get("phase") not in ("stopped", "failed"):  # not what `down` or a failed `up` did
+            findings.append(worker_finding(build_dir, rec, "after start-up: the leader cannot serve without its stage"))
     return {"nodes": nodes, "findings": findings}
 
 
