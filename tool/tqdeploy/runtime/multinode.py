@@ -223,6 +223,72 @@ def worker_pgids(build_dir: Path, marker: str, started_at: float | None) -> list
     return [r["pgid"] for r in workers(build_dir, marker, started_at) if _int(r.get("pgid"))]
 
 
+class MultinodeRuntime:
+    """The process runtime for a multi-node build (runtime/registry.py "multinode"; `up` picks it for a build
+    with multinode.json): the leader under the usual supervisor, each worker under its own, in its own group."""
+
+    name = "multinode"
+    start_options = frozenset({"python"})
+
+    def __init__(self) -> None:
+        from tqdeploy.runtime.process_runtime import ProcessRuntime
+
+        self._process = ProcessRuntime()
+
+    def prepare(self, dep, options):
+        return self._process.prepare(dep, options)
+
+    def start(self, dep, prepared, log_path: Path):
+        from tqdeploy.errors import TQError
+        from tqdeploy.runtime.base import Started
+        from tqdeploy.runtime.process import serve_env, start_supervisor
+
+        record = build_record(dep.build_dir)
+        if record is None:
+            raise TQError(f"{dep.build_dir} has no multinode.json", "build a spec with resources.nodes > 1")
+        gpus = dep.spec["resources"]["gpus"]
+        env = serve_env(dep.build_dir, prepared.data["python"], dep.model_dir, dep.api_key_file, gpus)
+        env = node_env(env, dep.build_dir, 0, record)
+        start_workers(dep.build_dir, env, record)
+        sup = start_supervisor(dep.build_dir, env, log_path)
+        return Started(sup, sup.pid)
+
+    def stop(self, request):
+        from tqdeploy.runtime.stop import stop_deployment
+
+        r, t = request.record, request.trusted
+        return stop_deployment(
+            request.build_dir,
+            r.pgid,
+            request.grace,
+            server_pid=r.pid,
+            host=request.host,
+            port=request.port,
+            gpu_baseline=request.gpu_baseline,
+            trusted=t,
+            groups=worker_pgids(request.build_dir, t.marker, t.started_at),  # none of them orphans
+        )
+
+    def is_live(self, build_dir: Path, record, trusted) -> bool:
+        return self._process.is_live(build_dir, record, trusted)
+
+    def failed(self, build_dir: Path, record, trusted) -> Finding | None:
+        """For wait_ready: a worker gone during start-up (the leader would wait for it in torch.distributed)."""
+        if trusted.started_at is None:
+            return None
+        return worker_watch(build_dir, trusted.marker, trusted.started_at)()
+
+    def facts(self, build_dir: Path, record, trusted):
+        return self._process.facts(build_dir, record, trusted)
+
+    def logs(self, build_dir: Path) -> Path:
+        return self._process.logs(build_dir)
+
+    @classmethod
+    def adopts(cls, build_dir: Path) -> bool:
+        return False  # `down --force`: the process runtime's marker sweep finds every node's processes
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 5 or argv[3] != "--" or not argv[1].isdigit():
         print("usage: python -m tqdeploy.runtime.multinode BUILD_DIR RANK LOG -- COMMAND...", file=sys.stderr)

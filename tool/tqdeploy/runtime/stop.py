@@ -29,6 +29,7 @@ class StopReport:
     gpus: list[dict[str, Any]] | None = None
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
+    others: list[dict[str, Any]] = field(default_factory=list)  # stopped besides processes (a container)
 
 
 def port_free(host: str, port: int) -> bool:
