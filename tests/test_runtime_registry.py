@@ -84,7 +84,9 @@ def test_up_names_the_registered_runtimes_and_which_take_an_image(dummy):
 
     with pytest.raises(TQError) as err:
         _check_runtime("ssh", None)
-    assert err.value.remediation == "use --runtime process or --runtime docker or --runtime multinode or --runtime dummy"
+    assert (
+        err.value.remediation == "use --runtime process or --runtime docker or --runtime multinode or --runtime dummy"
+    )
     with pytest.raises(TQError) as err:
         _check_runtime("dummy", "img:1")
     assert err.value.message == "--image is for the docker runtime"
