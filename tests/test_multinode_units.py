@@ -121,3 +121,17 @@ def test_a_running_worker_is_no_finding_and_a_foreign_record_is_ignored(build):
     finally:
         os.killpg(sup.pid, 9)
         sup.wait(timeout=10)
+
+
+def test_a_deep_build_gets_a_short_private_tmpdir_for_vllm_s_ipc_sockets(tmp_path):
+    # vLLM's ZMQ ipc path is TMPDIR/<uuid4>, at most 107 characters (seen failing under pytest's tmp_path).
+    deep = tmp_path / ("d" * 80) / "build"
+    deep.mkdir(parents=True)
+    short = multinode.node_tmp(deep, 1, "0123456789abcdef")
+    assert len(str(short)) + 37 <= 107 and short.is_dir() and not short.is_symlink()
+    assert os.stat(short).st_mode & 0o777 == 0o700 and multinode.node_tmp(deep, 1, "0123456789abcdef") == short
+    short.rmdir()
+    near = tmp_path / "b"
+    near.mkdir()
+    if len(str(near)) < 40:
+        assert multinode.node_tmp(near, 1, "x").is_relative_to(near)

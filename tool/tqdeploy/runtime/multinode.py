@@ -27,6 +27,7 @@ from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
 RECORD_LIMIT = 64 * 1024
 LOG_TAIL = 256 * 1024
 LOOPBACK_IFNAME = "lo"  # on one host the nodes talk over loopback
+IPC_DIR_MAX = 64  # 107 (sun_path) - "/" - a uuid4 (36), with room: see node_tmp
 
 
 def build_record(build_dir: Path) -> dict[str, Any] | None:
@@ -71,10 +72,37 @@ def node_env(env: dict[str, str], build_dir: Path, rank: int, record: dict[str, 
     out.setdefault("TQ_MASTER_PORT", str(record["master_port"]))
     out.setdefault("GLOO_SOCKET_IFNAME", LOOPBACK_IFNAME)
     out.setdefault("NCCL_SOCKET_IFNAME", LOOPBACK_IFNAME)
-    tmp = nodes_dir(build_dir) / f"node-{rank}" / "tmp"  # a pod's /tmp is its own
-    tmp.mkdir(parents=True, exist_ok=True)
-    out["TMPDIR"] = str(tmp)
+    out["TMPDIR"] = str(node_tmp(build_dir, rank, out.get(MARKER_ENV, "")))  # a pod's /tmp is its own
     return out
+
+
+def node_tmp(build_dir: Path, rank: int, marker: str) -> Path:
+    """Node RANK's TMPDIR: in the build when its path is short, else a folder of ours in the system's temp dir.
+
+    vLLM names ZMQ ipc sockets TMPDIR/<uuid4> (36 characters) and a socket path holds at most 107: a build
+    deep in a tree (seen: pytest's tmp_path) made the leader fail with "ipc path ... is longer than 107
+    characters". The fallback is made 0700 by this user; an existing one is used only if it is a real folder
+    of this user, never a link.
+    """
+    import stat
+    import tempfile
+
+    tmp = nodes_dir(build_dir) / f"node-{rank}" / "tmp"
+    if len(str(tmp)) <= IPC_DIR_MAX:
+        tmp.mkdir(parents=True, exist_ok=True)
+        return tmp
+    short = Path(tempfile.gettempdir()) / f"tqdeploy-{marker[:12]}-node{rank}"
+    try:
+        short.mkdir(mode=0o700)
+    except FileExistsError:
+        st = os.lstat(short)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            from tqdeploy.errors import TQError
+
+            raise TQError(
+                f"{short} exists and is not a private folder of this user", "remove it, then `tqdeploy up` again"
+            ) from None
+    return short
 
 
 def start_workers(build_dir: Path, env: dict[str, str], record: dict[str, Any]) -> list[int]:
