@@ -135,3 +135,21 @@ def test_a_deep_build_gets_a_short_private_tmpdir_for_vllm_s_ipc_sockets(tmp_pat
     near.mkdir()
     if len(str(near)) < 40:
         assert multinode.node_tmp(near, 1, "x").is_relative_to(near)
+
+
+def test_down_removes_the_fallback_folder_s_sockets_but_keeps_anything_else(tmp_path):
+    import socket as sock
+    import tempfile
+
+    marker = "feedfacecafe0000"
+    folders = [Path(tempfile.gettempdir()) / f"tqdeploy-{marker[:12]}-node{r}" for r in (0, 1)]
+    for folder in folders:
+        folder.mkdir(mode=0o700)
+        with sock.socket(sock.AF_UNIX) as s:
+            s.bind(str(folder / "ipc"))
+    (folders[1] / "notes.txt").write_text("not vLLM's")
+    multinode._remove_short_tmps(marker)
+    assert not folders[0].exists()
+    assert sorted(p.name for p in folders[1].iterdir()) == ["notes.txt"]
+    (folders[1] / "notes.txt").unlink()
+    folders[1].rmdir()

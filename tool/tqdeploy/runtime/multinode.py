@@ -251,6 +251,24 @@ def worker_pgids(build_dir: Path, marker: str, started_at: float | None) -> list
     return [r["pgid"] for r in workers(build_dir, marker, started_at) if _int(r.get("pgid"))]
 
 
+def _remove_short_tmps(marker: str) -> None:
+    """node_tmp's fallback folders of this deployment: the ipc sockets vLLM leaves there, then the folder once
+    empty (rmdir: any other file someone put there is kept, and so is the folder)."""
+    import stat
+    import tempfile
+
+    for path in Path(tempfile.gettempdir()).glob(f"tqdeploy-{marker[:12]}-node*"):
+        try:
+            if path.is_symlink() or not path.is_dir() or os.lstat(path).st_uid != os.getuid():
+                continue
+            for entry in path.iterdir():
+                if stat.S_ISSOCK(os.lstat(entry).st_mode):
+                    entry.unlink()
+            path.rmdir()
+        except OSError:
+            pass  # something else is in it: kept
+
+
 class MultinodeRuntime:
     """The process runtime for a multi-node build (runtime/registry.py "multinode"; `up` picks it for a build
     with multinode.json): the leader under the usual supervisor, each worker under its own, in its own group."""
@@ -285,7 +303,7 @@ class MultinodeRuntime:
         from tqdeploy.runtime.stop import stop_deployment
 
         r, t = request.record, request.trusted
-        return stop_deployment(
+        report = stop_deployment(
             request.build_dir,
             r.pgid,
             request.grace,
@@ -296,6 +314,8 @@ class MultinodeRuntime:
             trusted=t,
             groups=worker_pgids(request.build_dir, t.marker, t.started_at),  # none of them orphans
         )
+        _remove_short_tmps(t.marker)
+        return report
 
     def is_live(self, build_dir: Path, record, trusted) -> bool:
         return self._process.is_live(build_dir, record, trusted)
