@@ -71,7 +71,7 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
             f"resources.nodes = {spec['resources']['nodes']}: the GPUStack backend file is for one node"
         )
     if spec.multi_node:
-        # One compose service on one host would start a Ray leader waiting for workers that never join.
+        # One compose service on one host would start a leader waiting for workers that never join.
         out["compose.yaml"] = (
             f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host; "
             "k8s/leaderworkerset.yaml serves across nodes"
