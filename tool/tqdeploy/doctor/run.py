@@ -69,6 +69,8 @@ def run_doctor(
     force: bool = False,
     api_key_file: Path | None = None,
     read_snapshot: Callable[[Path], HostSnapshot] | None = None,
+    multinode: Path | None = None,
+    python: str | None = None,
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values;
@@ -102,6 +104,10 @@ def run_doctor(
         from tqdeploy.keyfile import inspect_key_file
 
         options["api_key_file"] = inspect_key_file(api_key_file).to_dict()
+    if multinode is not None:  # this host's facts for a node of that build (doctor/checks/host/multinode.py)
+        from tqdeploy.doctor.checks.host.multinode import node_facts
+
+        options["multinode"] = node_facts(Path(multinode), python)
     ctx = CheckContext(host=host, model=model_facts, options=options)
     import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
 

@@ -8,6 +8,7 @@ from tqdeploy import __version__
 from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
 from tqdeploy.render.env import shquote
 from tqdeploy.render.fingerprint import cache_fingerprint
+from tqdeploy.render.multinode import multinode_context, record_text
 from tqdeploy.render.toolcall import tool_call_flags
 from tqdeploy.spec.accel import accelerators
 from tqdeploy.spec.model import (
@@ -61,6 +62,8 @@ def command_lines(spec: Spec) -> list[str]:
             words.append(shquote(flag))
             i += 1
     words += ['--host "$BIND_HOST"', f"--port {spec['server']['port']}"]
+    if spec.multi_node:  # the node flags multinode.sh sets (render/multinode.py)
+        words.append('"$@"')
     lines = [head + " \\"]
     lines += [f"  {w} \\" for w in words[:-1]]
     lines.append(f"  {words[-1]}")
@@ -131,6 +134,8 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "gpus_per_pod": s["vllm"]["tensor_parallel_size"],
         "nodes": res["nodes"],
         "multi_node": spec.multi_node,
+        "multinode": multinode_context(spec),
+        "multinode_record": record_text(multinode_context(spec)),
         "shm_size_k8s": k8s_size(res["shm_size"]),
         "storage": s["storage"],
         "paths": PATHS,

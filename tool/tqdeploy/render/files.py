@@ -32,6 +32,9 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
     if not spec.multi_node:  # compose runs one host; see skipped_outputs
         plan.append(("compose.yaml", "compose.yaml.j2", REGULAR))
         plan.append(("warmup.sh", "warmup.sh.j2", EXECUTABLE))
+    else:  # the leader's and workers' node flags, sourced by serve.sh; what the node checks read (multinode.json)
+        plan.append(("multinode.sh", "multinode.sh.j2", REGULAR))
+        plan.append(("multinode.json", "multinode.json.j2", REGULAR))
     if ctx["api_key"]:
         plan.append(("launch_vllm.py", "launch_vllm.py.j2", REGULAR))
     if spec["model"]["repo"]:
@@ -68,7 +71,7 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
             f"resources.nodes = {spec['resources']['nodes']}: the GPUStack backend file is for one node"
         )
     if spec.multi_node:
-        # One compose service on one host would start a Ray leader waiting for workers that never join.
+        # One compose service on one host would start a leader waiting for workers that never join.
         out["compose.yaml"] = (
             f"resources.nodes = {spec['resources']['nodes']}: compose runs on one host; "
             "k8s/leaderworkerset.yaml serves across nodes"

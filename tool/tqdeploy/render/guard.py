@@ -29,6 +29,8 @@ RENDERABLE = frozenset(
         "healthcheck.sh",
         "warmup.sh",
         "launch_vllm.py",
+        "multinode.sh",
+        "multinode.json",
         "nginx.conf",
         "monitoring/prometheus.yml",
         "monitoring/grafana-dashboard.json",

@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.runtime import state
+from tqdeploy.runtime import registry, state
+from tqdeploy.runtime.base import StopRequest
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.marker import foreign_pids, trust_state
-from tqdeploy.runtime.stop import StopReport, stop_deployment
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.stop import StopReport
 
 SCHEMA = "tqdeploy.down/1"
 
@@ -55,11 +57,11 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     build_dir = Path(build_dir).resolve()
     result = DownResult(str(build_dir), "not-running")
     try:
-        st = state.read_state(build_dir)
+        record = state.read_record(build_dir)
     except state.CorruptState as err:
         if not force:
             raise
-        st = None
+        record = None
         result.findings.append(
             Finding(
                 "TQ420",
@@ -70,57 +72,27 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
                 AREA,
             )
         )
-    st = st or {}
-    trusted = trust_state(build_dir, st)
+    st = record or StateRecord.empty()
+    trusted = trust_state(build_dir, st.to_json())
     if force:  # by the marker alone, whatever the state says about times
         trusted.started_at = None
     # A state written for another folder (a copy) or without a marker: nothing in it is acted on.
-    own = st if st.get("marker") == trusted.marker else {}
-    host, port = own.get("host"), own.get("port")
+    own = st if st.marker == trusted.marker else StateRecord.empty()
+    host, port = own.host, own.port
     if port is None and force:
         host, port = _spec_address(build_dir)
-    container = _stop_container(own, timeout, force, build_dir)
-    report = stop_deployment(
-        build_dir,
-        own.get("pgid"),
-        timeout,
-        server_pid=None if own.get("container_id") else own.get("pid"),
-        host=host,
-        port=port,
-        gpu_baseline=own.get("gpu_baseline"),
-        trusted=trusted,
-    )
-    result.report, result.log_path = report, own.get("log_path") or str(state.current_log(build_dir))
-    foreign = foreign_pids(st, trusted, [p["pid"] for p in report.found])
+    runtime = registry.get(own.runtime) if own.runtime else registry.for_orphans(build_dir)
+    request = StopRequest(build_dir, own, trusted, timeout, force, host, port, own.gpu_baseline)
+    report = runtime.stop(request)
+    result.report, result.log_path = report, own.log_path or str(runtime.logs(build_dir))
+    foreign = foreign_pids(st.to_json(), trusted, [p["pid"] for p in report.found])
     result.findings += trusted.findings + ([foreign] if foreign else []) + report.findings
-    if container.get("found"):
-        report.found.insert(0, {"container_id": container["id"], "title": "container"})
+    report.found[:0] = report.others
     if report.found:
         result.status = "stopped"
-    if st or force:
+    if not st.is_empty or force:
         state.update_state(build_dir, phase="stopped", ready=False, stopped_at=time.time())
     return result
-
-
-def _stop_container(st: dict[str, Any], timeout: float, force: bool, build_dir: Path) -> dict[str, Any]:
-    """The docker runtime's container (by id, or with --force by the deployment label)."""
-    cid = st.get("container_id")
-    if not cid and not (force and _docker_here()):
-        return {}
-    from tqdeploy.runtime.container import LABEL, client, stop_container
-
-    if not cid:
-        found = client().containers.list(all=True, filters={"label": f"{LABEL}={state.deployment_marker(build_dir)}"})
-        if not found:
-            return {}
-        cid = found[0].id
-    return stop_container(cid, timeout) | {"id": cid}
-
-
-def _docker_here() -> bool:
-    import os
-
-    return os.path.exists("/var/run/docker.sock") or bool(os.environ.get("DOCKER_HOST"))
 
 
 def _spec_address(build_dir: Path) -> tuple[str | None, int | None]:

@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 from tqdeploy import safeio
 from tqdeploy.errors import TQError
-from tqdeploy.runtime import procs, state
+from tqdeploy.runtime import state
 from tqdeploy.runtime.logstamp import split
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
@@ -50,7 +50,7 @@ def open_log(build_dir: Path) -> BinaryIO:
     A FIFO would block, /dev/zero never ends, and a link to /etc/shadow would print it: each is one line
     naming the file instead.
     """
-    path = state.current_log(build_dir)
+    path = _runtime(build_dir).logs(build_dir)
     if not os.path.lexists(path):
         raise TQError(f"no log at {path}: {build_dir} was never started", f"run `tqdeploy up {build_dir}` first")
     fd = safeio.open_regular(path, "server log", within=Path(build_dir).resolve(), follow_symlinks=True)
@@ -101,14 +101,27 @@ def _record(raw: bytes, since: float | None) -> Iterator[tuple[float | None, str
         yield when, text
 
 
-def _live(build_dir: Path) -> bool:
-    """Whether a process of the deployment is alive: it carries the folder's marker (a pid in state.json
-    that names an unrelated live process does not keep `logs -f` following)."""
-    from tqdeploy.runtime.marker import trust_state
+def _runtime(build_dir: Path):
+    """The runtime the state names (the default one without a readable state: its log is where all log)."""
+    from tqdeploy.runtime import registry
 
     try:
-        st = state.read_state(build_dir) or {}
+        record = state.read_record(build_dir)
+    except TQError:
+        record = None
+    return registry.get(record.runtime if record else None)
+
+
+def _live(build_dir: Path) -> bool:
+    """Whether a process of the deployment is alive as its runtime tells it: by the folder's marker (a pid
+    in state.json that names an unrelated live process does not keep `logs -f` following)."""
+    from tqdeploy.runtime import registry
+    from tqdeploy.runtime.marker import trust_state
+    from tqdeploy.runtime.record import StateRecord
+
+    try:
+        record = state.read_record(build_dir) or StateRecord.empty()
     except TQError:
         return False
-    trusted = trust_state(build_dir, st)
-    return bool(procs.deployment_procs(trusted.marker, trusted.started_at))
+    trusted = trust_state(build_dir, record.to_json())
+    return registry.get(record.runtime).facts(build_dir, record, trusted).live

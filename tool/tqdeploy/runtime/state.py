@@ -12,12 +12,15 @@ import json
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 
+if TYPE_CHECKING:
+    from tqdeploy.runtime.record import StateRecord
+
 SCHEMA = "tqdeploy.state/1"
-STATE_DIR = ".tqdeploy"
 # The marker every process of a deployment inherits; `down --force` finds them by it without state.json.
 MARKER_ENV = "TQDEPLOY_DEPLOYMENT"
 
@@ -48,19 +51,19 @@ class CorruptState(TQError):
 
 
 def state_dir(build_dir: Path) -> Path:
-    return Path(build_dir).resolve() / STATE_DIR
+    return folder(build_dir).state_dir
 
 
 def state_path(build_dir: Path) -> Path:
-    return state_dir(build_dir) / "state.json"
+    return folder(build_dir).state_json
 
 
 def logs_dir(build_dir: Path) -> Path:
-    return state_dir(build_dir) / "logs"
+    return folder(build_dir).logs
 
 
 def current_log(build_dir: Path) -> Path:
-    return logs_dir(build_dir) / "server.log"
+    return folder(build_dir).current_log
 
 
 def deployment_marker(build_dir: Path) -> str:
@@ -88,7 +91,14 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
     Read as untrusted input (safeio): a regular file inside the build, at most 1 MiB, no final symlink
     followed; the dict returned holds only the fields statefields knows, each validated.
     """
-    from tqdeploy.runtime.statefields import BadField, validated
+    record = read_record(build_dir)
+    return None if record is None else record.to_json()
+
+
+def read_record(build_dir: Path) -> StateRecord | None:
+    """read_state as the typed record (runtime/record.py): what runtime/ passes along."""
+    from tqdeploy.runtime.record import StateRecord
+    from tqdeploy.runtime.statefields import BadField
     from tqdeploy.safeio import FileRefused, read_bytes
 
     path = state_path(build_dir)
@@ -108,16 +118,16 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _corrupt(build_dir, f"is not a {SCHEMA} file")
     try:
-        return validated(data, build_dir)
+        return StateRecord.from_json(data, build_dir)
     except BadField as err:
         raise _corrupt(build_dir, f"is corrupt: {err}") from None
 
 
 @contextmanager
 def _locked(build_dir: Path):
-    directory = state_dir(build_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / "state.lock", "a") as lock:
+    where = folder(build_dir)
+    where.state_dir.mkdir(parents=True, exist_ok=True)
+    with open(where.state_lock, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield

@@ -21,7 +21,6 @@ from urllib.parse import urlsplit
 from tqdeploy.runtime.phases import ORDER
 
 PHASES = frozenset(ORDER) | {"starting", "stopped", "failed"}
-RUNTIMES = frozenset({"process", "docker"})
 PID_MAX_FALLBACK = 4_194_304  # the kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h)
 FUTURE_SLACK_S = 86_400.0  # a clock a day ahead is a wrong clock; more is a hand-edited value
 MAX_TEXT = 4096
@@ -117,6 +116,13 @@ def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
     return check
 
 
+def _runtime(value: Any, ctx: dict[str, Any]) -> str:
+    """A name in runtime/registry.py (read when checked: a runtime registered later is one too)."""
+    from tqdeploy.runtime.registry import names
+
+    return _choice(frozenset(names()))(value, ctx)
+
+
 def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any, dict[str, Any]], str]:
     def check(value: Any, ctx: dict[str, Any]) -> str:
         if not isinstance(value, str) or not pattern.match(value):
@@ -198,7 +204,7 @@ def _gpu_baseline(value: Any, ctx: dict[str, Any]) -> list[dict[str, Any]]:
 
 CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "schema": _text,
-    "runtime": _choice(RUNTIMES),
+    "runtime": _runtime,
     "pid": _pid,
     "pgid": _pid,
     "supervisor_pid": _pid,

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdeploy.findings import Finding
 from tqdeploy.net import key_refused_finding, model_ids, redact_url, same_origin
-from tqdeploy.runtime import gpu, http, procs, state
+from tqdeploy.runtime import gpu, http, registry, state
 
 SCHEMA = "tqdeploy.status/1"
 
@@ -92,78 +92,75 @@ class StatusResult:
 
 def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     """State plus what is true now: processes alive, /health, GPU memory. A corrupt state file raises."""
-    build_dir = Path(build_dir).resolve()
-    st = state.read_state(build_dir)
-    if st is None:
-        data: dict[str, Any] = {
-            "state": "not-started",
-            "live": False,
-            "ready": False,
-            "phase": None,
-            "pid": None,
-            "pgid": None,
-            "base_url": None,
-            "served_model_name": None,
-            "uptime_s": None,
-            "restarts": 0,
-            "last_error": None,
-            "log_path": None,
-            "processes": [],
-            "health": None,
-            "gpus": gpu.gpu_memory() if probe else None,
-            "exit_code": None,
-            "served_models": None,
-            "findings": [],
-        }
-        return StatusResult(str(build_dir), data)
-    container = None
-    if st.get("container_id"):
-        from tqdeploy.runtime.container import container_facts
-
-        try:
-            container = container_facts(st["container_id"])
-        except Exception:  # no engine: the container cannot be live as far as we can tell
-            container = None
-        live = bool(container and container["status"] == "running")
-    else:
-        live = True  # decided below: by the deployment's own processes, not by state.json's pids
     from tqdeploy.runtime.marker import trust_state
 
-    trusted = trust_state(build_dir, st)  # only processes with this folder's marker count (runtime/procs.py)
-    members = procs.deployment_procs(trusted.marker, trusted.started_at) if live else []
-    if not st.get("container_id"):
-        live = bool(members)
-    server = ServerAnswers.ask(build_dir, st.get("base_url")) if (probe and live) else ServerAnswers()
+    build_dir = Path(build_dir).resolve()
+    st = state.read_record(build_dir)
+    if st is None:
+        return StatusResult(str(build_dir), _never_started(probe))
+    trusted = trust_state(build_dir, st.to_json())  # only processes with this folder's marker count (runtime/procs.py)
+    now = registry.get(st.runtime).facts(build_dir, st, trusted)
+    live = now.live
+    server = ServerAnswers.ask(build_dir, st.base_url) if (probe and live) else ServerAnswers()
     health = server.health
     # `up --no-wait` never records ready: what /health answers now is the truth.
     ready = bool(live and health == 200)
-    started = st.get("started_at")
+    started = st.started_at
     if live:
-        label = "ready" if ready else ("unhealthy" if st.get("ready") else "starting")
+        label = "ready" if ready else ("unhealthy" if st.ready else "starting")
     else:
-        label = str(st["phase"]) if st.get("phase") in ("stopped", "failed") else "exited"
+        label = str(st.phase) if st.phase in ("stopped", "failed") else "exited"
     data = {
         "state": label,
         "live": live,
         "ready": ready,
-        "phase": st.get("phase"),
-        "pid": st.get("pid"),
-        "pgid": st.get("pgid"),
-        "runtime": st.get("runtime"),
-        "base_url": redact_url(st["base_url"]) if st.get("base_url") else None,
-        "served_model_name": st.get("served_model_name"),
+        "phase": st.phase,
+        "pid": st.pid,
+        "pgid": st.pgid,
+        "runtime": st.runtime,
+        "base_url": redact_url(st.base_url) if st.base_url else None,
+        "served_model_name": st.served_model_name,
         "served_models": server.models,
         "started_at": started,
         "uptime_s": round(time.time() - started, 1) if (live and started) else None,
-        "restarts": st.get("restarts", 0),
-        "last_error": st.get("last_error"),
-        "exit_code": st.get("exit_code"),
-        "log_path": st.get("log_path"),
-        "spec_sha256": st.get("spec_sha256"),
-        "processes": [p.to_dict() for p in members],
+        "restarts": st.restarts if "restarts" in st.present else 0,
+        "last_error": st.last_error,
+        "exit_code": st.exit_code,
+        "log_path": st.log_path,
+        "spec_sha256": st.spec_sha256,
+        "processes": [p.to_dict() for p in now.processes],
         "health": health,
-        "container": container,
+        "container": now.extra,
         "gpus": gpu.gpu_memory() if probe else None,
         "findings": [f.to_dict() for f in server.findings],
     }
+    if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
+        from tqdeploy.runtime.multinode import node_status
+
+        nodes = node_status(build_dir, st.to_json(), trusted.marker, trusted.started_at, now.processes)
+        data["nodes"] = nodes["nodes"]
+        data["findings"] = [*(f.to_dict() for f in server.findings), *(f.to_dict() for f in nodes["findings"])]
     return StatusResult(str(build_dir), data)
+
+
+def _never_started(probe: bool) -> dict[str, Any]:
+    return {
+        "state": "not-started",
+        "live": False,
+        "ready": False,
+        "phase": None,
+        "pid": None,
+        "pgid": None,
+        "base_url": None,
+        "served_model_name": None,
+        "uptime_s": None,
+        "restarts": 0,
+        "last_error": None,
+        "log_path": None,
+        "processes": [],
+        "health": None,
+        "gpus": gpu.gpu_memory() if probe else None,
+        "exit_code": None,
+        "served_models": None,
+        "findings": [],
+    }

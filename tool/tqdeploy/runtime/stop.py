@@ -29,6 +29,7 @@ class StopReport:
     gpus: list[dict[str, Any]] | None = None
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
+    others: list[dict[str, Any]] = field(default_factory=list)  # stopped besides processes (a container)
 
 
 def port_free(host: str, port: int) -> bool:
@@ -65,9 +66,10 @@ def stop_deployment(
     port: int | None = None,
     gpu_baseline: list[dict[str, Any]] | None = None,
     trusted: Trusted | None = None,
+    groups: list[int] | None = None,
 ) -> StopReport:
     """Stop what is provably the deployment's (trusted: the marker and start time; pgid and server_pid
-    only say which of those are orphans)."""
+    only say which of those are orphans; groups: a multi-node build's worker groups, none of them orphans)."""
     t0 = time.monotonic()
     trusted = trusted or trust_state(build_dir, None)
     server_alive = procs.owned(server_pid, trusted.marker, trusted.started_at)
@@ -75,7 +77,10 @@ def stop_deployment(
     report = StopReport([p.to_dict() for p in found], [p.to_dict() for p in killed], [p.to_dict() for p in left])
     # vLLM children left without their API server, or outside the group: what a bare `kill PID` leaves.
     strays = [
-        p for p in found if (server_pid and p.is_vllm and not server_alive) or (pgid is not None and p.pgid != pgid)
+        p
+        for p in found
+        if (server_pid and p.is_vllm and not server_alive)
+        or (pgid is not None and p.pgid not in [pgid, *(groups or ())])
     ]
     if strays:
         report.findings.append(

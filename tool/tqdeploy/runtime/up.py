@@ -8,11 +8,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.runtime import gpu, http, preflight, procs, state
+from tqdeploy.runtime import gpu, http, preflight, registry, state
+from tqdeploy.runtime.base import Prepared, Runtime, Started, StartOptions, StopRequest
 from tqdeploy.runtime.classify import AREA, StartContext
 from tqdeploy.runtime.deployment import Deployment, load_deployment
+from tqdeploy.runtime.record import StateRecord
 
 SCHEMA = "tqdeploy.up/1"
 
@@ -68,29 +71,27 @@ class UpResult:
         render_up(console, self)
 
 
-def running_state(build_dir: Path) -> dict[str, Any] | None:
+def running_state(build_dir: Path) -> StateRecord | None:
     """The state of a deployment whose own processes are alive (marker, start time), else None (a corrupt
     file raises; a state copied from another folder is not this deployment's)."""
     from tqdeploy.runtime.marker import trust_state
 
-    st = state.read_state(build_dir)
-    if not st:
+    st = state.read_record(build_dir)
+    if st is None or st.is_empty:
         return None
-    trusted = trust_state(build_dir, st)
+    trusted = trust_state(build_dir, st.to_json())
     if trusted.findings:
         return None
-    if any(procs.owned(st.get(k), trusted.marker, trusted.started_at) for k in ("supervisor_pid", "pid")):
-        return st
-    return None
+    return st if registry.get(st.runtime).is_live(build_dir, st, trusted) else None
 
 
-def already_running(build_dir: Path, st: dict[str, Any], starting: bool = False) -> Finding:
+def already_running(build_dir: Path, st: StateRecord, starting: bool = False) -> Finding:
     what = "is being started by another `tqdeploy up`" if starting else "is already running"
     return Finding(
         "TQ414",
         Severity.ERROR,
-        f"{build_dir} {what} (pid {st.get('pid')}, {st.get('base_url')})",
-        {"pid": st.get("pid"), "pgid": st.get("pgid"), "phase": st.get("phase"), "base_url": st.get("base_url")},
+        f"{build_dir} {what} (pid {st.pid}, {st.base_url})",
+        {"pid": st.pid, "pgid": st.pgid, "phase": st.phase, "base_url": st.base_url},
         f"`tqdeploy status {build_dir}` shows it; `tqdeploy down {build_dir}` stops it first",
         AREA,
     )
@@ -165,11 +166,11 @@ class _Options:
     image: str | None
 
 
-def _state_or_empty(build_dir: Path) -> dict[str, Any]:
+def _state_or_empty(build_dir: Path) -> StateRecord:
     try:
-        return state.read_state(build_dir) or {}
+        return state.read_record(build_dir) or StateRecord.empty()
     except TQError:
-        return {}
+        return StateRecord.empty()
 
 
 def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResult:
@@ -188,61 +189,54 @@ def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResu
 
 
 def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout) -> UpResult:
-    python, wait, timeout, stall_timeout, force, grace = o.python, o.wait, o.timeout, o.stall_timeout, o.force, o.grace
-    on_progress, on_doctor, runtime, image = o.on_progress, o.on_doctor, o.runtime, o.image
     st = running_state(dep.build_dir)
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
         return result
     old = _replace_target(dep, replace) if replace is not None else None
-    vllm_python = preflight_python(python, dep.build_dir) if runtime == "process" else None
-    if vllm_python is not None:
-        from tqdeploy.runtime.process import PYTHON_ENV, has_vllm
-
-        if not has_vllm(vllm_python):
-            result.findings.append(
-                Finding(
-                    "TQ424",
-                    Severity.ERROR,
-                    f"{vllm_python} cannot import vllm",
-                    {"python": vllm_python},
-                    f"pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
-                    f"{PYTHON_ENV}; a vLLM installed elsewhere needs its PYTHONPATH",
-                    AREA,
-                )
-            )
-            return result
+    # A multi-node build's leader and workers on this host: the process runtime's multi-node form.
+    multi = o.runtime == "process" and (dep.build_dir / "multinode.json").is_file()
+    runtime = registry.get("multinode" if multi else o.runtime)
+    prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
+    if any(f.severity == Severity.ERROR for f in prepared.findings):  # the runtime cannot start here at all
+        result.findings += prepared.findings
+        return result
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
     doctor, result.doctor = preflight.doctor_summary(dep)
-    if on_doctor:
-        on_doctor(result.doctor)
+    if o.on_doctor:
+        o.on_doctor(result.doctor)
     result.findings.append(doctor)
     result.findings += preflight.host_findings(dep)
-    blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not force or f.id in preflight.HARD)]
+    blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not o.force or f.id in preflight.HARD)]
     if blocking:
         return result
     for f in result.findings:
         if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
-
-    result = _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime, image)
+    result.findings += prepared.findings  # the runtime's warnings (TQ423: capped container limits)
+    result = _start(dep, result, runtime, prepared, o)
     if old is not None and result.status == "ready":
-        from tqdeploy.runtime.down import down
-        from tqdeploy.runtime.interrupt import ignored
-        from tqdeploy.runtime.replace import old_key, switch_and_drain
-
-        conf = nginx_conf or Path(old["build_dir"]) / "nginx.conf"
-        key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
-        with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
-            switch = switch_and_drain(
-                conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
-            )
-            stopped = down(Path(old["build_dir"]), timeout=grace)
-        result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
-        result.findings += stopped.findings
+        _take_over(dep, result, old, o.grace, nginx_conf, nginx_pid, drain_timeout)
     return result
+
+
+def _take_over(dep: Deployment, result: UpResult, old: dict[str, Any], grace, nginx_conf, nginx_pid, drain_timeout):
+    """--replace: switch nginx to the new deployment, drain the old one, stop it."""
+    from tqdeploy.runtime.down import down
+    from tqdeploy.runtime.interrupt import ignored
+    from tqdeploy.runtime.replace import old_key, switch_and_drain
+
+    conf = nginx_conf or folder(old["build_dir"]).nginx_conf
+    key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
+    with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
+        switch = switch_and_drain(
+            conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
+        )
+        stopped = down(Path(old["build_dir"]), timeout=grace)
+    result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
+    result.findings += stopped.findings
 
 
 def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
@@ -251,99 +245,54 @@ def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
     if old_dir == dep.build_dir:
         raise TQError("--replace names the build being started", "pass the build dir of the running deployment")
     st = running_state(old_dir)
-    if st is None or not st.get("ready"):
+    if st is None or not st.ready:
         raise TQError(f"--replace {old_dir}: no ready deployment there", f"`tqdeploy status {old_dir}` shows it")
-    if st.get("port") == dep.port:
+    if st.port == dep.port:
         raise TQError(
             f"{dep.build_dir} uses port {dep.port}, as the deployment it replaces",
             "set another server.port in the new spec and build again: both serve during the switch",
         )
-    return st | {"build_dir": str(old_dir)}
+    return st.to_json() | {"build_dir": str(old_dir)}
 
 
-def preflight_python(python: str | None, build_dir: Path) -> str:
-    from tqdeploy.runtime.process import resolve_python
-
-    try:
-        st = state.read_state(build_dir) or {}
-    except TQError:
-        st = {}
-    # Only a state this folder's own `up` wrote names the interpreter to run (a copied one is another's).
-    previous = st.get("python") if st.get("marker") == state.deployment_marker(build_dir) else None
-    return resolve_python(python, previous if isinstance(previous, str) else None)
-
-
-def _launch(dep: Deployment, runtime: str, image: str | None, vllm_python: str | None, log_path: Path, ulimits=None):
-    """Start the server; (the detached supervisor or log pump, its process group, container id or None)."""
-    from tqdeploy.runtime.process import serve_env, start_supervisor
-
-    if runtime == "docker":
-        from tqdeploy.runtime.container import start_container
-        from tqdeploy.runtime.process import pump_env
-
-        container, pump = start_container(dep, image, log_path, pump_env(dep.build_dir), ulimits)
-        return pump, pump.pid, container.id
-    assert vllm_python is not None
-    env = serve_env(dep.build_dir, vllm_python, dep.model_dir, dep.api_key_file, dep.spec["resources"]["gpus"])  # type: ignore[index]
-    sup = start_supervisor(dep.build_dir, env, log_path)
-    return sup, sup.pid, None
-
-
-def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_progress, runtime="process", image=None):
-    from tqdeploy.runtime.process import new_log
-    from tqdeploy.runtime.wait import wait_ready
-
-    ulimits = None
-    if runtime == "docker":
-        from tqdeploy.runtime.container import engine_limits, ulimits_for_engine
-
-        ulimits, capped = ulimits_for_engine(engine_limits())
-        if capped:
-            result.findings.append(
-                Finding(
-                    "TQ423",
-                    Severity.WARN,
-                    "container ulimits capped at the Docker engine's own hard limits",
-                    capped,
-                    "raise dockerd's limits (systemd: LimitMEMLOCK=infinity, LimitNOFILE=1048576 in docker.service, "
-                    "then restart docker): vLLM pins host memory and opens many files",
-                    AREA,
-                )
-            )
-    log_path = new_log(dep.build_dir)
-    baseline = gpu.gpu_memory()
-    started, t0 = time.time(), time.monotonic()
-    previous = _previous_restarts(dep.build_dir)
-    result.started = True  # from here an interrupt stops the deployment
+def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Path, baseline) -> None:
+    """state.json of this run, written before anything starts (the keeper adds to it)."""
     state.new_state(
         dep.build_dir,
-        runtime=runtime,
+        runtime=runtime.name,
         host=dep.host,
         port=dep.port,
         base_url=dep.base_url,
         served_model_name=dep.served_model_name,
         spec_sha256=dep.spec_sha256,
         log_path=str(log_path),
-        started_at=started,
+        started_at=time.time(),
         phase="process",
         api_key_file=str(dep.api_key_file) if dep.api_key_file else None,
-        restarts=previous,
-        python=vllm_python,
+        restarts=_previous_restarts(dep.build_dir),
         gpu_baseline=baseline,
         marker=state.deployment_marker(dep.build_dir),
+        **prepared.record,
     )
+
+
+def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepared, o: _Options) -> UpResult:
+    from tqdeploy.runtime.process import new_log
+    from tqdeploy.runtime.wait import wait_ready
+
+    log_path = new_log(dep.build_dir)
+    baseline = gpu.gpu_memory()
+    t0 = time.monotonic()
+    result.started = True  # from here an interrupt stops the deployment
+    _new_run(dep, runtime, prepared, log_path, baseline)
     try:
-        sup, pgid, container_id = _launch(dep, runtime, image, vllm_python, log_path, ulimits)
+        started = runtime.start(dep, prepared, log_path)
     except BaseException:
         state.update_state(dep.build_dir, phase="failed")
         raise
-    state.update_state(dep.build_dir, pgid=pgid, supervisor_pid=sup.pid, container_id=container_id)
-    if container_id:
-        from tqdeploy.runtime.container import container_facts
-
-        state.update_state(dep.build_dir, pid=(container_facts(container_id) or {}).get("pid"))
-    result.pgid, result.log_path = pgid, str(log_path)
-    if not wait:
+    state.update_state(dep.build_dir, pgid=started.pgid, supervisor_pid=started.keeper.pid, **started.record)
+    result.pgid, result.log_path = started.pgid, str(log_path)
+    if not o.wait:
         result.status, result.phase = "started", "process"
         result.pid = _child_pid(dep.build_dir)
         return result
@@ -353,14 +302,15 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
         dep.served_model_name,
         http.read_key(dep.api_key_file),
         start_context(dep),
-        timeout=timeout,
-        stall_timeout=stall_timeout,
+        timeout=o.timeout,
+        stall_timeout=o.stall_timeout,
         log_path=log_path,
         started=t0,
-        on_progress=on_progress,
+        on_progress=o.on_progress,
+        runtime=runtime,
     )
-    st = state.read_state(dep.build_dir) or {}
-    result.pid, result.phase = st.get("pid"), outcome.phase
+    st = state.read_record(dep.build_dir) or StateRecord.empty()
+    result.pid, result.phase = st.pid, outcome.phase
     if outcome.ready:
         result.status, result.seconds_to_ready = "ready", outcome.seconds
         state.update_state(dep.build_dir, phase="ready", ready=True, ready_at=time.time())
@@ -369,19 +319,7 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
     if outcome.finding is not None:
         outcome.finding.evidence.setdefault("log_path", str(log_path))
         result.findings.append(outcome.finding)
-    from tqdeploy.runtime.stop import stop_deployment
-
-    if container_id:
-        from tqdeploy.runtime.container import stop_container
-
-        stop_container(container_id, grace)
-    server_pid = None if container_id else st.get("pid")
-    from tqdeploy.runtime.marker import trust_state
-
-    trusted = trust_state(dep.build_dir, st)
-    report = stop_deployment(dep.build_dir, pgid, grace, server_pid=server_pid, gpu_baseline=baseline, trusted=trusted)
-    result.findings += report.findings
-    sup.wait(timeout=5)
+    _stop_failed(dep, result, runtime, started, st, baseline, o.grace)
     state.update_state(
         dep.build_dir,
         phase="failed",
@@ -392,19 +330,32 @@ def _start(dep, result, vllm_python, wait, timeout, stall_timeout, grace, on_pro
     return result
 
 
+def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: StateRecord, baseline, grace) -> None:
+    """A start that failed leaves nothing running: the runtime stops all of it, as `down` would."""
+    from dataclasses import replace as with_fields
+
+    from tqdeploy.runtime.marker import trust_state
+
+    trusted = trust_state(dep.build_dir, st.to_json())
+    own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now
+    report = runtime.stop(StopRequest(dep.build_dir, own, trusted, grace, gpu_baseline=baseline))
+    result.findings += report.findings
+    started.keeper.wait(timeout=5)
+
+
 def _previous_restarts(build_dir: Path) -> int:
     try:
-        old = state.read_state(build_dir)
+        old = state.read_record(build_dir)
     except TQError:
         return 0
-    return int(old.get("restarts", 0)) + 1 if old else 0
+    return (old.restarts or 0) + 1 if old and not old.is_empty else 0
 
 
 def _child_pid(build_dir: Path, timeout: float = 5.0) -> int | None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        st = state.read_state(build_dir) or {}
-        if st.get("pid"):
-            return st["pid"]
+        st = state.read_record(build_dir)
+        if st is not None and st.pid:
+            return st.pid
         time.sleep(0.05)
     return None

@@ -62,6 +62,11 @@ def render_status(console, result) -> None:
         console.print(f"restarts: {d['restarts']}")
     for p in d["processes"]:
         console.print(f"  pid {p['pid']} {p['title']}")
+    for n in d.get("nodes") or []:  # a multi-node build (runtime/multinode.py)
+        alive = "live" if n["live"] else "gone"
+        console.print(
+            f"node {n['rank']} ({n['role']}): {alive}, pid {n['pid']}, group {n['pgid']}, log {n['log_path']}"
+        )
     for g in d.get("gpus") or []:
         console.print(f"GPU {g['index']} {g['name']}: {g['used_mib']} / {g['total_mib']} MiB used")
     err = d.get("last_error")

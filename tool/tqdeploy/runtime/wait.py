@@ -1,7 +1,7 @@
 """Wait for a started deployment: ready (/health 200 and the served model in /v1/models), failed, or timed out.
 
 The phase comes from the stamped log (tqdeploy.runtime.phases); "no progress" means no new log line for
-stall_timeout seconds. The supervisor's exit record in state.json tells that vLLM is gone.
+stall_timeout seconds. The keeper's exit record in state.json tells that vLLM is gone; the runtime, that its keeper is.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.net import key_refused_finding, model_ids
@@ -18,8 +19,11 @@ from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classif
 from tqdeploy.runtime.logstamp import split
 from tqdeploy.runtime.marker import trust_state
 from tqdeploy.runtime.phases import advance
-from tqdeploy.runtime.procs import owned
-from tqdeploy.runtime.state import read_state
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.state import read_record
+
+if TYPE_CHECKING:
+    from tqdeploy.runtime.base import Runtime
 
 POLL_S = 0.5
 
@@ -70,6 +74,25 @@ def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
     )
 
 
+def _gone(build_dir: Path, record: StateRecord, runtime: Runtime, tail: LogTail, ctx: StartContext) -> Finding | None:
+    """Why the run is no longer alive, None while it is: what the runtime itself knows first (a multi-node
+    build's dead worker, runtime/multinode.py `failed`), else what the log says, else TQ408."""
+    trusted = trust_state(build_dir, record.to_json())
+    failed = getattr(runtime, "failed", None)
+    own = failed(build_dir, record, trusted) if failed else None
+    if own is not None:
+        return own
+    if runtime.is_live(build_dir, record, trusted):
+        return None
+    tail.read_new()
+    return classify_log(tail.lines, ctx) or _stop_finding(
+        "TQ408",
+        "the deployment's processes were killed during start-up (supervisor gone)",
+        {"pgid": record.pgid},
+        "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
+    )
+
+
 def wait_ready(
     build_dir: Path,
     base_url: str,
@@ -81,8 +104,10 @@ def wait_ready(
     stall_timeout: float,
     log_path: Path,
     started: float,
+    runtime: Runtime,
     on_progress: Callable[[str, float, str], None] | None = None,
 ) -> WaitOutcome:
+    """Poll until ready, failed or timed out; the runtime says whether the run is still alive."""
     tail = LogTail(log_path)
     phase = "process"
     while True:
@@ -92,22 +117,15 @@ def wait_ready(
         last = tail.lines[-1] if tail.lines else ""
         if on_progress:
             on_progress(phase, elapsed, last)
-        state = read_state(build_dir) or {}
-        if state.get("exit_code") is not None:
+        record = read_record(build_dir) or StateRecord.empty()
+        if record.exit_code is not None:
             time.sleep(POLL_S)  # the last lines of a dying process
             tail.read_new()
-            finding = classify_exit(tail.lines, state["exit_code"], ctx)
-            return WaitOutcome(False, phase, elapsed, finding, state["exit_code"])
-        trusted = trust_state(build_dir, state)
-        if not owned(state.get("supervisor_pid"), trusted.marker, trusted.started_at):
-            tail.read_new()
-            finding = classify_log(tail.lines, ctx) or _stop_finding(
-                "TQ408",
-                "the deployment's processes were killed during start-up (supervisor gone)",
-                {"pgid": state.get("pgid")},
-                "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
-            )
-            return WaitOutcome(False, phase, elapsed, finding)
+            finding = classify_exit(tail.lines, record.exit_code, ctx)
+            return WaitOutcome(False, phase, elapsed, finding, record.exit_code)
+        gone = _gone(build_dir, record, runtime, tail, ctx)
+        if gone is not None:
+            return WaitOutcome(False, phase, elapsed, gone)
         if http.health(base_url) == 200:
             answer = http.models_answer(base_url, key)
             if answer.key_refused:  # the server runs with another key than the build's key file: never ready

@@ -81,10 +81,11 @@ class Spec:
         flags = ["--served-model-name", self.data["model"]["served_name"]]
         pairs = [(flag, self.data[section][key]) for flag, (section, key) in RENDERED_FLAGS]
         if self.multi_node:
-            # One pipeline stage per node, Ray across nodes (vLLM docs: serving/parallelism_scaling.md).
+            # One pipeline stage per node, vLLM's own multi-node mode across them (multinode.sh.j2 adds the
+            # node flags; the CPU build cannot place Ray workers: vllm/platforms/cpu.py has no ray_device_key).
             pairs += [
                 ("--pipeline-parallel-size", self.data["resources"]["nodes"]),
-                ("--distributed-executor-backend", "ray"),
+                ("--distributed-executor-backend", "mp"),
             ]
         for flag, value in pairs:
             if value is not None:

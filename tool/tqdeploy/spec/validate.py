@@ -270,8 +270,6 @@ def _resources_problems(spec: Spec) -> list[Problem]:
         "resources.shm_size",
         f"resources.shm_size {res['shm_size']!r} is not a size like 16g",
     )
-    if spec.variant == "cpu":
-        need(res["nodes"] == 1, "resources.nodes", "the cpu variant serves on one node")
     for key in ("models_dir", "cache_dir"):
         need(_plain_path(sto[key]), f"storage.{key}", f"storage.{key} must be a plain path (no quotes, $ or spaces)")
     for key in ("models_size", "cache_size"):

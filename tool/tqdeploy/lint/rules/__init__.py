@@ -9,6 +9,7 @@ exposure    TQ322, TQ323               who can reach the server, credentials on 
 cachekey    TQ344                      VLLM_API_KEY in vLLM's environment where it enters the compile cache
 docker      TQ330-TQ334                docker run options around a vLLM image
 model       TQ340-TQ343                the checkpoint (--model) and the GPUs (--snapshot / --gpu)
+multinode   TQ345-TQ347                a multi-node start's ports, interface variables and parallel layout
 python      TQ315                      LLM(...) / EngineArgs(...) keywords in a Python snippet (--file x.py)
 """
 
@@ -24,6 +25,7 @@ from tqdeploy.lint.rules import (  # noqa: F401
     exposure,
     image,
     model,
+    multinode,
     python,
     turboquant,
 )

@@ -11,6 +11,7 @@ from tqdeploy.doctor.checks.host import (  # noqa: F401
     hfenv,
     keyfile,
     libs,
+    multinode,
     pcie,
     probe_failures,
     system,

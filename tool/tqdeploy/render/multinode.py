@@ -1,0 +1,48 @@
+"""What a multi-node build's nodes need to agree on, computed once: multinode.sh.j2's values and multinode.json.
+
+multinode.json is the build's own record of them (versions, ports, interface, parallel layout) that
+`tqdeploy doctor`, `lint` and the multi-node runtime read back instead of parsing the shell script.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tqdeploy.spec.model import Spec
+
+RECORD_NAME = "multinode.json"
+RECORD_SCHEMA = "tqdeploy.multinode/1"
+# vLLM 0.32.0 vllm/config/parallel.py ParallelConfig.master_port: the leader's torch.distributed port.
+MASTER_PORT = 29501
+# The pod's network in Kubernetes; `tqdeploy up` on one host sets lo (multinode runtime).
+POD_IFNAME = "eth0"
+EXIT_CONFIG = 78  # sysexits EX_CONFIG: this node's role, rank or leader address is wrong
+EXIT_VERSION = 79  # this node's vLLM is not the build's
+
+
+def multinode_context(spec: Spec) -> dict[str, Any] | None:
+    if not spec.multi_node:
+        return None
+    res, v = spec.data["resources"], spec.data["vllm"]
+    return {
+        "schema": RECORD_SCHEMA,
+        "backend": "mp",  # vLLM's own --nnodes mode; see templates/multinode.sh.j2 for why not Ray
+        "nodes": res["nodes"],
+        "vllm_version": spec.vllm_version,
+        "ray_version": None,  # no node runs Ray
+        "api_port": spec.data["server"]["port"],
+        "master_port": MASTER_PORT,
+        "socket_ifname": POD_IFNAME,
+        "tensor_parallel_size": v["tensor_parallel_size"],
+        "pipeline_parallel_size": res["nodes"],
+        "gpus_per_node": len(res["gpus"]) if spec.variant == "gpu" else 0,
+        "variant": spec.variant,
+        "exit_config": EXIT_CONFIG,
+        "exit_version": EXIT_VERSION,
+    }
+
+
+def record_text(ctx: dict[str, Any] | None) -> str:
+    """multinode.json's text (templates/multinode.json.j2 writes it as is)."""
+    return json.dumps(ctx, indent=2, sort_keys=True) if ctx else ""

@@ -1,0 +1,97 @@
+"""The process runtime: the rendered serve.sh with a local vLLM under the detached supervisor (runtime/process.py).
+
+Its keeper is the supervisor (its own session: it leads the process group that holds serve.sh's vLLM and
+the EngineCore / Worker children) and records the child's pid and exit code in state.json itself.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tqdeploy.errors import TQError
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime import procs, state
+from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest
+from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.marker import Trusted
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.stop import StopReport, stop_deployment
+
+
+def preflight_python(python: str | None, build_dir: Path) -> str:
+    """--python, $TQDEPLOY_VLLM_PYTHON, or the interpreter this folder's own last `up` recorded."""
+    from tqdeploy.runtime.process import resolve_python
+
+    try:
+        record = state.read_record(build_dir)
+    except TQError:
+        record = None
+    # Only a state this folder's own `up` wrote names the interpreter to run (a copied one is another's).
+    own = record is not None and record.marker == state.deployment_marker(build_dir)
+    return resolve_python(python, record.python if own and record is not None else None)
+
+
+def keeper_alive(record: StateRecord, trusted: Trusted) -> bool:
+    """The supervisor (or log pump) or the server of this run is alive and provably the deployment's."""
+    return any(procs.owned(pid, trusted.marker, trusted.started_at) for pid in (record.supervisor_pid, record.pid))
+
+
+class ProcessRuntime:
+    name = "process"
+    start_options = frozenset({"python"})
+
+    def prepare(self, dep: Deployment, options: StartOptions) -> Prepared:
+        from tqdeploy.runtime.process import PYTHON_ENV, has_vllm
+
+        python = preflight_python(options.python, dep.build_dir)
+        out = Prepared(record={"python": python}, data={"python": python})
+        if not has_vllm(python):
+            out.findings.append(
+                Finding(
+                    "TQ424",
+                    Severity.ERROR,
+                    f"{python} cannot import vllm",
+                    {"python": python},
+                    f"pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
+                    f"{PYTHON_ENV}; a vLLM installed elsewhere needs its PYTHONPATH",
+                    AREA,
+                )
+            )
+        return out
+
+    def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:
+        from tqdeploy.runtime.process import serve_env, start_supervisor
+
+        gpus = dep.spec["resources"]["gpus"]  # type: ignore[index]
+        env = serve_env(dep.build_dir, prepared.data["python"], dep.model_dir, dep.api_key_file, gpus)
+        sup = start_supervisor(dep.build_dir, env, log_path)
+        return Started(sup, sup.pid)
+
+    def stop(self, request: StopRequest) -> StopReport:
+        r = request.record
+        return stop_deployment(
+            request.build_dir,
+            r.pgid,
+            request.grace,
+            server_pid=r.pid,
+            host=request.host,
+            port=request.port,
+            gpu_baseline=request.gpu_baseline,
+            trusted=request.trusted,
+        )
+
+    def is_live(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> bool:
+        return keeper_alive(record, trusted)
+
+    def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts:
+        # By the deployment's own processes (marker, start time), not by state.json's pids.
+        members = procs.deployment_procs(trusted.marker, trusted.started_at)
+        return RuntimeFacts(bool(members), members)
+
+    def logs(self, build_dir: Path) -> Path:
+        return state.current_log(build_dir)
+
+    @classmethod
+    def adopts(cls, build_dir: Path) -> bool:
+        return False  # the default: `down --force` falls back to it (its marker sweep finds every runtime's)
