@@ -25,7 +25,7 @@ SPEC = REPO / "scripts" / "multinode" / "tiny-cpu-multinode.toml"
 @pytest.fixture()
 def build(tmp_path):
     out = tmp_path / "build"
-    for rel, f in render_files(load_spec(SPEC, check_vllm_flags=False)).items():
+    for rel, f in render_files(load_spec(SPEC)).items():
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
         (out / rel).write_bytes(f.data)
     return out

@@ -115,7 +115,7 @@ plain_flags() {  # the build's vLLM flags, one per line (spec.vllm_flags, what s
   python3 - "$work/spec.toml" <<'PY'
 import sys
 from tqdeploy.spec import load_spec
-print("\n".join(load_spec(sys.argv[1], check_vllm_flags=False).vllm_flags()))
+print("\n".join(load_spec(sys.argv[1]).vllm_flags()))
 PY
 }
 

@@ -21,33 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.nodefile import RECORD_LIMIT, build_record
 from tqdeploy.runtime.classify import AREA, root_cause
 from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
 
-RECORD_LIMIT = 64 * 1024
 LOG_TAIL = 256 * 1024
 LOOPBACK_IFNAME = "lo"  # on one host the nodes talk over loopback
 IPC_DIR_MAX = 64  # 107 (sun_path) - "/" - a uuid4 (36), with room: see node_tmp
-
-
-def build_record(build_dir: Path) -> dict[str, Any] | None:
-    """The build's multinode.json (render/multinode.py), None for a one-node build; read as untrusted input."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import read_text
-
-    path = Path(build_dir) / "multinode.json"
-    if not os.path.lexists(path):
-        return None
-    text = read_text(path, RECORD_LIMIT, "multinode record", within=Path(build_dir).resolve())
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise TQError(f"{path} is not JSON ({err})", "run `tqdeploy build` again: it writes the file") from None
-    fields = data if isinstance(data, dict) else {}
-    nodes, port = fields.get("nodes"), fields.get("master_port")
-    if not (isinstance(nodes, int) and 2 <= nodes <= 256 and isinstance(port, int) and 1024 <= port <= 65535):
-        raise TQError(f"{path} has no valid nodes / master_port", "run `tqdeploy build` again: it writes the file")
-    return data
 
 
 def _int(value: object) -> bool:

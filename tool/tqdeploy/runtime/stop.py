@@ -4,13 +4,13 @@ process of it, its port free, and on GPU hosts the GPU memory back near what it 
 from __future__ import annotations
 
 import ipaddress
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.net.ports import port_free
 from tqdeploy.runtime import gpu, procs
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.marker import Trusted, trust_state
@@ -30,18 +30,6 @@ class StopReport:
     seconds: float = 0.0
     findings: list[Finding] = field(default_factory=list)
     others: list[dict[str, Any]] = field(default_factory=list)  # stopped besides processes (a container)
-
-
-def port_free(host: str, port: int) -> bool:
-    """True when nothing listens: binding it succeeds (SO_REUSEADDR: TIME_WAIT sockets do not count)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True
 
 
 def address(host: object, port: object) -> tuple[str, int] | None:

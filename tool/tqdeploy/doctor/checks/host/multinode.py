@@ -29,8 +29,8 @@ def node_facts(build_dir: Path, python: str | None = None) -> dict[str, Any]:
     """The probe side: the build's record plus this host's answers (never run from a check)."""
     import subprocess
 
-    from tqdeploy.runtime.multinode import build_record
-    from tqdeploy.runtime.stop import port_free
+    from tqdeploy.net.ports import port_free
+    from tqdeploy.nodefile import build_record
 
     record = build_record(build_dir)
     if record is None:

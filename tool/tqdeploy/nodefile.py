@@ -1,0 +1,33 @@
+"""A multi-node build's multinode.json (render writes it): what every node must agree on, read as untrusted input.
+
+Low in the package graph so that runtime (starting the nodes) and doctor (checking a node) read it the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.safeio import read_text
+
+RECORD_LIMIT = 64 * 1024
+
+
+def build_record(build_dir: Path) -> dict[str, Any] | None:
+    """The build's multinode.json (render/multinode.py), None for a one-node build; read as untrusted input."""
+    path = Path(build_dir) / "multinode.json"
+    if not os.path.lexists(path):
+        return None
+    text = read_text(path, RECORD_LIMIT, "multinode record", within=Path(build_dir).resolve())
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise TQError(f"{path} is not JSON ({err})", "run `tqdeploy build` again: it writes the file") from None
+    fields = data if isinstance(data, dict) else {}
+    nodes, port = fields.get("nodes"), fields.get("master_port")
+    if not (isinstance(nodes, int) and 2 <= nodes <= 256 and isinstance(port, int) and 1024 <= port <= 65535):
+        raise TQError(f"{path} has no valid nodes / master_port", "run `tqdeploy build` again: it writes the file")
+    return data
