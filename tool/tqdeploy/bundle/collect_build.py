@@ -13,7 +13,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.bundle.context import STATE_DIR, Absent, BundleContext, inside
+from tqdeploy.buildfolder import LOCK_NAME, STATE_DIR, BuildFolder
+from tqdeploy.bundle.context import Absent, BundleContext, inside
 from tqdeploy.filenames import SPEC_FILE_NAME
 
 LOG_TAIL_BYTES = 2 * 1024 * 1024  # the last 2 MiB of each server log; --logs-since narrows it further
@@ -54,10 +55,10 @@ def _read_inside(ctx: BundleContext, path: Path, limit: int, tail: bool = False)
 def collect_spec(ctx: BundleContext) -> dict[str, Any]:
     """tqdeploy.toml, the lock, and every rendered file the lock names (regular files inside the build)."""
     build_dir = ctx.need_build_dir()
-    names = [SPEC_FILE_NAME, "tqdeploy.lock.json"]
+    names = [SPEC_FILE_NAME, LOCK_NAME]
     lock_raw = (
-        _read_inside(ctx, build_dir / "tqdeploy.lock.json", RENDERED_MAX_BYTES)
-        if (os.path.lexists(build_dir / "tqdeploy.lock.json"))
+        _read_inside(ctx, build_dir / LOCK_NAME, RENDERED_MAX_BYTES)
+        if (os.path.lexists(build_dir / LOCK_NAME))
         else None
     )
     try:
@@ -70,7 +71,7 @@ def collect_spec(ctx: BundleContext) -> dict[str, Any]:
         path = build_dir / name
         if not os.path.lexists(path):
             continue
-        data = lock_raw if name == "tqdeploy.lock.json" else _read_inside(ctx, path, RENDERED_MAX_BYTES)
+        data = lock_raw if name == LOCK_NAME else _read_inside(ctx, path, RENDERED_MAX_BYTES)
         if data is not None:
             out[f"build/{name}"] = data
     if not out:
@@ -119,7 +120,7 @@ def collect_state(ctx: BundleContext) -> dict[str, Any]:
 def _log_paths(ctx: BundleContext, build_dir: Path) -> list[Path]:
     """The logs under .tqdeploy/logs (newest first) and the state's log_path where it lies inside the build;
     symlinks, FIFOs, folders and paths outside the build are recorded as skipped, never opened."""
-    logs_dir = build_dir / STATE_DIR / "logs"
+    logs_dir = BuildFolder(build_dir).logs
     paths: list[Path] = []
     for folder in (build_dir / STATE_DIR, logs_dir):
         if os.path.islink(folder):

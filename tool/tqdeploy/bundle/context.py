@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import STATE_DIR, BuildFolder
 from tqdeploy.redact import Redactor
 
 SUBPROCESS_TIMEOUT_S = 10.0
-STATE_DIR = ".tqdeploy"
 STATE_LIMIT = 1024 * 1024
 
 
@@ -60,7 +60,7 @@ def read_state(build_dir: Path | None, skipped: list[dict[str, str]] | None = No
 
     if build_dir is None:
         return None
-    path = build_dir / STATE_DIR / "state.json"
+    path = BuildFolder(build_dir).state_json  # as given: the bundle records the paths the user named
     if not os.path.lexists(path):
         return None
     try:

@@ -61,7 +61,9 @@ def profile(
         from tqdeploy.profile.lifecycle import profile_build
 
         result = profile_build(build, start, inputs)
-        out = out or build / ".tqdeploy" / "profile"
+        from tqdeploy.buildfolder import BuildFolder
+
+        out = out or BuildFolder(build).profile
     else:
         from tqdeploy.profile.run import profile as run_profile
 

@@ -40,7 +40,9 @@ def compile_cache_dir(build: Path) -> Path:
             "that may be shared",
             "unset VLLM_CACHE_ROOT so the deployment uses BUILD/.tqdeploy/cache/vllm, or use --start warm",
         )
-    return build / ".tqdeploy" / "cache" / "vllm"
+    from tqdeploy.buildfolder import BuildFolder
+
+    return BuildFolder(build).vllm_cache
 
 
 def model_dir(build: Path) -> str | None:

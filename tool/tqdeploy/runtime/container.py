@@ -14,9 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.deployment import Deployment
-from tqdeploy.runtime.state import MARKER_ENV, deployment_marker, logs_dir
+from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
 
 LABEL = "io.tqdeploy.deployment"
 
@@ -155,7 +156,7 @@ def start_container(dep: Deployment, image: str | None, log_path: Path, env: dic
             f"the Docker engine refused the container: {str(refused)[-300:]}",
             "fix what the engine names (GPU runtime: `tqdeploy doctor`, TQ120), or use --runtime process",
         ) from None
-    err = open(logs_dir(dep.build_dir) / "supervisor.err", "ab")
+    err = open(folder(dep.build_dir).supervisor_err, "ab")
     try:
         pump = subprocess.Popen(
             [sys.executable, "-m", "tqdeploy.runtime.dockerpump", str(dep.build_dir), str(log_path), container.id],

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
-from tqdeploy.filenames import SPEC_FILE_NAME
 
 
 @dataclass
@@ -67,13 +67,14 @@ def load_deployment(build_dir: Path) -> Deployment:
             f"build folder {str(build_dir)!r} contains a newline or another control character",
             "move or symlink the build to a path without control characters",
         )
-    if not (build_dir / "serve.sh").is_file():
+    where = folder(build_dir)
+    if not where.serve_sh.is_file():
         raise TQError(
             f"{build_dir} has no serve.sh: not a tqdeploy build directory",
             f"run `tqdeploy build --out {build_dir}` first (or pass the directory it wrote)",
         )
     lock = read_lock(build_dir)
-    spec = load_spec(build_dir / SPEC_FILE_NAME)
+    spec = load_spec(where.spec)
     m, srv = spec["model"], spec["server"]
     return Deployment(
         build_dir=build_dir,

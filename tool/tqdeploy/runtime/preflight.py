@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import gpu
 from tqdeploy.runtime.classify import AREA
@@ -32,9 +33,8 @@ def start_lock(build_dir: Path) -> Iterator[None]:
     start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
     port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
     from tqdeploy.fsutil import exclusive_dir
-    from tqdeploy.runtime.state import state_dir
 
-    directory = state_dir(build_dir)
+    directory = folder(build_dir).state_dir
     directory.mkdir(parents=True, exist_ok=True)
     with exclusive_dir(directory, StartBusy()):
         yield
@@ -98,7 +98,7 @@ def host_findings(dep: Deployment) -> list[Finding]:
             )
         )
     if not (dep.model_dir / "config.json").is_file():
-        how = "./download.sh" if (dep.build_dir / "download.sh").is_file() else "`tqdeploy download`"
+        how = "./download.sh" if folder(dep.build_dir).download_sh.is_file() else "`tqdeploy download`"
         out.append(
             _f(
                 "TQ412",

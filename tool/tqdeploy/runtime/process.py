@@ -17,8 +17,9 @@ import sys
 import time
 from pathlib import Path
 
+from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
-from tqdeploy.runtime.state import MARKER_ENV, deployment_marker, logs_dir, state_dir
+from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
 from tqdeploy.runtime.supervisor import CHILD_PYTHONPATH_ENV
 
 PYTHON_ENV = "TQDEPLOY_VLLM_PYTHON"
@@ -59,7 +60,7 @@ def write_shims(build_dir: Path, python: str) -> Path:
     The paths are shell-quoted (shlex.quote: one single-quoted word): a `$(...)`, backtick, quote, space or
     newline in --python's path or the build path is part of the name, never run.
     """
-    bin_dir = state_dir(build_dir) / "bin"
+    bin_dir = folder(build_dir).bin
     bin_dir.mkdir(parents=True, exist_ok=True)
     shims = {"python3": f'exec {shlex.quote(python)} "$@"\n'}
     own_vllm = Path(python).parent / "vllm"
@@ -89,9 +90,9 @@ def serve_env(
         # resources.gpus are NVML (PCI bus) indices; CUDA's default order may differ.
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
-    cache = state_dir(build_dir) / "cache"
-    env.setdefault("VLLM_CACHE_ROOT", str(cache / "vllm"))
-    env.setdefault("HF_HOME", str(cache / "huggingface"))
+    where = folder(build_dir)
+    env.setdefault("VLLM_CACHE_ROOT", str(where.vllm_cache))
+    env.setdefault("HF_HOME", str(where.hf_home))
     env.setdefault("TQ_MODEL_DIR", str(model_dir))
     if api_key_file is not None:
         env.setdefault("TQ_API_KEY_FILE", str(api_key_file))
@@ -116,7 +117,7 @@ def pump_env(build_dir: Path) -> dict[str, str]:
 
 def new_log(build_dir: Path) -> Path:
     """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
-    directory = logs_dir(build_dir)
+    directory = folder(build_dir).logs
     directory.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     path = directory / f"server-{stamp}.log"
@@ -125,7 +126,7 @@ def new_log(build_dir: Path) -> Path:
         n += 1
         path = directory / f"server-{stamp}-{n}.log"
     path.touch()
-    link = directory / "server.log"
+    link = folder(build_dir).current_log
     if link.is_symlink() or link.exists():
         link.unlink()
     link.symlink_to(path.name)
@@ -134,10 +135,11 @@ def new_log(build_dir: Path) -> Path:
 
 def start_supervisor(build_dir: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
     """The supervisor in its own session: it and everything serve.sh starts share one process group."""
-    build_dir = Path(build_dir).resolve()
-    err = open(logs_dir(build_dir) / "supervisor.err", "ab")
+    where = folder(build_dir)
+    build_dir = where.root
+    err = open(where.supervisor_err, "ab")
     command = [sys.executable, "-m", "tqdeploy.runtime.supervisor", str(build_dir), str(log_path), "--"]
-    command += ["sh", str(build_dir / "serve.sh")]
+    command += ["sh", str(where.serve_sh)]
     try:
         return subprocess.Popen(
             command,
