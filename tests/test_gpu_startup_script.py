@@ -33,11 +33,14 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
     with open(tmp_path / "records.jsonl", "w") as fh:
         for phase, runner, s in rows:
             rec = {"phase": phase, "runner": runner, "seconds_to_ready": s, "sizes": {}, "files_with_key_on_volume": 0}
+            if phase.startswith("pair-") and s:
+                rec["tok_s"] = {"1": 500.0 if runner == "plain" else 450.0}
             fh.write(json.dumps(rec) + "\n")
     res = subprocess.run(["bash", str(SCRIPT), str(tmp_path), "report"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     md = (tmp_path / "startup.md").read_text()
-    assert "- recreated / warm: 1.10x (goal <= 1.1x)" in md  # 55 / median(50, 49, 51, 50)
-    assert "tqdeploy warm median 50.0 s vs plain warm median 65.0 s over 2 pairs" in md
-    assert "| pair-plain | plain | not ready | 0 |" in md
+    assert "- recreated / warm: 1.10x (goal <= 1.1x; warm median 50.0 s)" in md  # 55 / median(50, 49, 51, 50)
+    assert "tqdeploy warm median 50.0 s vs plain vLLM warm median 65.0 s over 2 alternated pairs: 23.1% faster" in md
+    assert "| pair-plain | plain | not ready | - | 0 |" in md
+    assert "- tokens/s at concurrency 1: tqdeploy / plain 0.900 (goal within 2%)" in md  # 450 / 500
     assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)

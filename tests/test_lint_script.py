@@ -158,3 +158,12 @@ def test_expand_shell_value():
     assert expand_shell_value("${C:-7}", v) == "7" and expand_shell_value("${C-7}", v) == "7"
     assert expand_shell_value("${A:-7}", v) == "1"
     assert expand_shell_value("$C", v) == "$C" and expand_shell_value("$(nproc)", v) == "$(nproc)"
+
+
+def test_a_trailing_dollar_at_is_left_to_run_time():
+    # serve.sh of a multi-node build ends its exec line with "$@" (the node flags multinode.sh sets): lint checks
+    # the words it can see, and a "$@" elsewhere is still an argument it reads.
+    cmd = find_command('exec vllm serve /models/m --port 8000 "$@"\n')
+    assert cmd is not None and cmd.argv == ["exec", "vllm", "serve", "/models/m", "--port", "8000"]
+    assert not lint_script('vllm serve /models/m --max-model-len 4096 "$@"\n', live=False).errors
+    assert lint_script('vllm serve /models/m "$@" --max-model-len 4096\n', live=False).errors

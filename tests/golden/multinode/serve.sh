@@ -61,6 +61,7 @@ mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
   "${XDG_CACHE_HOME}"
 # This node's rank and the leader's address (multinode.sh, beside this file); every node loads its pipeline
 # stage's weights from $MODEL_DIR, checked above. The node flags end the exec line ("$@").
+# shellcheck source=/dev/null
 . "$(CDPATH='' cd -- "$(dirname -- "$0")" && pwd)/multinode.sh"
 exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
   --served-model-name qwen3.6-27b \

@@ -16,6 +16,9 @@ from tqdeploy.errors import TQError
 from tqdeploy.lint.command import Invocation, find_invocation
 
 _OPERATORS = {"&&", "||", "|", ";", "&", ";;"}
+# A trailing "$@" (serve.sh passes its own arguments on: a multi-node build's node flags, multinode.sh) stands for
+# words only the running script has; lint checks the words it can see.
+_RUN_TIME_ARGS = {"$@", "$*"}
 _REDIRECT = re.compile(r"^(\d*>>?|\d*<|&>|\d*>&\d*)")
 
 
@@ -103,6 +106,8 @@ def find_command(text: str) -> ScriptCommand | None:
                 shell_vars[name] = value
             continue
         argv = _cut_at_operator(tokens)
+        while argv and argv[-1] in _RUN_TIME_ARGS:  # words the script is called with: unknown until it runs
+            argv.pop()
         inv: Invocation = find_invocation(argv)
         if inv.kind != "unknown":
             return ScriptCommand(argv=argv, line=start, env=env, variables={**shell_vars, **env})
