@@ -20,12 +20,14 @@ TOOL = Path(__file__).resolve().parent.parent / "tool"
 LAYERS: list[set[str]] = [
     # plain data and the one error/result types
     {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
-    {"redact_rules", "redact_keys", "idents", "resources", "safeio", "output", "clihelp", "buildfolder"},
+    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder"},
+    # the redaction engine and its rules (one package: patterns, names, encoded keys)
+    {"redact"},
     # URL handling (net/urls.py, mirrors too), secret rules
-    {"net", "redact_secrets", "nodefile"},
+    {"net", "nodefile"},
     # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot)
-    {"model", "vllmfacts", "snapshot", "keyfile", "redact_names"},
-    {"spec", "probe", "redact"},
+    {"model", "vllmfacts", "snapshot", "keyfile"},
+    {"spec", "probe"},
     {"lint"},
     {"doctor", "render", "plan", "checkids"},
     {"runtime"},

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdeploy.errors import TQError
-from tqdeploy.redact_rules import GENERIC_USERS
+from tqdeploy.redact.rules import GENERIC_USERS
 
 PASSWD = Path("/etc/passwd")
 PASSWD_LIMIT = 4 * 1024 * 1024

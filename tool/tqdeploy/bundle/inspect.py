@@ -72,8 +72,8 @@ def _views(text: str) -> list[tuple[str, str]]:
     """(encoding, decoded text) of the base64, hex and URL-encoded words in text that decode to text."""
     from urllib.parse import unquote
 
-    from tqdeploy.redact_keys import decode_blob
-    from tqdeploy.redact_rules import BASE64_BLOB
+    from tqdeploy.redact.keys import decode_blob
+    from tqdeploy.redact.rules import BASE64_BLOB
 
     out = []
     for m in BASE64_BLOB.finditer(text):
@@ -118,7 +118,7 @@ class Scanner:
 
     def lines(self, member: str, text: str) -> list[dict[str, Any]]:
         """Where in the member: the line of each finding (a private key block: its first line)."""
-        from tqdeploy.redact_keys import drop_private_keys
+        from tqdeploy.redact.keys import drop_private_keys
 
         out: list[dict[str, Any]] = []
         for number, line in enumerate(text.splitlines(), 1):

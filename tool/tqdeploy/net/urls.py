@@ -25,7 +25,7 @@ from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tqdeploy.errors import TQError
-from tqdeploy.redact_rules import URL_USERINFO  # the one pattern for user:password@ (tqdeploy.redact)
+from tqdeploy.redact.rules import URL_USERINFO  # the one pattern for user:password@ (tqdeploy.redact)
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}

@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
-from tqdeploy.redact_rules import secret_flag
+from tqdeploy.redact.rules import secret_flag
 from tqdeploy.spec.flagtable import MANAGED_FLAGS
 from tqdeploy.spec.load import Problem
 from tqdeploy.spec.model import Spec, is_loopback

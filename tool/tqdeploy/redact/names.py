@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from tqdeploy import redact_rules as R
+from tqdeploy.redact import rules as R
 
 if TYPE_CHECKING:
     from collections import Counter

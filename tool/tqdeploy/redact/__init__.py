@@ -9,7 +9,7 @@ apart from what is shared; for secrets it holds only a sha256 fingerprint, never
 A value found secret once is a known literal from then on: it and its encodings (URL, base64, hex, JSON
 escapes) are replaced wherever they appear; ``relit()`` runs that replacement again over text redacted
 before the value was known. Host identity follows sos clean (host names under the host's domains,
-users, addresses); tqdeploy.redact_names holds those rules, redact_rules the patterns.
+users, addresses); tqdeploy.redact.names holds those rules, redact.rules the patterns.
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tqdeploy import redact_rules as R
-from tqdeploy.redact_keys import encodings
-from tqdeploy.redact_names import NameRules
-from tqdeploy.redact_rules import GENERIC_USERS, SECRET_FLAGS, is_secret_name, secret_flag
-from tqdeploy.redact_secrets import SecretRules
+from tqdeploy.redact import rules as R
+from tqdeploy.redact.keys import encodings
+from tqdeploy.redact.names import NameRules
+from tqdeploy.redact.rules import GENERIC_USERS, SECRET_FLAGS, is_secret_name, secret_flag
+from tqdeploy.redact.secrets import SecretRules
 
 __all__ = ["GENERIC_USERS", "SECRET_FLAGS", "Redactor", "is_secret_name", "scan", "secret_flag"]
 MIN_SECRET = 4  # shorter values are words, not secrets worth hunting everywhere

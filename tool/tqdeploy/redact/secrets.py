@@ -1,5 +1,5 @@
 """The secret half of tqdeploy.redact.Redactor: credentials in assignments, flags, headers, URLs, token
-formats and encoded blobs (the patterns are in redact_rules, private keys in redact_keys).
+formats and encoded blobs (the patterns are in redact.rules, private keys in redact.keys).
 
 Long texts are not searched whole by each rule: plain-substring triggers (str.find, C speed) pick the lines
 that may hold a secret, and only those go through the rules, so a 4 MiB log costs a few scans.
@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from tqdeploy import redact_rules as R
-from tqdeploy.redact_keys import decode_blob, drop_private_keys
-from tqdeploy.redact_rules import SECRET_FLAGS, is_secret_name, secret_flag
+from tqdeploy.redact import rules as R
+from tqdeploy.redact.keys import decode_blob, drop_private_keys
+from tqdeploy.redact.rules import SECRET_FLAGS, is_secret_name, secret_flag
 
 if TYPE_CHECKING:
     from collections import Counter
