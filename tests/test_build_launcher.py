@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.render import render_files, write_build
-from tqdeploy.spec import load_spec
 
 SECRET = "tq-launcher-secret-9f3a"
 

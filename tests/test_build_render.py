@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.render import render_files, verify, write_build
-from tqdeploy.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
 GOLDEN = TESTS / "golden"
 FIX = TESTS / "fixtures" / "build"
-DEMO_SPEC = TESTS.parent / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+DEMO_SPEC = TESTS.parent / "tool" / "tqdeploy" / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
 UPDATE = os.environ.get("TQDEPLOY_UPDATE_GOLDEN") == "1"
 
 CASES = {
@@ -120,7 +120,7 @@ def test_lock_records_pins_and_every_file_hash():
 def test_no_digest_is_invented_anywhere():
     import re
 
-    from tqdeploy.spec.digests import known_digests
+    from tqdeploy.deployspec.digests import known_digests
 
     read = {d.digest.encode() for d in known_digests().values()}  # each with where and when it was read
     for make in CASES.values():
@@ -130,7 +130,7 @@ def test_no_digest_is_invented_anywhere():
 
 
 def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_it(tmp_path):
-    from tqdeploy.spec.digests import apply_known_digest, known_digests
+    from tqdeploy.deployspec.digests import apply_known_digest, known_digests
 
     data = tmp_path / "base-digests.toml"
     kept = "sha256:" + "ab" * 32
@@ -160,8 +160,8 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
 
 
 def test_the_shipped_digest_table_is_well_formed_and_a_broken_one_is_refused(tmp_path):
+    from tqdeploy.deployspec.digests import digests_path, known_digests
     from tqdeploy.errors import TQError
-    from tqdeploy.spec.digests import digests_path, known_digests
 
     assert digests_path().is_file()
     for ref, known in known_digests().items():
@@ -173,7 +173,7 @@ def test_the_shipped_digest_table_is_well_formed_and_a_broken_one_is_refused(tmp
 
 
 def embedded_spec_path_text() -> str:
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     return embedded_spec_path("qwen36-27b-tq").read_text()
 
@@ -305,7 +305,7 @@ def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
 def test_help_stays_light(tqdeploy_exe):
     code = (
         "import sys; import tqdeploy.commands.build, tqdeploy.commands.init; "
-        "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.spec') if m in sys.modules])"
+        "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.deployspec') if m in sys.modules])"
     )
     python = str(Path(tqdeploy_exe).parent / "python")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -313,7 +313,7 @@ def test_help_stays_light(tqdeploy_exe):
 
 
 def test_check_with_a_spec_names_files_the_spec_now_renders_differently(run_cli, tmp_path):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     spec = tmp_path / "tqdeploy.toml"
     spec.write_text(embedded_spec_path("qwen36-27b-tq").read_text())

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tqdeploy.deployspec import embedded_spec_names, load_spec, spec_problems
+from tqdeploy.deployspec.load import parse_spec_text
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import TQError
-from tqdeploy.spec import embedded_spec_names, load_spec, spec_problems
-from tqdeploy.spec.load import parse_spec_text
-from tqdeploy.spec.model import Spec
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "build"
 
@@ -111,7 +111,7 @@ def test_public_bind_without_api_key_is_refused(run_cli, tmp_path):
     ],
 )
 def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, patch, message):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     text = embedded_spec_path("qwen36-27b-tq").read_text()
     assert patch[0] in text
@@ -163,7 +163,7 @@ def test_spec_hash_ignores_comments_and_key_order():
 
 
 def test_docs_describe_every_spec_key():
-    from tqdeploy.spec.schema import SCHEMA
+    from tqdeploy.deployspec.schema import SCHEMA
 
     doc = (Path(__file__).resolve().parent.parent / "docs" / "build.md").read_text()
     for section, table in SCHEMA.items():
@@ -207,7 +207,7 @@ def test_a_misshapen_spec_is_named_plainly(tmp_path, text, message):
 
 
 def test_vllm_version_must_be_an_exact_release():
-    from tqdeploy.spec.validate import is_exact_release
+    from tqdeploy.deployspec.validate import is_exact_release
 
     assert [v for v in ("0.32.0", "0.32.0rc1", "0.32.0.post1", "1.0.0") if not is_exact_release(v)] == []
     for v in ("latest", "0.32", "v0.32.0", "0.32.0+cpu", "0.32.1.dev5", "0.32.0-rc1", ">=0.32", "", None):
@@ -220,11 +220,11 @@ def test_loading_a_spec_runs_no_linter_and_a_build_reads_its_spec_once(tmp_path,
     import subprocess
     import sys
 
-    import tqdeploy.spec as spec_pkg
+    import tqdeploy.deployspec as spec_pkg
     from tqdeploy.render.build import run_build
 
     probe = (
-        "import sys, tqdeploy.spec as s; s.load_spec(); "
+        "import sys, tqdeploy.deployspec as s; s.load_spec(); "
         "print(sorted(m for m in sys.modules if m.startswith('tqdeploy.lint')))"
     )
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()

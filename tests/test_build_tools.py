@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.render import render_files, skipped_outputs, write_build
-from tqdeploy.spec import load_spec
 
 TESTS = Path(__file__).resolve().parent
 FIX = TESTS / "fixtures" / "build"
@@ -181,7 +181,7 @@ def test_compose_binds_loopback_and_reserves_gpus(builds):
 def test_compose_publishes_where_the_spec_says_and_reserves_the_listed_gpus(tmp_path):
     import yaml
 
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     text = embedded_spec_path("qwen36-27b-tq").read_text().replace('host = "127.0.0.1"', 'host = "0.0.0.0"')
     text = text.replace('gpus = "all"', "gpus = [2, 3]").replace("tensor_parallel_size = 1", "tensor_parallel_size = 2")
@@ -233,7 +233,7 @@ def test_rendered_serve_sh_passes_tqdeploy_lint(builds, case, run_cli):
 
 
 def test_lint_refuses_a_spec_with_a_false_flag(run_cli, tmp_path):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     text = (
         embedded_spec_path("qwen36-27b-tq")
@@ -371,7 +371,7 @@ def test_nginx_accepts_the_rendered_proxy_config(builds, case, nginx_binary, tmp
 def test_an_ipv6_address_is_bracketed_where_a_port_follows(nginx_binary, tmp_path):
     import yaml
 
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     (tmp_path / "s.toml").write_text(
         embedded_spec_path("qwen36-27b-tq").read_text().replace('host = "127.0.0.1"', 'host = "::1"')
@@ -391,7 +391,7 @@ def test_an_ipv6_address_is_bracketed_where_a_port_follows(nginx_binary, tmp_pat
 def test_cpu_variant_manifests_validate_and_request_no_gpu(tmp_path):
     import yaml
 
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     text = embedded_spec_path("tiny-cpu-demo").read_text()
     assert 'api_key_file = "./secrets/vllm-api-key"' in text  # keyed, so k8s/ is rendered

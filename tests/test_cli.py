@@ -107,7 +107,7 @@ def test_ctrl_c_while_the_cli_is_importing_is_one_line_and_exit_130():
         "        if name == 'typer':\n"
         "            raise KeyboardInterrupt\n"
         "sys.meta_path.insert(0, Interrupt())\n"
-        "from tqdeploy.entry import main\n"
+        "from tqdeploy.__main__ import main\n"
         "sys.exit(main(['--help']))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tqdeploy.spec.load import embedded_spec_path
+from tqdeploy.deployspec.load import embedded_spec_path
 
 VLLM_SRC = Path(__file__).resolve().parent.parent / ".venv-vllm" / "lib" / "python3.11" / "site-packages" / "vllm"
 

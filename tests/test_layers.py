@@ -27,14 +27,13 @@ LAYERS: list[set[str]] = [
     {"net", "nodefile"},
     # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot)
     {"model", "vllmfacts", "snapshot", "keyfile"},
-    {"spec", "probe"},
+    {"deployspec", "probe"},
     {"lint"},
     {"doctor", "render", "plan", "checkids"},
     {"runtime"},
     {"bundle", "connect", "download", "profile"},
     {"commands", "bench"},
     {"cli"},
-    {"entry"},
     {"__main__"},
 ]
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.render.files import render_files
 from tqdeploy.runtime import multinode
 from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
-from tqdeploy.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[1]
 SPEC = REPO / "scripts" / "multinode" / "tiny-cpu-multinode.toml"

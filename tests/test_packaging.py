@@ -58,7 +58,7 @@ def test_wheel_carries_the_data_folders(wheel_venv):
             f"tqdeploy/_data/{p.relative_to(REPO).as_posix()}" for p in (REPO / folder).rglob("*") if p.is_file()
         }
         assert on_disk and on_disk <= names, sorted(on_disk - names)[:5]
-    assert "tqdeploy/spec/defaults/tiny-cpu-demo.toml" in names
+    assert "tqdeploy/deployspec/defaults/tiny-cpu-demo.toml" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
 
 

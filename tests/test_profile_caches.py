@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from support.vllm_server import free_port
+from tqdeploy.deployspec import load_spec
 from tqdeploy.profile import caches
 from tqdeploy.render import render_files, write_build
 from tqdeploy.render.caches import FINGERPRINT_FILE, START_CACHES, moved_caches
-from tqdeploy.spec import load_spec
 
 
 def _build(tmp_path: Path, embedded: str = "tiny-cpu-demo") -> Path:
@@ -164,7 +164,7 @@ _STUB = textwrap.dedent(
 
 
 def _warmup(tmp_path: Path, **extra: str) -> tuple[subprocess.CompletedProcess, Path, Path]:
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     port = free_port()
     spec_file = tmp_path / "tqdeploy.toml"

@@ -64,7 +64,7 @@ def test_cold_then_warm_through_up(profiled):
     assert {r["phase"] for r in compare["phases"]} >= {"torch.compile", "first token"}
     assert (build / ".tqdeploy" / "cache" / "vllm").is_dir()  # the warm start had a cache to reuse
     # the CPU demo's serve.sh turns AOT compile off and keeps inductor's cache under VLLM_CACHE_ROOT
-    # (spec/accel.py): the warm start reuses it (measured 21.4 s -> 3.7 s; cold removed it, so it was rebuilt)
+    # (deployspec/accel.py): the warm start reuses it (measured 21.4 s -> 3.7 s; cold removed it, so it was rebuilt)
     assert (build / ".tqdeploy" / "cache" / "vllm" / "torchinductor").is_dir()
     compile_s = next((r["cold_s"], r["warm_s"]) for r in compare["phases"] if r["phase"] == "torch.compile")
     assert compile_s[1] < 0.75 * compile_s[0], compile_s

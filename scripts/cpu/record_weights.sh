@@ -21,7 +21,7 @@ for case in default runai_streamer; do
   fmt=""; [ "$case" = default ] || fmt="load_format = \"$case\""
   sed -e 's|path = "./models/tiny"|path = "./models/wide"|' -e 's|served_name = "tiny"|served_name = "wide"|' \
       -e 's|max_model_len = 512|max_model_len = 128|' -e "s|^extra_args = \[\]|$fmt\nextra_args = [\"--enforce-eager\", \"--max-num-batched-tokens\", \"128\", \"--kv-cache-memory-bytes\", \"67108864\"]|" \
-      tool/tqdeploy/spec/defaults/tiny-cpu-demo.toml > "$w/spec.toml"
+      tool/tqdeploy/deployspec/defaults/tiny-cpu-demo.toml > "$w/spec.toml"
   .venv/bin/tqdeploy build "$w/spec.toml" --out "$w/build" > "$out/$case/build.txt"
   mkdir -p "$w/build/models" && ln -s "$model" "$w/build/models/wide"
   .venv/bin/python -c 'import sys; from tqdeploy.profile.diskread import drop_own_file_from_page_cache as drop

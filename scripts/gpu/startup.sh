@@ -114,7 +114,7 @@ rotate() {
 plain_flags() {  # the build's vLLM flags, one per line (spec.vllm_flags, what serve.sh passes)
   python3 - "$work/spec.toml" <<'PY'
 import sys
-from tqdeploy.spec import load_spec
+from tqdeploy.deployspec import load_spec
 print("\n".join(load_spec(sys.argv[1]).vllm_flags()))
 PY
 }

@@ -22,7 +22,7 @@ QWEN3_CONFIG = TESTS / "fixtures" / "models" / "qwen3-8b" / "config.json"
 
 
 def embedded_text(name: str = "tiny-cpu-demo") -> str:
-    from tqdeploy.spec.load import embedded_spec_path
+    from tqdeploy.deployspec.load import embedded_spec_path
 
     return embedded_spec_path(name).read_text()
 

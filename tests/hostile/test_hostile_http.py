@@ -342,7 +342,7 @@ def test_status_sends_the_builds_key_only_to_the_builds_own_address(tmp_path, ru
 
     from tqdeploy.runtime.status import ServerAnswers
 
-    spec = Path(__file__).parents[2] / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+    spec = Path(__file__).parents[2] / "tool" / "tqdeploy" / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
     with serving({}) as own, serving({}) as elsewhere:
         (tmp_path / "spec.toml").write_text(spec.read_text().replace("port = 8000", f"port = {own.server_port}"))
         build = tmp_path / "build"

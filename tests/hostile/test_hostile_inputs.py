@@ -91,8 +91,8 @@ def build_out_dot_keeps_hand_edited_spec(tmp: Path) -> Case:
 
 
 def _built(tmp: Path, embedded: str = "tiny-cpu-demo") -> Path:
+    from tqdeploy.deployspec import load_spec
     from tqdeploy.render import render_files, write_build
-    from tqdeploy.spec import load_spec
 
     out = tmp / "b"
     write_build(out, render_files(load_spec(embedded=embedded)))
@@ -1049,8 +1049,8 @@ def _key_build(tmp: Path) -> Path:
     text = "\n".join(line for line in text.splitlines() if not line.startswith("api_key_file"))
     spec = tmp / "spec.toml"
     spec.write_text(text.replace("port = 8000", 'port = 8000\napi_key_file = "secrets/key"', 1) + "\n")
+    from tqdeploy.deployspec import load_spec
     from tqdeploy.render import render_files, write_build
-    from tqdeploy.spec import load_spec
 
     out = tmp / "b"
     write_build(out, render_files(load_spec(spec)))

@@ -22,7 +22,7 @@ from pathlib import Path
 from support.vllm_server import CACHE, VLLM_PYTHON, free_port, tiny_model_dir
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_SPEC = REPO / "tool" / "tqdeploy" / "spec" / "defaults" / "tiny-cpu-demo.toml"
+DEMO_SPEC = REPO / "tool" / "tqdeploy" / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
 TQDEPLOY = Path(sys.executable).parent / "tqdeploy"
 UP_TIMEOUT_S = 420
 

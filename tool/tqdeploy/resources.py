@@ -33,7 +33,7 @@ def data_dir(name: str) -> Path:
 
 
 def package_data(package: str, name: str) -> Path:
-    """A data folder inside a subpackage (e.g. the embedded specs in tqdeploy.spec/defaults)."""
+    """A data folder inside a subpackage (e.g. the embedded specs in tqdeploy.deployspec/defaults)."""
     return Path(str(resources.files(package))) / name
 
 

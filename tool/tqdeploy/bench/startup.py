@@ -41,7 +41,7 @@ PLAIN = "python -m vllm.entrypoints.openai.api_server, vLLM's defaults"
 
 def plain_argv(build: Path, python: str, port: int) -> list[str]:
     """The build's vLLM flags (spec.vllm_flags, what serve.sh passes) on plain vLLM's own entry point."""
-    from tqdeploy.spec import load_spec
+    from tqdeploy.deployspec import load_spec
 
     flags = load_spec(str(build / "tqdeploy.toml")).vllm_flags()
     model = str(build / "models" / "tiny")

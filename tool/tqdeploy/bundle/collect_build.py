@@ -81,11 +81,11 @@ def collect_spec(ctx: BundleContext) -> dict[str, Any]:
 
 def collect_plan(ctx: BundleContext) -> dict[str, Any]:
     """The KV plan for the deployment's spec on the host the snapshot describes (GPU hosts only)."""
+    from tqdeploy.deployspec import load_spec
     from tqdeploy.model import load_model_facts
     from tqdeploy.plan import make_plan
     from tqdeploy.plan.host import from_snapshot
     from tqdeploy.snapshot import HostSnapshot
-    from tqdeploy.spec import load_spec
 
     build_dir = ctx.need_build_dir()
     if not (build_dir / SPEC_FILE_NAME).is_file():

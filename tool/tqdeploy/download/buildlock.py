@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.fsutil import atomic_write_text, exclusive_dir
@@ -28,7 +29,6 @@ from tqdeploy.idents import REVISION_RE, check_no_control
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
 from tqdeploy.runtime.deployment import spec_model_dir
 from tqdeploy.safeio import MIB, FileRefused, read_bytes
-from tqdeploy.spec import load_spec
 
 BUILD_WAIT_S = 30.0  # how long a finished download waits for a build writing into the same directory
 

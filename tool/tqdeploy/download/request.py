@@ -61,10 +61,10 @@ def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | 
 
 
 def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
+    from tqdeploy.deployspec import load_spec
     from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
     from tqdeploy.filenames import SPEC_FILE_NAME
     from tqdeploy.runtime.deployment import spec_model_dir
-    from tqdeploy.spec import load_spec
 
     if Path(spec_file).is_dir():  # `--spec build/default`: the build's own copy of its spec
         spec_file = Path(spec_file) / SPEC_FILE_NAME

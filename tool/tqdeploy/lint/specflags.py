@@ -1,19 +1,19 @@
 """The spec's vLLM command checked by `tqdeploy lint` against the pinned vLLM's own argument schema.
 
 Lint is the one place that knows vLLM's flags, choices and the false claims in circulation; the spec
-does not repeat that knowledge, and loading a spec (tqdeploy.spec.load_spec) runs no linter: the build
+does not repeat that knowledge, and loading a spec (tqdeploy.deployspec.load_spec) runs no linter: the build
 (render/build.py) lints the spec it loaded, once. A lint error on the command becomes a spec problem at the
-spec key that produced the flag (spec/flagtable.py FLAG_TO_KEY).
+spec key that produced the flag (deployspec/flagtable.py FLAG_TO_KEY).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tqdeploy.deployspec.flagtable import FLAG_TO_KEY
+from tqdeploy.deployspec.load import Problem, raise_problems
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.lint import lint_command
-from tqdeploy.spec.flagtable import FLAG_TO_KEY
-from tqdeploy.spec.load import Problem, raise_problems
-from tqdeploy.spec.model import Spec
 
 
 @dataclass

@@ -10,14 +10,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
+from tqdeploy.deployspec.model import Spec
+from tqdeploy.deployspec.validate import NAME_RE, spec_problems
+from tqdeploy.deployspec.write import spec_to_toml
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
 from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.plan import make_plan
-from tqdeploy.spec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
-from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import NAME_RE, spec_problems
-from tqdeploy.spec.write import spec_to_toml
 
 TP_SIZES = (1, 2, 4, 8)
 

@@ -50,7 +50,7 @@ def _hybrid_prefix_caching(vllm_version: str) -> bool:
         return True
 
 
-# Bounds of plan's numeric options: what vLLM and hardware accept (the spec's own, spec/validate.py), so inf,
+# Bounds of plan's numeric options: what vLLM and hardware accept (the spec's own, deployspec/validate.py), so inf,
 # nan and 10**18 are one usage error instead of an OverflowError or a plan for a machine that cannot exist.
 _INT_OPTIONS = {"--gpus": (1, 1024), "--tp": (1, 64), "--max-model-len": (1, 2**31 - 1)}
 _FLOAT_OPTIONS = {  # (low, low inclusive, high)

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK
 from tqdeploy.filenames import SPEC_FILE_NAME
-from tqdeploy.spec.model import Spec
 
 
 @dataclass
@@ -26,7 +26,7 @@ class BuildResult:
     notes: list[str] = field(default_factory=list)
     pins: dict[str, Any] = field(default_factory=dict)
     image: dict[str, Any] = field(default_factory=dict)
-    accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.spec.accel.Accelerators.to_dict
+    accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.deployspec.accel.Accelerators.to_dict
     api_key_file: Any = None  # tqdeploy.render.apikey.KeyFile: where the key is, never the key
     exit_code: int = EXIT_OK
 
@@ -161,9 +161,9 @@ def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | No
     if spec_file is not None or embedded is not None:
         import json
 
+        from tqdeploy.deployspec import load_spec
         from tqdeploy.lint.specflags import lint_spec
         from tqdeploy.render.files import render_files
-        from tqdeploy.spec import load_spec
 
         spec = lint_spec(load_spec(spec_file, embedded=embedded))
         pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
@@ -240,12 +240,12 @@ def run_build(
     model: str | None = None,
     force: bool = False,
 ) -> BuildResult:
+    from tqdeploy.deployspec import load_spec
     from tqdeploy.lint.specflags import lint_spec
     from tqdeploy.render.caches import moved_caches
     from tqdeploy.render.files import render_files, skipped_outputs
     from tqdeploy.render.lock import pins
     from tqdeploy.render.write import diff_build, write_build
-    from tqdeploy.spec import load_spec
 
     spec_file, chosen = spec_to_use(spec_file, embedded)
     spec = load_spec(spec_file, embedded=embedded)  # once: the checkpoint's path and the flags come from it
@@ -282,7 +282,7 @@ def run_build(
             f'base digest {digest} read from the registry; add `digest = "{digest}"` to [image] in the spec to keep it'
         )
     files = render_files(spec)
-    from tqdeploy.spec.accel import accelerators
+    from tqdeploy.deployspec.accel import accelerators
 
     accel = accelerators(spec)
     notes += [accel.summary(), *accel.notes]  # what the build rendered to shorten start-up, and what it left out

@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy import __version__
-from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
-from tqdeploy.render.env import shquote
-from tqdeploy.render.fingerprint import cache_fingerprint
-from tqdeploy.render.multinode import multinode_context, record_text
-from tqdeploy.render.toolcall import tool_call_flags
-from tqdeploy.spec.accel import accelerators
-from tqdeploy.spec.model import (
+from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.model import (
     CONTAINER_API_KEY,
     CONTAINER_HF_HOME,
     CONTAINER_MODELS,
     CONTAINER_VLLM_CACHE,
     Spec,
 )
-from tqdeploy.spec.validate import revision_is_commit
+from tqdeploy.deployspec.validate import revision_is_commit
+from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
+from tqdeploy.render.env import shquote
+from tqdeploy.render.fingerprint import cache_fingerprint
+from tqdeploy.render.multinode import multinode_context, record_text
+from tqdeploy.render.toolcall import tool_call_flags
 
 PATHS = {
     "models": CONTAINER_MODELS,

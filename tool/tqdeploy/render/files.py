@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.render.context import build_context
 from tqdeploy.render.lock import LOCK_NAME, make_lock
-from tqdeploy.spec.model import Spec
 
 EXECUTABLE = 0o755
 REGULAR = 0o644

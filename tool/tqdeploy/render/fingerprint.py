@@ -12,10 +12,10 @@ import hashlib
 import json
 from typing import Any
 
+from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.render.caches import moved_caches
 from tqdeploy.render.toolcall import tool_call_flags
-from tqdeploy.spec.accel import accelerators
-from tqdeploy.spec.model import Spec
 
 
 def fingerprint_factors(spec: Spec) -> dict[str, Any]:

@@ -10,10 +10,10 @@ from typing import Any
 
 from tqdeploy import __version__
 from tqdeploy.buildfolder import LOCK_NAME
+from tqdeploy.deployspec.model import Spec
+from tqdeploy.deployspec.validate import official_vllm_tag, revision_is_commit
 from tqdeploy.errors import TQError
 from tqdeploy.render.fingerprint import cache_fingerprint
-from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import official_vllm_tag, revision_is_commit
 
 _SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 LOCK_SCHEMA = "tqdeploy.lock/1"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tqdeploy.spec.model import Spec
+from tqdeploy.deployspec.model import Spec
 
 RECORD_NAME = "multinode.json"
 RECORD_SCHEMA = "tqdeploy.multinode/1"

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import TQError
-from tqdeploy.spec.model import Spec
 
 QWEN3_5_FLAGS = ["--enable-auto-tool-choice", "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3"]
 # (pattern on the model's name, family label, flags)

@@ -97,7 +97,7 @@ def prepare_cache(cache: Path) -> None:
 def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = None) -> dict[str, Any]:
     import docker.types
 
-    from tqdeploy.spec.model import CONTAINER_API_KEY
+    from tqdeploy.deployspec.model import CONTAINER_API_KEY
 
     spec = dep.spec
     res = spec["resources"]  # type: ignore[index]

@@ -111,7 +111,7 @@ MILESTONES: tuple[Milestone, ...] = (
     ),
     # v1/worker/cpu_model_runner.py warming_up_model: "Warming up model for the compilation..." then the
     # compiling profile run, then "Warming up done.": on the CPU build with VLLM_USE_AOT_COMPILE=0 (which
-    # tqdeploy renders there, spec/accel.py) no other line marks the compile's end
+    # tqdeploy renders there, deployspec/accel.py) no other line marks the compile's end
     _m("cpu_warmup", "torch.compile", r"Warming up done\."),
     # compilation/monitor.py monitor_profiling_run: "%sInitial profiling/warmup run took %.2f s"
     _m("profile_run", "memory profiling", r"Initial profiling/warmup run took ([\d.]+) s"),

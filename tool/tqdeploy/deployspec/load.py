@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec.schema import SCHEMA, accepts, type_name
 from tqdeploy.errors import TQError
 from tqdeploy.resources import package_data
-from tqdeploy.spec.schema import SCHEMA, accepts, type_name
 
 DEFAULT_SPEC_NAME = "qwen36-27b-tq"
 
@@ -31,7 +31,7 @@ class Problem:
 
 
 def _defaults_dir() -> Path:
-    return package_data("tqdeploy.spec", "defaults")
+    return package_data("tqdeploy.deployspec", "defaults")
 
 
 def embedded_spec_names() -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tqdeploy.spec.schema import SCHEMA
+from tqdeploy.deployspec.schema import SCHEMA
 
 
 def toml_value(value: Any) -> str:

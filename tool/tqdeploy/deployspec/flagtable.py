@@ -43,7 +43,7 @@ FLAG_TABLE: tuple[SpecFlag, ...] = (
     SpecFlag(
         "--gpu-memory-utilization", "vllm.gpu_memory_utilization", ("vllm", "gpu_memory_utilization"), findings_key=True
     ),
-    # extra_args may give --load-format itself; spec/accel.py refuses it only beside vllm.load_format
+    # extra_args may give --load-format itself; deployspec/accel.py refuses it only beside vllm.load_format
     SpecFlag("--load-format", "vllm.load_format", ("vllm", "load_format"), managed=False, findings_key=True),
     SpecFlag("--host", "server.host", findings_key=True),  # Spec.lint_argv and serve.sh add host and port
     SpecFlag("--port", "server.port", findings_key=True),

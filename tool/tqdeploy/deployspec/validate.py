@@ -7,12 +7,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from tqdeploy.deployspec.flagtable import MANAGED_FLAGS
+from tqdeploy.deployspec.load import Problem
+from tqdeploy.deployspec.model import Spec, is_loopback
 from tqdeploy.errors import TQError
 from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
 from tqdeploy.redact.rules import secret_flag
-from tqdeploy.spec.flagtable import MANAGED_FLAGS
-from tqdeploy.spec.load import Problem
-from tqdeploy.spec.model import Spec, is_loopback
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,51}[a-z0-9])?\Z")  # DNS label, room for k8s suffixes
 DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tqdeploy.spec.accel import accelerator_problems
-from tqdeploy.spec.digests import apply_known_digest
-from tqdeploy.spec.load import (
+from tqdeploy.deployspec.accel import accelerator_problems
+from tqdeploy.deployspec.digests import apply_known_digest
+from tqdeploy.deployspec.load import (
     DEFAULT_SPEC_NAME,
     Problem,
     embedded_spec_names,
@@ -21,8 +21,8 @@ from tqdeploy.spec.load import (
     raise_problems,
     read_spec_file,
 )
-from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import spec_problems
+from tqdeploy.deployspec.model import Spec
+from tqdeploy.deployspec.validate import spec_problems
 
 __all__ = ["DEFAULT_SPEC_NAME", "Problem", "Spec", "embedded_spec_names", "load_spec", "spec_problems"]
 

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tqdeploy.spec.flagtable import RENDERED_FLAGS
+from tqdeploy.deployspec.flagtable import RENDERED_FLAGS
 
 CONTAINER_MODELS = "/models"
 CONTAINER_VLLM_CACHE = "/cache/vllm"

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from tqdeploy.deployspec.load import Problem
+from tqdeploy.deployspec.model import Spec
+from tqdeploy.deployspec.validate import names_flag, vllm_flag_name
 from tqdeploy.errors import TQError
 from tqdeploy.resources import data_dir
-from tqdeploy.spec.load import Problem
-from tqdeploy.spec.model import Spec
-from tqdeploy.spec.validate import names_flag, vllm_flag_name
 from tqdeploy.vllmfacts.schema import load_schema
 
 STARTUP_PLAN_ENV = "VLLM_ENABLE_STARTUP_PLAN"
