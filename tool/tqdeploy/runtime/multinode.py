@@ -280,20 +280,8 @@ class MultinodeRuntime:
         return Started(sup, sup.pid)
 
     def stop(self, request):
-        from tqdeploy.runtime.stop import stop_deployment
-
-        r, t = request.record, request.trusted
-        report = stop_deployment(
-            request.build_dir,
-            r.pgid,
-            request.grace,
-            server_pid=r.pid,
-            host=request.host,
-            port=request.port,
-            gpu_baseline=request.gpu_baseline,
-            trusted=t,
-            groups=worker_pgids(request.build_dir, t.marker, t.started_at),  # none of them orphans
-        )
+        t = request.trusted
+        report = self._process.stop(request, groups=worker_pgids(request.build_dir, t.marker, t.started_at))
         _remove_short_tmps(t.marker)
         return report
 

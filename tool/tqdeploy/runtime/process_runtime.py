@@ -68,7 +68,8 @@ class ProcessRuntime:
         sup = start_supervisor(dep.build_dir, env, log_path)
         return Started(sup, sup.pid)
 
-    def stop(self, request: StopRequest) -> StopReport:
+    def stop(self, request: StopRequest, groups: list[int] | None = None) -> StopReport:
+        """groups: more process groups of the deployment (a multi-node build's workers), stopped with it."""
         r = request.record
         return stop_deployment(
             request.build_dir,
@@ -79,6 +80,7 @@ class ProcessRuntime:
             port=request.port,
             gpu_baseline=request.gpu_baseline,
             trusted=request.trusted,
+            groups=groups,
         )
 
     def is_live(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> bool:
