@@ -12,6 +12,7 @@
 #               ready server then gets the same load (profile --url --load: concurrency 1, 8, 64) for tokens/s
 #   spawn       a tqdeploy warm start with VLLM_WORKER_MULTIPROC_METHOD=spawn (vLLM's CLI default): the fork
 #               lever switched off, with the same load
+# TQ_ENGINE_START=forkserver|spawn in the environment picks how launch_vllm.py starts the EngineCore (recorded).
 #   importtime  python -X importtime of what the API server and the EngineCore import (no GPU start)
 #   report      OUT/startup.json + OUT/startup.md from the phases' records
 # Each timed start: seconds to ready (/health 200 and the served model in /v1/models), the sizes of what it left
@@ -28,7 +29,7 @@ tq() { python3 -m tqdeploy "$@"; }
 work=/tmp/tq-startup
 b=$work/build
 plain_port=18001
-load_args=(--load --concurrency "1,8,64" --requests 512 --duration 8 --prompt-tokens 256 --output-tokens 128
+load_args=(--load --concurrency "1,8,64" --requests 2048 --duration "${LOAD_SECONDS:-8}" --prompt-tokens 256 --output-tokens 128
   --sample-interval 0.5 --no-chart --json)  # as acceptance.sh, so the figures compare
 mkdir -p "$out" "$work"
 records=$out/records.jsonl
@@ -92,13 +93,14 @@ up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, the
   HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/$1-up.json" 2> "$out/$1-up.stderr"
   t1=$(date +%s.%N)
   log=$(readlink -f "$b/.tqdeploy/logs/server.log")
+  ps -eo pid,ppid,pgid,args | grep -E 'VLLM|forkserver|launch_vllm' | grep -v grep | cut -c1-200 > "$out/$1-ps.txt"
   [ -n "${LOAD:-}" ] && load_on 18000 "$1" "$log"
   cp "$log" "$out/$1-server.log" 2>/dev/null
   tq down "$b" --json > "$out/$1-down.json" 2>&1
   local compile
   compile=$(grep -cE "Directly load (the compiled graph|AOT compilation)" "$out/$1-server.log")
   record "$1" tqdeploy "$(python3 -c "print(round($t1 - $t0, 2))")" \
-    "{$(load_figures "$1")\"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
+    "{$(load_figures "$1")\"engine_start\": \"${TQ_ENGINE_START:-rendered}\", \"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
   pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
 }
 

@@ -19,6 +19,8 @@ whose repr and str are "[redacted]": vLLM 0.25.0 logs "non-default args" unredac
 log_non_default_args), and the middleware hashes the real characters (t.encode("utf-8")).
 """
 
+import multiprocessing
+import multiprocessing.context
 import os
 import stat
 import sys
@@ -71,6 +73,74 @@ def read_key(path: str) -> str:
     return key
 
 
+# How the EngineCore process starts. "spawn" is what `vllm serve` does (cli_env_setup): a fresh interpreter that
+# imports vLLM and torch again after the API server has built its config (18 s of a 50 s warm start on the H200,
+# docs/startup.md). "forkserver": a clean interpreter started here, before this process imports vLLM, imports the
+# EngineCore's modules in parallel with the API server's own imports, and the EngineCore is forked from it (Python's
+# multiprocessing forkserver; vLLM's own API-server launcher preloads vllm.v1.engine.async_llm in one,
+# vllm/entrypoints/launchers/api_server/entry.py in 0.32.0). Unlike a plain fork of the API server, the child gets
+# none of the API server's state (threads, event loop, sockets). TQ_ENGINE_START overrides the rendered choice.
+ENGINE_START = "spawn"
+ENGINE_PRELOAD = ["vllm.v1.engine.core", "vllm.v1.worker.gpu_worker"]
+
+
+class _InServerEnvironment:
+    """The EngineCore's target, run with the API server's environment as it was when the engine started: a
+    forkserver's children inherit the forkserver's environment (this launcher's, before vLLM ran), while vLLM sets
+    variables as it builds its config and starts the engine (a device mask per data-parallel rank, its
+    multiprocessing method) that a spawned EngineCore would see."""
+
+    def __init__(self, target, environ: dict) -> None:
+        self.target = target
+        self.environ = environ
+
+    def __call__(self, *args, **kwargs):
+        try:  # vLLM titles the process VLLM::EngineCore with setproctitle, which must find the environment where
+            import setproctitle  # exec left it, next to argv: set it up before the environment is replaced
+
+            setproctitle.getproctitle()
+        except ImportError:
+            pass
+        os.environ.clear()
+        os.environ.update(self.environ)
+        return self.target(*args, **kwargs)
+
+
+class _EngineProcess(multiprocessing.context.ForkServerProcess):
+    def start(self) -> None:
+        self._target = _InServerEnvironment(self._target, dict(os.environ))
+        super().start()
+
+
+class _EngineContext(multiprocessing.context.ForkServerContext):
+    Process = _EngineProcess
+
+
+def engine_start() -> str:
+    how = os.environ.get("TQ_ENGINE_START", ENGINE_START)
+    return how if how in ("forkserver", "spawn") else "spawn"
+
+
+def start_engine_forkserver() -> None:
+    """Start the forkserver now, so that its imports run while this process imports vLLM."""
+    import multiprocessing.forkserver
+
+    multiprocessing.set_forkserver_preload(ENGINE_PRELOAD)
+    multiprocessing.forkserver.ensure_running()
+
+
+def route_engine_through_forkserver() -> None:
+    """vLLM starts its EngineCore processes with vllm.v1.engine.utils.get_mp_context() (CoreEngineProcManager,
+    0.25.0 and 0.32.0), which knows only fork and spawn: that one name is pointed at the forkserver."""
+    import vllm.v1.engine.utils as engine_utils
+
+    if not callable(getattr(engine_utils, "get_mp_context", None)):
+        print("launch_vllm.py: this vLLM has no v1.engine.utils.get_mp_context; the EngineCore spawns", file=sys.stderr)
+        return
+    context = _EngineContext()
+    engine_utils.get_mp_context = lambda: context
+
+
 def main(argv: list) -> None:
     path = os.environ.get("TQ_API_KEY_FILE", "")
     if not path:
@@ -80,6 +150,10 @@ def main(argv: list) -> None:
     if os.environ.get("VLLM_RUST_FRONTEND_PATH"):
         # vllm/v1/utils.py hands the Rust frontend the non-default args as JSON on its command line.
         _fail("VLLM_RUST_FRONTEND_PATH is set: that frontend gets the arguments, the key too, in argv; unset it")
+
+    forkserver = engine_start() == "forkserver" and "--numa-bind" not in argv  # NUMA binding needs spawn (vLLM)
+    if forkserver:
+        start_engine_forkserver()
 
     import vllm.logger
     from vllm.entrypoints.cli.serve import ServeSubcommand
@@ -100,8 +174,10 @@ def main(argv: list) -> None:
     if args.api_key:
         _fail("--api-key is on the command line: drop it, the key comes from $TQ_API_KEY_FILE")
     args.api_key = [_Key(key)]
+    if forkserver:
+        route_engine_through_forkserver()
     ServeSubcommand.cmd(args)
 
 
-if __name__ == "__main__":  # vLLM starts its EngineCore with spawn, which imports this file again
+if __name__ == "__main__":  # a spawned or forkserver-started EngineCore imports this file again
     main(sys.argv[1:])

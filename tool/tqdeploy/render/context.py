@@ -70,6 +70,12 @@ def command_lines(spec: Spec) -> list[str]:
     return lines
 
 
+def engine_start(spec: Spec) -> str:
+    """How launch_vllm.py starts the EngineCore (templates/launch_vllm.py.j2): vLLM's CLI spawn until the forkserver
+    is measured on a GPU host (docs/startup.md)."""
+    return "spawn"
+
+
 def gpustack_params(spec: Spec) -> list[str]:
     """The validated vLLM flags as --flag=value words for GPUStack's Backend Parameters.
 
@@ -111,6 +117,7 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "spec_hash": spec.spec_hash,
         "short_hash": spec.short_hash,
         "vllm_version": spec.vllm_version,
+        "engine_start": engine_start(spec),
         "vllm": s["vllm"],
         "model": m,
         "model_label": m["repo"] and f"{m['repo']}@{m['revision']}" or m["served_name"],
