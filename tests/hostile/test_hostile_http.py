@@ -155,7 +155,7 @@ def test_connect_check_sends_no_key_to_a_redirect_target_on_another_port(build, 
     with serving({"*": echo_headers}) as other:
         with serving({"*": redirect(other.base_url + "/v1/models")}) as first:
             code, text, _ = tq("connect", "openai", str(build), "--check", "--json", "--base-url", first.base_url,
-                               "--api-key-file", str(key_file), "--model", "tiny")  # fmt: skip
+                               "--api-key-file", str(key_file), "--served-model-name", "tiny")  # fmt: skip
     assert code == 1, text
     assert other.seen == [] and other.authorizations() == []
     never_leaked(text)

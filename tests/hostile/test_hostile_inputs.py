@@ -795,7 +795,7 @@ def connect_base_url_unclosed_ipv6(tmp: Path) -> Case:
 
 
 def connect_model_newline(tmp: Path) -> Case:
-    return Case(["connect", "openai", str(_built(tmp)), "--model", "ti\nny"], needle="control character")
+    return Case(["connect", "openai", str(_built(tmp)), "--served-model-name", "ti\nny"], needle="control character")
 
 
 def profile_duration_inf(tmp: Path) -> Case:
