@@ -254,7 +254,7 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
     from tqdeploy.plan.gpus import gpu_catalog
 
     catalog = gpu_catalog()
-    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090"} <= set(catalog)
+    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090", "RTX-5090"} <= set(catalog)
     for key, entry in catalog.items():
         total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
         assert total_mib, key  # the source names the reading the figure comes from
@@ -271,6 +271,8 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
         ("A100 80GB", "NVIDIA A100-SXM4-80GB", "80.00"),
         ("L40S", "NVIDIA L40S", "44.99"),
         ("RTX 4090", "NVIDIA GeForce RTX 4090", "23.99"),
+        ("RTX 5090", "NVIDIA GeForce RTX 5090", "31.84"),
+        ("geforce rtx 5090", "NVIDIA GeForce RTX 5090", "31.84"),
     ],
 )
 def test_plan_by_catalog_name(run_cli, gpu, name, gib):
@@ -285,14 +287,16 @@ def test_plan_by_catalog_name(run_cli, gpu, name, gib):
         ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB); "
          "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
         ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
-        ("RTX 5090", "'RTX 5090': RTX 5090 is not in the catalog", "--snapshot FILE"),
+        ("H200 NVL", "'H200 NVL': H200 NVL is not in the catalog", "--snapshot FILE"),  # not the SXM's figure
+        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB); A100 40GB is not in the catalog",
+         "pass --gpu A100-SXM4-80GB"),
     ],
 )  # fmt: skip
 def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
     code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu)
     lines = err.splitlines()
     assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
-    assert "H200" not in err  # never an unrelated GPU as the answer
+    assert "H200" not in err.replace(gpu, "")  # never an unrelated GPU as the answer
 
 
 def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
