@@ -288,8 +288,8 @@ def test_plan_by_catalog_name(run_cli, gpu, name, gib):
          "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
         ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
         ("H200 NVL", "'H200 NVL': H200 NVL is not in the catalog", "--snapshot FILE"),  # not the SXM's figure
-        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB); A100 40GB is not in the catalog",
-         "pass --gpu A100-SXM4-80GB"),
+        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB); "
+         "A100 40GB is not in the catalog", "pass --gpu A100-SXM4-80GB"),
     ],
 )  # fmt: skip
 def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
@@ -299,11 +299,24 @@ def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cl
     assert "H200" not in err.replace(gpu, "")  # never an unrelated GPU as the answer
 
 
-def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
+def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli, monkeypatch):
     code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
     text = " ".join(out.split())
-    assert code == 1 and "recommended:" not in out
-    assert "no recommendation: fix the error above (TQ203) first; then the plan would pick --kv-cache-dtype" in text
+    assert code == 1 and "recommended:" not in out and "would pick" not in out
+    assert "no recommendation: fix the error above (TQ203) first, then run tqdeploy plan again" in text
+
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3", "--json")
+    data = json.loads(out)
+    assert code == 1 and "recommended" not in data  # a script reading it must not deploy a plan that cannot start
+    assert data["recommendation_reason"] == "fix the error above (TQ203) first, then run tqdeploy plan again"
+    assert [p["id"] for p in data["problems"] if p["severity"] == "error"] == ["TQ203"]
+
+    monkeypatch.setenv("FORCE_COLOR", "1")  # the table's recommended row is bold green; with an error, no row is
+    monkeypatch.delenv("NO_COLOR")
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    assert code == 1 and "\x1b[1;32m" not in out, out
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "1")
+    assert "\x1b[1;32m" in out  # the check can fail: a plan without an error marks its pick
 
 
 @pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://no-such-host.invalid"])
