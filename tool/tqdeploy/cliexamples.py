@@ -33,8 +33,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "init": ["tqdeploy init --model Qwen/Qwen3.6-27B@main", "tqdeploy build"],
     "build": [
-        "tqdeploy build",
         "tqdeploy build tqdeploy.toml --out build",
+        "tqdeploy build",
         "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
         "tqdeploy build --check build",
     ],
