@@ -254,7 +254,8 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
     from tqdeploy.plan.gpus import gpu_catalog
 
     catalog = gpu_catalog()
-    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090", "RTX-5090"} <= set(catalog)
+    listed = {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "A100-SXM4-40GB", "L40S", "RTX-4090", "RTX-5090"}
+    assert listed <= set(catalog)
     for key, entry in catalog.items():
         total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
         assert total_mib, key  # the source names the reading the figure comes from
@@ -271,6 +272,8 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
         ("A100 80GB", "NVIDIA A100-SXM4-80GB", "80.00"),
         ("L40S", "NVIDIA L40S", "44.99"),
         ("RTX 4090", "NVIDIA GeForce RTX 4090", "23.99"),
+        ("A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", "40.00"),
+        ("a100 sxm4 40gb", "NVIDIA A100-SXM4-40GB", "40.00"),
         ("RTX 5090", "NVIDIA GeForce RTX 5090", "31.84"),
         ("geforce rtx 5090", "NVIDIA GeForce RTX 5090", "31.84"),
     ],
@@ -288,8 +291,8 @@ def test_plan_by_catalog_name(run_cli, gpu, name, gib):
          "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
         ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
         ("H200 NVL", "'H200 NVL': H200 NVL is not in the catalog", "--snapshot FILE"),  # not the SXM's figure
-        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB); "
-         "A100 40GB is not in the catalog", "pass --gpu A100-SXM4-80GB"),
+        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB), A100-SXM4-40GB (40.0 GiB); "
+         "A100 PCIe 40GB is not in the catalog", "pass --gpu A100-SXM4-80GB"),
     ],
 )  # fmt: skip
 def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
