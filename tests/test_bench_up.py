@@ -127,6 +127,6 @@ def test_the_benchmark_is_found_by_make_bench():
     from tqdeploy.commands.down import down
 
     # the goal's grace period is what `tqdeploy down` waits by default before SIGKILL
-    assert inspect.signature(down).parameters["timeout"].default.default == bench_up.GRACE_S
+    assert inspect.signature(down).parameters["grace_period"].default.default == bench_up.GRACE_S
     with socket.socket() as s:  # free_port hands out a port nobody listens on
         assert s.connect_ex(("127.0.0.1", bench_up.free_port())) != 0

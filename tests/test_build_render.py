@@ -249,7 +249,7 @@ def test_rebuild_removes_only_files_it_created(run_cli, tmp_path):
     # The demo spec without its API key renders no k8s/ (a Service needs a key): those files go.
     unkeyed = tmp_path / "unkeyed.toml"
     unkeyed.write_text(DEMO_SPEC.read_text().replace('api_key_file = "./secrets/vllm-api-key"\n', ""))
-    code, stdout, _ = run_cli("build", str(unkeyed), "--out", str(out), "--json")
+    code, stdout, _ = run_cli("build", str(unkeyed), "--out", str(out), "--json", "--take-over")  # another deployment
     assert code == 0
     removed = json.loads(stdout)["changes"]["removed"]
     assert sorted(removed) == [
@@ -475,7 +475,7 @@ def test_a_second_build_into_the_same_directory_at_once_is_refused(run_cli, tmp_
         assert _tree(out) == before
     finally:
         os.close(fd)
-    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out))[0] == 0
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out), "--take-over")[0] == 0
 
 
 def test_every_file_a_build_renders_is_one_the_write_guard_knows():

@@ -208,6 +208,15 @@ def test_down_of_a_never_started_build_names_no_log_that_does_not_exist(run_cli,
     code, out, _ = run_cli("down", str(build))
     assert code == 0 and out.strip() == f"{build}: nothing running"
     assert "True" not in out and "False" not in out
+    code, out, _ = run_cli("down", str(build), "--json")
+    assert code == 0 and json.loads(out)["log_path"] is None  # JSON too: no path to a log that is not there
+    log = build / ".tqdeploy" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("1796000100.000|a line of an earlier run\n")
+    code, out, _ = run_cli("down", str(build), "--json")
+    assert json.loads(out)["log_path"] == str(log)
+    code, out, _ = run_cli("down", str(build))
+    assert out.strip().endswith(f"logs kept: {log}")
 
 
 def test_logs_json_is_one_object_a_line_with_the_time_tqdeploy_read_it(run_cli, tmp_path):

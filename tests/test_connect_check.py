@@ -84,7 +84,9 @@ def test_a_wrong_key_file_fails_with_401_and_the_remedy(run_cli, build, tmp_path
 
 
 def test_no_key_at_all_against_a_keyed_server_fails(run_cli, keyed, tmp_path):
-    code, found, _ = check(run_cli, "openai", str(tmp_path), "--base-url", keyed.base_url, "--model", SERVED_NAME)
+    code, found, _ = check(
+        run_cli, "openai", str(tmp_path), "--base-url", keyed.base_url, "--served-model-name", SERVED_NAME
+    )
     assert code == 1 and found["TQ468"]["severity"] == "error" and found["TQ468"]["evidence"]["key_sent"] is False
     assert found["TQ468"]["remediation"] == "pass --api-key-file"
 
@@ -95,7 +97,7 @@ def test_a_missing_key_file_is_a_finding(run_cli, build, tmp_path):
 
 
 def test_a_served_name_the_server_does_not_serve_fails_each_request(run_cli, build):
-    code, found, _ = check(run_cli, "claude-code", str(build), "--model", "qwen3.6-27b")
+    code, found, _ = check(run_cli, "claude-code", str(build), "--served-model-name", "qwen3.6-27b")
     assert code == 1
     assert found["TQ461"]["severity"] == "error" and found["TQ461"]["evidence"]["models"] == [SERVED_NAME]
     for fid in ("TQ462", "TQ463", "TQ464", "TQ467"):

@@ -53,12 +53,12 @@ def test_claude_code_settings_are_the_real_keys_and_hold_no_key(run_cli, qwen_bu
 
 
 def test_a_served_name_with_a_slash_is_refused_for_claude_code(run_cli, qwen_build):
-    code, out, err = run_cli("connect", "claude-code", str(qwen_build), "--model", "Qwen/Qwen3.6-27B")
+    code, out, err = run_cli("connect", "claude-code", str(qwen_build), "--served-model-name", "Qwen/Qwen3.6-27B")
     assert code == 2 and out == ""
     assert "'Qwen/Qwen3.6-27B' contains '/'" in err and "fix: set model.served_name" in err
     assert "Traceback" not in err
     # The OpenAI SDKs take such a name: only Claude Code refuses it.
-    assert run_cli("connect", "openai", str(qwen_build), "--model", "Qwen/Qwen3.6-27B")[0] == 0
+    assert run_cli("connect", "openai", str(qwen_build), "--served-model-name", "Qwen/Qwen3.6-27B")[0] == 0
 
 
 @pytest.mark.parametrize("given", ["http://10.0.0.5:8000", "http://10.0.0.5:8000/", "http://10.0.0.5:8000/v1/"])
@@ -126,7 +126,9 @@ def test_bad_inputs_are_one_line_errors(run_cli, tmp_path):
     assert code == 2 and "holds no tqdeploy.toml" in err
     code, _, err = run_cli("connect", "openai", str(tmp_path / "nope"))
     assert code == 2 and "not found" in err
-    code, _, err = run_cli("connect", "openai", str(tmp_path), "--base-url", "http://u:secretpw@h:1", "--model", "m")
+    code, _, err = run_cli(
+        "connect", "openai", str(tmp_path), "--base-url", "http://u:secretpw@h:1", "--served-model-name", "m"
+    )
     assert code == 2 and "credentials" in err and "secretpw" not in err
     (tmp_path / ".tqdeploy").mkdir()
     (tmp_path / ".tqdeploy" / "state.json").write_text('{"schema": "other/9"}')

@@ -158,7 +158,7 @@ def test_streams_longer_and_quieter_than_60_s_pass_where_the_default_cuts_them(r
 
 def test_connect_check_passes_through_the_proxy(run_cli, proxy, keyed, tmp_path):
     code, out, err = run_cli(
-        "connect", "claude-code", str(tmp_path), "--base-url", proxy.base_url, "--model", SERVED_NAME,
+        "connect", "claude-code", str(tmp_path), "--base-url", proxy.base_url, "--served-model-name", SERVED_NAME,
         "--api-key-file", str(keyed.key_file), "--check", "--json",
     )  # fmt: skip
     assert code == 0, out + err
@@ -172,7 +172,7 @@ def test_a_proxy_that_blocks_the_messages_api_or_injects_the_key_fails_the_check
     bad = start_nginx(rendered, keyed.server.port, tmp_path / "nginx-bad", extra=extra)
     try:
         code, out, _ = run_cli(
-            "connect", "claude-code", str(tmp_path), "--base-url", bad.base_url, "--model", SERVED_NAME,
+            "connect", "claude-code", str(tmp_path), "--base-url", bad.base_url, "--served-model-name", SERVED_NAME,
             "--api-key-file", str(keyed.key_file), "--check", "--json",
         )  # fmt: skip
     finally:

@@ -254,7 +254,8 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
     from tqdeploy.plan.gpus import gpu_catalog
 
     catalog = gpu_catalog()
-    assert {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "L40S", "RTX-4090"} <= set(catalog)
+    listed = {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "A100-SXM4-40GB", "L40S", "RTX-4090", "RTX-5090"}
+    assert listed <= set(catalog)
     for key, entry in catalog.items():
         total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
         assert total_mib, key  # the source names the reading the figure comes from
@@ -271,6 +272,10 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
         ("A100 80GB", "NVIDIA A100-SXM4-80GB", "80.00"),
         ("L40S", "NVIDIA L40S", "44.99"),
         ("RTX 4090", "NVIDIA GeForce RTX 4090", "23.99"),
+        ("A100-SXM4-40GB", "NVIDIA A100-SXM4-40GB", "40.00"),
+        ("a100 sxm4 40gb", "NVIDIA A100-SXM4-40GB", "40.00"),
+        ("RTX 5090", "NVIDIA GeForce RTX 5090", "31.84"),
+        ("geforce rtx 5090", "NVIDIA GeForce RTX 5090", "31.84"),
     ],
 )
 def test_plan_by_catalog_name(run_cli, gpu, name, gib):
@@ -285,21 +290,36 @@ def test_plan_by_catalog_name(run_cli, gpu, name, gib):
         ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB); "
          "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
         ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
-        ("RTX 5090", "'RTX 5090': RTX 5090 is not in the catalog", "--snapshot FILE"),
+        ("H200 NVL", "'H200 NVL': H200 NVL is not in the catalog", "--snapshot FILE"),  # not the SXM's figure
+        ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB), A100-SXM4-40GB (40.0 GiB); "
+         "A100 PCIe 40GB is not in the catalog", "pass --gpu A100-SXM4-80GB"),
     ],
 )  # fmt: skip
 def test_a_gpu_name_the_catalog_cannot_answer_is_refused_with_the_choices(run_cli, gpu, first_line, fix):
     code, out, err = run_cli("plan", "--model", LLAMA, "--gpu", gpu)
     lines = err.splitlines()
     assert code == 2 and out == "" and first_line in lines[0] and fix in lines[1], err
-    assert "H200" not in err  # never an unrelated GPU as the answer
+    assert "H200" not in err.replace(gpu, "")  # never an unrelated GPU as the answer
 
 
-def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli):
+def test_a_plan_with_an_error_recommends_nothing_to_act_on(run_cli, monkeypatch):
     code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
     text = " ".join(out.split())
-    assert code == 1 and "recommended:" not in out
-    assert "no recommendation: fix the error above (TQ203) first; then the plan would pick --kv-cache-dtype" in text
+    assert code == 1 and "recommended:" not in out and "would pick" not in out
+    assert "no recommendation: fix the error above (TQ203) first, then run tqdeploy plan again" in text
+
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3", "--json")
+    data = json.loads(out)
+    assert code == 1 and "recommended" not in data  # a script reading it must not deploy a plan that cannot start
+    assert data["recommendation_reason"] == "fix the error above (TQ203) first, then run tqdeploy plan again"
+    assert [p["id"] for p in data["problems"] if p["severity"] == "error"] == ["TQ203"]
+
+    monkeypatch.setenv("FORCE_COLOR", "1")  # the table's recommended row is bold green; with an error, no row is
+    monkeypatch.delenv("NO_COLOR")
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "3")
+    assert code == 1 and "\x1b[1;32m" not in out, out
+    code, out, _ = run_cli("plan", "--model", QWEN36, "--gpu", "H200", "--gpus", "1")
+    assert "\x1b[1;32m" in out  # the check can fail: a plan without an error marks its pick
 
 
 @pytest.mark.parametrize("endpoint", ["http://127.0.0.1:9", "https://no-such-host.invalid"])

@@ -92,7 +92,7 @@ def test_container_runs_with_the_specs_settings_serves_and_stops(client, deploym
     rc, st, _ = _tq("status", str(build), "--json")
     assert rc == 0 and st["ready"] and st["container"]["status"] == "running" and st["health"] == 200
 
-    rc, down, _ = _tq("down", str(build), "--json", "--timeout", "5")
+    rc, down, _ = _tq("down", str(build), "--json", "--grace-period", "5")
     assert rc == 0 and down["status"] == "stopped" and down["port_free"] is True
     assert not client.containers.list(all=True, filters={"id": state["container_id"]})
     assert_nothing_left(build, None, port)

@@ -36,7 +36,7 @@ needs_vllm = pytest.mark.skipif(not vllm_available(), reason="the CPU build of v
 def build(tmp_path):
     b, port = make_build(tmp_path / "demo")
     yield b, port
-    tq("down", str(b), "--force", "--timeout", "5", timeout=120)
+    tq("down", str(b), "--force", "--grace-period", "5", timeout=120)
     kill_leftovers(b)
 
 

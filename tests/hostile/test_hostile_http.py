@@ -155,7 +155,7 @@ def test_connect_check_sends_no_key_to_a_redirect_target_on_another_port(build, 
     with serving({"*": echo_headers}) as other:
         with serving({"*": redirect(other.base_url + "/v1/models")}) as first:
             code, text, _ = tq("connect", "openai", str(build), "--check", "--json", "--base-url", first.base_url,
-                               "--api-key-file", str(key_file), "--model", "tiny")  # fmt: skip
+                               "--api-key-file", str(key_file), "--served-model-name", "tiny")  # fmt: skip
     assert code == 1, text
     assert other.seen == [] and other.authorizations() == []
     never_leaked(text)
@@ -166,7 +166,7 @@ def test_connect_check_sends_no_key_to_a_redirect_target_on_another_port(build, 
 def test_connect_json_never_carries_a_key_the_server_echoes(build, key_file):
     with serving({"/v1/models": fixed(200, MODELS), "*": echo_headers}) as srv:
         code, text, _ = tq("connect", "claude-code", str(build), "--check", "--json", "--base-url", srv.base_url,
-                           "--api-key-file", str(key_file), "--model", "tiny")  # fmt: skip
+                           "--api-key-file", str(key_file), "--served-model-name", "tiny")  # fmt: skip
     assert code == 1  # the echo is no chat completion
     sent = set(srv.authorizations())
     assert f"Bearer {KEY}" in sent and all(a == f"Bearer {KEY}" or "tqdeploy-wrong-" in a for a in sent)
@@ -178,7 +178,7 @@ def test_connect_json_never_carries_a_key_the_server_echoes(build, key_file):
 def test_connect_odd_model_lists_are_findings(build, key_file, body):
     with serving({"*": fixed(200, body)}) as srv:
         code, text, _ = tq("connect", "openai", str(build), "--check", "--json", "--base-url", srv.base_url,
-                           "--api-key-file", str(key_file), "--model", "tiny")  # fmt: skip
+                           "--api-key-file", str(key_file), "--served-model-name", "tiny")  # fmt: skip
     assert code == 1, text
     never_leaked(text)
 
@@ -186,7 +186,7 @@ def test_connect_odd_model_lists_are_findings(build, key_file, body):
 def test_connect_a_refused_key_is_TQ468(build, key_file):
     with serving({"*": bearer_required("sk-other", fixed(200, MODELS))}) as srv:
         code, text, _ = tq("connect", "openai", str(build), "--check", "--json", "--base-url", srv.base_url,
-                           "--api-key-file", str(key_file), "--model", "tiny")  # fmt: skip
+                           "--api-key-file", str(key_file), "--served-model-name", "tiny")  # fmt: skip
     assert code == 1
     found = {f["id"]: f for f in json.loads(text[: text.rindex("}") + 1])["findings"]}
     assert found["TQ468"]["severity"] == "error" and found["TQ468"]["evidence"]["key_sent"] is True

@@ -780,13 +780,13 @@ def up_drain_timeout_inf(tmp: Path) -> Case:
     return Case(["up", str(_built(tmp)), "--drain-timeout", "inf"], needle="--drain-timeout inf")
 
 
-def connect_timeout_inf(tmp: Path) -> Case:
-    argv = ["connect", "openai", str(_built(tmp)), "--timeout", "inf", "--check"]
-    return Case(argv, needle="--timeout inf")
+def connect_request_timeout_inf(tmp: Path) -> Case:
+    argv = ["connect", "openai", str(_built(tmp)), "--request-timeout", "inf", "--check"]
+    return Case(argv, needle="--request-timeout inf")
 
 
-def connect_timeout_nan(tmp: Path) -> Case:
-    return Case(["connect", "openai", str(_built(tmp)), "--timeout", "nan"], needle="--timeout nan")
+def connect_request_timeout_nan(tmp: Path) -> Case:
+    return Case(["connect", "openai", str(_built(tmp)), "--request-timeout", "nan"], needle="--request-timeout nan")
 
 
 def connect_base_url_unclosed_ipv6(tmp: Path) -> Case:
@@ -795,7 +795,7 @@ def connect_base_url_unclosed_ipv6(tmp: Path) -> Case:
 
 
 def connect_model_newline(tmp: Path) -> Case:
-    return Case(["connect", "openai", str(_built(tmp)), "--model", "ti\nny"], needle="control character")
+    return Case(["connect", "openai", str(_built(tmp)), "--served-model-name", "ti\nny"], needle="control character")
 
 
 def profile_duration_inf(tmp: Path) -> Case:

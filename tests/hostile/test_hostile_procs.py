@@ -104,7 +104,7 @@ def test_state_naming_an_unrelated_process_is_not_signalled_by_down_status_or_lo
     sleeper = _sleeper()
     try:
         _write_state(b, pid=sleeper.pid, supervisor_pid=sleeper.pid, pgid=sleeper.pid)
-        rc, down, out = tq("down", str(b), "--json", "--timeout", "1", timeout=60)
+        rc, down, out = tq("down", str(b), "--json", "--grace-period", "1", timeout=60)
         assert rc == 0, out
         assert down["status"] == "not-running" and down["stopped"] == [] and sleeper.poll() is None
         named = _tq425(down)["evidence"]
@@ -126,10 +126,10 @@ def test_a_marked_process_older_than_the_state_is_not_this_run_but_down_force_st
     sleeper = _sleeper(deployment_marker(b))
     try:
         _write_state(b, pid=sleeper.pid, pgid=sleeper.pid, started_at=time.time() + 30)
-        rc, down, _ = tq("down", str(b), "--json", "--timeout", "1", timeout=60)
+        rc, down, _ = tq("down", str(b), "--json", "--grace-period", "1", timeout=60)
         assert rc == 0 and down["stopped"] == [] and sleeper.poll() is None
         assert "'sleep'" in _tq425(down)["evidence"]["pid"]
-        rc, down, _ = tq("down", str(b), "--json", "--force", "--timeout", "2", timeout=60)
+        rc, down, _ = tq("down", str(b), "--json", "--force", "--grace-period", "2", timeout=60)
         assert rc == 0 and [p["pid"] for p in down["stopped"]] == [sleeper.pid]
         assert sleeper.wait(timeout=10) == -signal.SIGTERM
     finally:
@@ -144,7 +144,7 @@ child = subprocess.Popen(["sleep", "300"])  # the invoking shell's own job, mark
 state = {"schema": "tqdeploy.state/1", "pid": os.getpid(), "supervisor_pid": child.pid, "pgid": os.getpgrp(),
          "started_at": time.time() - 60, "marker": marker, "host": "127.0.0.1", "port": None}
 open(os.path.join(build, ".tqdeploy", "state.json"), "w").write(json.dumps(state))
-down = subprocess.run([tqdeploy, "down", build, "--json", "--timeout", "1"], capture_output=True, text=True)
+down = subprocess.run([tqdeploy, "down", build, "--json", "--grace-period", "1"], capture_output=True, text=True)
 print(json.dumps({"rc": down.returncode, "down": json.loads(down.stdout), "child_alive": child.poll() is None}))
 child.kill()
 """
@@ -184,7 +184,7 @@ state = {"schema": "tqdeploy.state/1", "pid": 1, "supervisor_pid": job.pid, "pgi
          "started_at": time.time() - 60, "marker": marker, "host": "127.0.0.1", "port": None}
 open(os.path.join(build, ".tqdeploy", "state.json"), "w").write(json.dumps(state))
 for force in ([], ["--force"]):
-    down = subprocess.run([tqdeploy, "down", build, "--json", "--timeout", "1", *force], capture_output=True,
+    down = subprocess.run([tqdeploy, "down", build, "--json", "--grace-period", "1", *force], capture_output=True,
                           text=True, start_new_session=True)
     time.sleep(0.5)
     print(json.dumps({"rc": down.returncode, "down": json.loads(down.stdout), "signals": got,
@@ -250,18 +250,18 @@ def test_down_of_a_cp_a_copy_leaves_the_running_original_alone(tmp_path):
         assert deployment_marker(copy) != deployment_marker(b)
         # The copied state names the original's files: read_state may refuse it (exit 2) before the marker
         # is compared; either way nothing is stopped. --force ignores the state: the marker alone decides.
-        rc, down, out = tq("down", str(copy), "--json", "--timeout", "2", timeout=60)
+        rc, down, out = tq("down", str(copy), "--json", "--grace-period", "2", timeout=60)
         assert (rc == 2 and "corrupt" in out) or (rc == 0 and down["stopped"] == []), out
         if rc == 0:
             assert _tq425(down)["evidence"]["recorded_marker"] == deployment_marker(b)
-        rc, down, out = tq("down", str(copy), "--json", "--force", "--timeout", "2", timeout=60)
+        rc, down, out = tq("down", str(copy), "--json", "--force", "--grace-period", "2", timeout=60)
         assert rc == 0 and down["status"] == "not-running" and down["stopped"] == [], out
         assert live_members(b) == before
         rc, st, _ = tq("status", str(b), "--json", timeout=60)
         assert rc == 0 and st["state"] == "ready" and live_members(b) == before
         rc, again, _ = tq("up", str(copy), "--json", "--force", timeout=120)  # another deployment: its own checks
         assert again["status"] == "refused" and "TQ401" in [f["id"] for f in again["findings"]]
-        rc, down, _ = tq("down", str(b), "--json", "--timeout", "5", timeout=60)
+        rc, down, _ = tq("down", str(b), "--json", "--grace-period", "5", timeout=60)
         assert rc == 0 and down["status"] == "stopped" and down["left"] == [] and down["port_free"] is True
         assert_nothing_left(b, up["pgid"], port)
     finally:
@@ -306,7 +306,7 @@ def test_two_concurrent_ups_one_wins_the_other_gets_tq414_at_once(tmp_path):
         assert rc == 1 and [f["id"] for f in refused["findings"]] == ["TQ414"]
         servers = [pid for pid, title in live_members(b) if title.startswith("VLLM::")]
         assert len(servers) == 1, live_members(b)  # one deployment, no orphan of the loser
-        rc, down, _ = tq("down", str(b), "--json", "--timeout", "5", timeout=60)
+        rc, down, _ = tq("down", str(b), "--json", "--grace-period", "5", timeout=60)
         assert rc == 0 and down["left"] == []
         assert_nothing_left(b, None, port)
     finally:
@@ -357,7 +357,7 @@ def test_up_with_a_hostile_python_path_runs_nothing_of_it(tmp_path):
         assert not list(tmp_path.rglob("PWNED*")) and not list(b.rglob("PWNED*"))
         shim = (b / ".tqdeploy" / "bin" / "python3").read_text()
         assert shim.startswith("#!/bin/sh\nexec '") and RUNNABLE.replace("'", "'\"'\"'") in shim
-        rc, down, _ = tq("down", str(b), "--json", "--timeout", "5", timeout=60)
+        rc, down, _ = tq("down", str(b), "--json", "--grace-period", "5", timeout=60)
         assert rc == 0 and down["status"] == "stopped"
         assert_nothing_left(b, up["pgid"], port)
     finally:
@@ -367,8 +367,8 @@ def test_up_with_a_hostile_python_path_runs_nothing_of_it(tmp_path):
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e9"])
 def test_down_refuses_a_grace_period_that_is_not_seconds(build, value):
     b, _ = build
-    rc, _, err = tq("down", str(b), "--timeout", value, timeout=60)
-    assert rc == 2 and "--timeout" in err and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
+    rc, _, err = tq("down", str(b), "--grace-period", value, timeout=60)
+    assert rc == 2 and "--grace-period" in err and len(err.strip().splitlines()) <= 2 and "Traceback" not in err
 
 
 def test_down_with_an_unresolvable_state_host_does_not_wait_on_it(build):

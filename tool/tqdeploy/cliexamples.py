@@ -33,8 +33,8 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "init": ["tqdeploy init --model Qwen/Qwen3.6-27B@main", "tqdeploy build"],
     "build": [
-        "tqdeploy build",
         "tqdeploy build tqdeploy.toml --out build",
+        "tqdeploy build",
         "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
         "tqdeploy build --check build",
     ],
@@ -53,7 +53,7 @@ EXAMPLES: dict[str, list[str]] = {
     "up": ["tqdeploy up build/demo --python .venv-vllm/bin/python", "tqdeploy up build --json"],
     "status": ["tqdeploy status build/demo", "tqdeploy status build --json"],
     "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
-    "down": ["tqdeploy down build/demo", "tqdeploy down build --timeout 30 --json"],
+    "down": ["tqdeploy down build/demo", "tqdeploy down build --grace-period 30 --json"],
     "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],
     "explain": ["tqdeploy explain TQ101", "tqdeploy explain TQ302 --json"],
 }

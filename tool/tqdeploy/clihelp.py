@@ -146,11 +146,24 @@ def _option_range(param: Any) -> str:
     return f"{high} or less" if high is not None else ""
 
 
+# Spellings a command took before its options were given one meaning across commands (issue 21), each with the
+# option that now has that meaning there: refused like any unknown option, with the new name as the did-you-mean.
+RENAMED_OPTIONS: dict[str, dict[str, str]] = {
+    "connect": {"--model": "--served-model-name", "--timeout": "--request-timeout"},
+    "down": {"--timeout": "--grace-period"},
+    "doctor": {"-f": "--file"},
+    "lint": {"-f": "--file"},
+}
+
+
 def _closest_options(err: Any, option: str) -> list[str]:
     """The command's option nearest the typo (click's own list is sorted by name, not by how near)."""
     import difflib
 
     command = getattr(getattr(err, "ctx", None), "command", None)
+    renamed = RENAMED_OPTIONS.get(getattr(command, "name", None) or "", {}).get(option.split("=", 1)[0])
+    if renamed:
+        return [renamed]
     names = [n for p in getattr(command, "params", []) for n in (*p.opts, *p.secondary_opts) if n.startswith("-")]
     return difflib.get_close_matches(option, names or list(err.possibilities or []), n=1, cutoff=0.6)
 

@@ -18,6 +18,9 @@ def _candidates(name: str) -> list[Path]:
     return [package / "_data" / name, package.parent.parent / name]
 
 
+REINSTALL_HINT = "reinstall tqdeploy (`pip install --force-reinstall` the wheel or package you installed it from)"
+
+
 def data_dir(name: str) -> Path:
     """checks/, templates/ or dockerfiles/, from the wheel or from the checkout."""
     candidates = _candidates(name)
@@ -28,7 +31,7 @@ def data_dir(name: str) -> Path:
 
     raise TQError(
         f"tqdeploy data folder {name}/ is missing (looked in {', '.join(map(str, candidates))})",
-        "reinstall tqdeploy (`pip install tqdeploy` or `make install` in a checkout)",
+        REINSTALL_HINT,
     )
 
 

@@ -12,7 +12,7 @@ DEST="$MODELS_DIR/Qwen--Qwen3.6-27B"
 
 if ! command -v tqdeploy >/dev/null 2>&1; then
   echo "download.sh: tqdeploy is not on PATH" >&2
-  echo "  fix: install tqdeploy (make install) and activate its venv, then run again" >&2
+  echo "  fix: install tqdeploy (pip install tqdeploy-*.whl in a venv, or pipx install) and put it on PATH, then run again" >&2
   exit 69
 fi
 # A gated repo needs HF_TOKEN in the environment; it is read there, never written here.

@@ -34,7 +34,7 @@ PAIRS = int(os.environ.get("TQDEPLOY_BENCH_UP_PAIRS", "2"))
 STATUS_RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 DEMO_SPEC = Path(__file__).resolve().parents[1] / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
 MAKE_MODEL = REPO / "tests" / "support" / "make_tiny_model.py"
-GRACE_S = 30.0  # `tqdeploy down`'s default --timeout (commands/down.py)
+GRACE_S = 30.0  # `tqdeploy down`'s default --grace-period (commands/down.py)
 START_TIMEOUT_S = 600.0
 POLL_S = 0.1
 

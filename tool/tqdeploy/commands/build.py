@@ -38,6 +38,12 @@ def build(
         "--force",
         help="Replace files in --out that tqdeploy did not write or that were edited (a backup is kept).",
     ),
+    take_over: bool = typer.Option(
+        False,
+        "--take-over",
+        help="Build into a folder that holds another deployment (its lock names another spec): its files are "
+        "replaced or removed, only those the lock proves unchanged.",
+    ),
     as_json: bool = options.as_json(),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
@@ -52,6 +58,7 @@ def build(
         resolve_digests=resolve_digests,
         model=model is not None,
         force=force,
+        take_over=take_over,
     )
     result: BuildResult | CheckResult
     if check is not None:
@@ -67,6 +74,7 @@ def build(
             progress=True,
             model=model,
             force=force,
+            take_over=take_over,
         )  # stderr: JSON on stdout stays clean
     emit(result, as_json)
     return result.exit_code

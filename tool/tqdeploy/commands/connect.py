@@ -22,9 +22,13 @@ def connect(
     api_key_file: Path | None = typer.Option(
         None, "--api-key-file", help="File holding the API key (default: the spec's server.api_key_file)."
     ),
-    model: str | None = typer.Option(None, "--model", help="Served model name (default: model.served_name)."),
+    served_model_name: str | None = typer.Option(
+        None, "--served-model-name", help="The name the server serves, as vLLM's flag (default: model.served_name)."
+    ),
     check: bool = typer.Option(False, "--check/--no-check", help="Prove the settings against the running server."),
-    timeout: float = typer.Option(60.0, "--timeout", help="Seconds per request with --check."),
+    request_timeout: float = typer.Option(
+        60.0, "--request-timeout", help="Seconds per request with --check (kubectl's name for it)."
+    ),
     as_json: bool = options.as_json("tqdeploy.connect/1"),
 ) -> int:
     """Print the settings a client needs for this deployment (never the key itself)."""
@@ -38,13 +42,15 @@ def connect(
         raise TQError(f"unknown client {client!r}", f"pick one of: {', '.join(CLIENTS)}")
     if not build_dir.is_dir():
         raise TQError(f"build directory {build_dir} not found", "pass the directory `tqdeploy build --out` wrote")
-    options.check_seconds("--timeout", timeout)
-    if model is not None:
+    options.check_seconds("--request-timeout", request_timeout)
+    if served_model_name is not None:
         from tqdeploy.idents import check_no_control
 
-        check_no_control("--model", model, "pass the served model name as the server lists it in /v1/models")
-    endpoint = resolve_endpoint(build_dir, base_url=base_url, api_key_file=api_key_file, model=model)
-    result = make_settings(client, endpoint, check=check, timeout=timeout)
+        check_no_control(
+            "--served-model-name", served_model_name, "pass the served model name as the server lists it in /v1/models"
+        )
+    endpoint = resolve_endpoint(build_dir, base_url=base_url, api_key_file=api_key_file, model=served_model_name)
+    result = make_settings(client, endpoint, check=check, timeout=request_timeout)
     emit(result, as_json)
     return result.exit_code
 

@@ -48,8 +48,10 @@ def max_model_len(purpose: str, *, minimum: int | None = 1) -> Any:
 
 
 def script_file(purpose: str) -> Any:
-    """--file/-f: a shell script that holds the vLLM command."""
-    return typer.Option(None, "--file", "-f", help=purpose)
+    """--file: a shell script that holds the vLLM command.
+
+    No short form: `-f` is `logs --follow` (tail, docker logs, kubectl logs, journalctl), one meaning only."""
+    return typer.Option(None, "--file", help=purpose)
 
 
 WEEK_S = 7 * 86_400.0  # the longest wait any command takes: beyond it a number is a typo, and inf overflows

@@ -76,7 +76,7 @@ def check_models(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]
                 "TQ461",
                 Severity.ERROR,
                 f"the server does not serve {ep.served_name!r}",
-                "start it with --served-model-name as the spec says (model.served_name), or pass --model",
+                "start it with --served-model-name as the spec says (model.served_name), or pass --served-model-name",
                 models=ids,
             )
         )

@@ -1,6 +1,6 @@
 """Where a deployment answers: base URL, served model name and API key file, read from its build directory.
 
-Sources, strongest first: the command line (--base-url, --api-key-file, --model); the run state that
+Sources, strongest first: the command line (--base-url, --api-key-file, --served-model-name); the run state that
 `tqdeploy up` writes (BUILD_DIR/.tqdeploy/state.json, schema tqdeploy.state/1) while the server runs; the
 spec copy `build` wrote (BUILD_DIR/tqdeploy.toml: model.served_name, server.host/port/api_key_file).
 Relative key file paths are relative to the build directory, as compose.yaml reads them.
@@ -129,7 +129,7 @@ def resolve_endpoint(
     if state is None and from_spec is None and not (base_url and model):
         raise TQError(
             f"{build_dir} holds no {SPEC_NAME} and no {STATE_PATH}",
-            "pass the build directory `tqdeploy build --out` wrote, or --base-url URL and --model NAME",
+            "pass the build directory `tqdeploy build --out` wrote, or --base-url URL and --served-model-name NAME",
         )
     root = served = key = None
     source = ""
@@ -145,7 +145,9 @@ def resolve_endpoint(
         root, source = normalize_base_url(base_url), "--base-url"
     served = model or served
     if not served:
-        raise TQError("the deployment names no served model", "set model.served_name in the spec, or pass --model")
+        raise TQError(
+            "the deployment names no served model", "set model.served_name in the spec, or pass --served-model-name"
+        )
     key_path = api_key_file.expanduser().resolve() if api_key_file else _key_path(key, build_dir.resolve())
     if root is None:  # a state without base_url and no spec copy beside it
         raise TQError(

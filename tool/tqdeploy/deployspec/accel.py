@@ -170,7 +170,7 @@ def _load_format_problems(spec: Spec) -> list[Problem]:
                 "vllm.load_format",
                 f"vllm.load_format: tqdeploy's schema of vLLM {spec.vllm_version} lists no load formats to check "
                 f"{fmt!r} against",
-                "regenerate checks/vllm-schema/ with `make vllm-schema`, or put --load-format in vllm.extra_args",
+                "put --load-format in vllm.extra_args, or set vllm.version to a release tqdeploy has a schema of",
             )
         ]
     if fmt.lower() not in choices:

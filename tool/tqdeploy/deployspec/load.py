@@ -30,6 +30,10 @@ class Problem:
     fix: str = ""
 
 
+# Where a wheel user finds every key of the spec: the file `tqdeploy init` writes lists each with a comment.
+KEYS_HINT = "`tqdeploy init --out FILE` writes a spec with every key, each explained"
+
+
 def _defaults_dir() -> Path:
     return package_data("tqdeploy.deployspec", "defaults")
 
@@ -79,7 +83,7 @@ def _toml_error(source: str, err: tomllib.TOMLDecodeError) -> TQError:
         loc = f"{source}:{where.group(1)}:{where.group(2)}"
     else:
         loc = source
-    return TQError(f"{loc}: invalid TOML: {msg}", "fix the syntax at that line (see docs/build.md for the format)")
+    return TQError(f"{loc}: invalid TOML: {msg}", f"fix the syntax at that line ({KEYS_HINT})")
 
 
 def _did_you_mean(word: str, choices: list[str]) -> str:
@@ -118,7 +122,7 @@ def check_shape(raw: dict[str, Any]) -> list[Problem]:
                         Problem(
                             dotted,
                             f"{dotted} must be {type_name(table[key].type)}, got {type(item).__name__} {item!r}",
-                            "see docs/build.md",
+                            f"set {dotted} to {type_name(table[key].type)} ({KEYS_HINT})",
                         )
                     )
         elif name in sections:  # `model = 5` or [[model]]: the section's name, but not one table
@@ -166,7 +170,7 @@ def raise_problems(problems: list[Problem], source: str, text: str | None) -> No
     line = key_line(text, first.key) if text else None
     loc = f"{source}:{line}" if line else source
     more = f" (and {len(problems) - 1} more problem{'s' if len(problems) > 2 else ''})" if len(problems) > 1 else ""
-    raise TQError(f"{loc}: {first.message}{more}", first.fix or "see docs/build.md for every key")
+    raise TQError(f"{loc}: {first.message}{more}", first.fix or KEYS_HINT)
 
 
 # A spec is a few KiB. The caps keep the worst TOML to well under a second: 64 KiB in all, 4096 characters
@@ -213,7 +217,7 @@ def check_spec_text(text: str, source: str) -> None:
         if _bare_dots(line) > MAX_KEY_DOTS:
             raise TQError(
                 f"{source}:{number}: a key of more than {MAX_KEY_DOTS} dotted parts is not a spec key",
-                "write keys under their [section] header (see docs/build.md)",
+                "write keys under their [section] header, as `tqdeploy init` writes them",
             )
 
 
@@ -224,9 +228,7 @@ def parse_spec_text(text: str, source: str) -> dict[str, dict[str, Any]]:
     except tomllib.TOMLDecodeError as err:
         raise _toml_error(source, err) from None
     except (RecursionError, MemoryError):
-        raise TQError(
-            f"{source}: nested too deeply to be a deployment spec", "see docs/build.md for the format"
-        ) from None
+        raise TQError(f"{source}: nested too deeply to be a deployment spec", KEYS_HINT) from None
     raise_problems(check_shape(raw), source, text)
     return with_defaults(raw)
 

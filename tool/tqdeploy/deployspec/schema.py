@@ -70,9 +70,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "resources": {
         "gpus": Key((str, list), "all", '"all", or a list of GPU indices, e.g. [0, 1]'),
-        "nodes": Key(
-            int, 1, "nodes per replica; > 1 renders a LeaderWorkerSet (vLLM's own multi-node mode, docs/multinode.md)"
-        ),
+        "nodes": Key(int, 1, "nodes per replica; > 1 renders a LeaderWorkerSet (vLLM's own multi-node mode)"),
         "replicas": Key(int, 1, "Kubernetes replicas"),
         "shm_size": Key(str, "16g", "/dev/shm size where ipc=host is not used (k8s emptyDir)"),
     },

@@ -39,7 +39,7 @@ def load_api(version: str) -> dict[str, dict]:
         known = ", ".join(sorted(p.stem for p in folder.glob("*.json"))) or "none"
         raise TQError(
             f"no Python API schema for vLLM {version} (known: {known})",
-            f"pass --vllm-version {known.split(',')[0]}, or add one with scripts/extract_vllm_python_api.py",
+            f"pass --vllm-version {known.split(',')[0]} (a newer tqdeploy release may know more)",
         )
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("schema") != SCHEMA_ID:

@@ -18,7 +18,7 @@ from tqdeploy.resources import data_dir
 from tqdeploy.suggest import closest
 
 # Families whose members differ in memory; what a bare family name could mean, for the message.
-NOT_LISTED = {"H100": "H100 PCIe", "A100": "A100 40GB", "B200": "B200", "RTX5090": "RTX 5090"}
+NOT_LISTED = {"H100": "H100 PCIe", "A100": "A100 PCIe 40GB", "B200": "B200", "H200NVL": "H200 NVL"}
 
 
 @lru_cache(maxsize=1)

@@ -146,7 +146,7 @@ def make_init_text(
         data[""]["name"] = name
     header = [
         f"tqdeploy deployment spec, written by `tqdeploy init` from the embedded {embedded} spec",
-        f"{'and model ' + model if model else 'without a model (the default model)'}. Reference: docs/build.md.",
+        f"{'and model ' + model if model else 'without a model (the default model)'}. Each key's meaning is above it.",
         "Then: `tqdeploy build` renders the deployment files from it.",
     ]
     text = spec_to_toml(data, header, notes)

@@ -33,8 +33,13 @@ class Plan:
                 return r
         raise KeyError(kv_cache_dtype)
 
+    def blocking(self) -> list[Finding]:
+        """The plan's errors: vLLM would not start as planned, so there is no recommendation to act on."""
+        return [p for p in map(as_finding, self.problems) if p.severity is Severity.ERROR]
+
     def to_dict(self) -> dict[str, Any]:
-        return {
+        blocked = self.blocking()
+        data = {
             "schema": SCHEMA,
             "model": self.model,
             "host": self.host,
@@ -48,6 +53,10 @@ class Plan:
             "problems": [problem_dict(p) for p in self.problems],
             "notes": self.notes,
         }
+        if blocked:  # no key to act on: a script reading `recommended` must not deploy a plan that cannot start
+            del data["recommended"]
+            data["recommendation_reason"] = _no_recommendation(blocked)
+        return data
 
     def render(self, console) -> None:
         m, b = self.model, self.budget
@@ -65,7 +74,8 @@ class Plan:
             f"KV {b['kv_bytes'] / GiB:.2f} GiB ({b['kv_source']})"
         )
 
-        render_rows(console, self.rows, self.max_model_len, self.recommended)
+        blocked = self.blocking()
+        render_rows(console, self.rows, self.max_model_len, None if blocked else self.recommended)
         seen: dict[str, list[str]] = {}
         for r in self.rows:
             for p in flagged(r.problems):
@@ -80,19 +90,19 @@ class Plan:
             console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {p.title}\n  fix: {p.remediation}")
         for n in self.notes:
             console.print(f"[dim]note: {n}[/]")
-        blocked = [p for p in map(as_finding, self.problems) if p.severity is Severity.ERROR]
-        if self.recommended and blocked:  # vLLM would not start as planned: no recommendation to act on yet
-            console.print(
-                f"[bold red]no recommendation[/]: fix the error{'s' if len(blocked) > 1 else ''} above "
-                f"({', '.join(dict.fromkeys(p.id for p in blocked))}) first; then the plan would pick "
-                f"--kv-cache-dtype {self.recommended}"
-            )
+        if blocked:  # vLLM would not start as planned: no recommendation to act on yet
+            console.print(f"[bold red]no recommendation[/]: {_no_recommendation(blocked)}")
         elif self.recommended:
             console.print(
                 f"recommended: [bold green]--kv-cache-dtype {self.recommended}[/] - {self.recommendation_reason}"
             )
         else:
             console.print(f"[bold red]no KV dtype fits[/]: {self.recommendation_reason}")
+
+
+def _no_recommendation(blocked: list[Finding]) -> str:
+    ids = ", ".join(dict.fromkeys(p.id for p in blocked))
+    return f"fix the error{'s' if len(blocked) > 1 else ''} above ({ids}) first, then run tqdeploy plan again"
 
 
 def _colour(p: Finding) -> str:

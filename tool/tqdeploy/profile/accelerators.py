@@ -55,7 +55,7 @@ def weight_load_finding(weights: dict) -> Finding | None:
             evidence,
             "the time goes to reading and copying tensors, not to the disk: a faster disk will not help, a reader "
             'with several threads can (load_format = "runai_streamer" cut a cold 7.3 GB load on the 2-core CPU host '
-            "from 22.9 s to 16.3 s, both at about 0.33x the disk, docs/profile.md); on GPU hosts also check the "
+            "from 22.9 s to 16.3 s, both at about 0.33x the disk); on GPU hosts also check the "
             "PCIe link (tqdeploy doctor) and CPU contention during the load",
             "start-up",
         )

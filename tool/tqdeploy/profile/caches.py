@@ -179,7 +179,7 @@ def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mappi
                 else "keep VLLM_CACHE_ROOT on the cache volume"
                 if movable
                 else "no variable moves it but TMPDIR, which also holds vLLM's IPC sockets: a recreated container "
-                "rebuilds it on its first compile (see docs/facts.md)",
+                "rebuilds it on its first compile",
                 "start-up",
             )
         )

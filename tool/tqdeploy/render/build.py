@@ -122,7 +122,15 @@ class CheckResult:
 
 
 def check_options(
-    *, check: bool, out: bool, dry_run: bool, image: bool, resolve_digests: bool, model: bool, force: bool = False
+    *,
+    check: bool,
+    out: bool,
+    dry_run: bool,
+    image: bool,
+    resolve_digests: bool,
+    model: bool,
+    force: bool = False,
+    take_over: bool = False,
 ) -> None:
     """Refuse option combinations that would be silently ignored."""
     from tqdeploy.errors import TQError
@@ -137,6 +145,7 @@ def check_options(
                 ("--resolve-digests", resolve_digests),
                 ("--model", model),
                 ("--force", force),
+                ("--take-over", take_over),
             )
             if on
         ]
@@ -239,6 +248,7 @@ def run_build(
     progress: bool = True,
     model: str | None = None,
     force: bool = False,
+    take_over: bool = False,
 ) -> BuildResult:
     from tqdeploy.deployspec import load_spec
     from tqdeploy.lint.specflags import lint_spec
@@ -305,6 +315,12 @@ def run_build(
 
         result.api_key_file = ensure_key_file(spec, out, dry_run=True)
         result.diff = diff_build(out, files)
+        from tqdeploy.render.lock import LOCK_NAME
+        from tqdeploy.render.owner import other_deployment
+
+        refused = None if take_over else other_deployment(out, files[LOCK_NAME].data, spec_must_match=spec_file is None)
+        if refused is not None:
+            result.notes.append(f"a build would refuse: {refused.message}; fix: {refused.remediation}")
         conflicts = guard(out, {rel: f.data for rel, f in files.items()}).conflicts
         if conflicts and not force:
             result.notes.append(
@@ -312,7 +328,7 @@ def run_build(
                 "--force replaces them after a backup"
             )
         return result
-    result.changes = write_build(out, files, force=force)
+    result.changes = write_build(out, files, force=force, take_over=take_over, spec_must_match=spec_file is None)
     result.api_key_file = ensure_key_file(spec, out)  # after the build: its folder exists and is checked
     if image:
         result.image = _image(spec, out, progress)

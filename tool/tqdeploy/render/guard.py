@@ -16,6 +16,7 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
@@ -79,8 +80,8 @@ def _sha256(path: Path) -> str | None:
         return None
 
 
-def lock_hashes(out_dir: Path) -> dict[str, str] | None:
-    """{path: sha256} of the previous lock; None when there is no lock; TQError when one is there but unreadable."""
+def previous_lock(out_dir: Path) -> dict[str, Any] | None:
+    """The lock in out_dir as JSON; None when there is none; TQError when one is there but is not ours."""
     path = out_dir / LOCK_NAME
     if not path.exists() and not path.is_symlink():
         return None
@@ -96,7 +97,15 @@ def lock_hashes(out_dir: Path) -> dict[str, str] | None:
             f"{path} is not a lock this tool wrote ({err}), so no file in {out_dir} is known to be tqdeploy's",
             f"move {path} away (or pass --force to replace every file after a backup)",
         ) from None
-    return {k: v for k, v in files.items() if isinstance(k, str) and isinstance(v, str)}
+    return lock
+
+
+def lock_hashes(out_dir: Path) -> dict[str, str] | None:
+    """{path: sha256} of the previous lock; None when there is no lock; TQError when one is there but unreadable."""
+    lock = previous_lock(out_dir)
+    if lock is None:
+        return None
+    return {k: v for k, v in lock["files"].items() if isinstance(k, str) and isinstance(v, str)}
 
 
 def guard(out_dir: Path, new: dict[str, bytes]) -> Guarded:

@@ -32,7 +32,8 @@ def resolve_digest(ref: str, client=None) -> str:
     if client is None:
         raise TQError(
             f"cannot resolve the digest of {ref}: no Docker engine answers",
-            "start dockerd (scripts/start-dockerd.sh) on a machine that reaches the registry",
+            "start the Docker engine (`sudo systemctl start docker`; `tqdeploy doctor` checks it, TQ119) on a machine "
+            "that reaches the registry",
         )
     try:
         digest = client.images.get_registry_data(ref).id

@@ -20,6 +20,7 @@ from tqdeploy.fsutil import atomic_write_bytes, exclusive_dir
 from tqdeploy.render.files import RenderedFile
 from tqdeploy.render.guard import back_up, guard, refusal, refuse_system_dir
 from tqdeploy.render.lock import LOCK_NAME
+from tqdeploy.render.owner import other_deployment
 
 STAGING_PREFIX = ".tqdeploy-staging-"
 
@@ -65,8 +66,18 @@ def check_targets(out_dir: Path, files: dict[str, RenderedFile]) -> None:
             raise TQError(f"{target} resolves outside {out_dir}", "choose another --out directory")
 
 
-def write_build(out_dir: Path, files: dict[str, RenderedFile], force: bool = False) -> dict[str, list[str]]:
+def write_build(
+    out_dir: Path,
+    files: dict[str, RenderedFile],
+    force: bool = False,
+    *,
+    take_over: bool = False,
+    spec_must_match: bool = False,
+) -> dict[str, list[str]]:
     """Write files into out_dir; returns {"written", "unchanged", "removed", "kept", "backup"} lists.
+
+    A folder that holds another deployment (render/owner.py) is refused unless take_over; spec_must_match:
+    a spec hash other than the lock's is another deployment too (an embedded spec).
 
     Files tqdeploy did not write (or that were edited since) are refused before anything is written,
     unless force: then they are copied into a backup folder first (render/guard.py).
@@ -86,6 +97,10 @@ def write_build(out_dir: Path, files: dict[str, RenderedFile], force: bool = Fal
         ) from None
     busy = TQError(f"another tqdeploy build is writing into {out_dir}", "wait for it to finish, then run again")
     with exclusive_dir(out_dir, busy):  # one build at a time per directory
+        if not take_over:  # under the lock: the folder's owner cannot change between this look and the swap
+            refused = other_deployment(out_dir, files[LOCK_NAME].data, spec_must_match=spec_must_match)
+            if refused is not None:
+                raise refused
         return _write_locked(out_dir, files, force)
 
 

@@ -36,7 +36,8 @@ class DownResult:
             "schema": SCHEMA,
             "build_dir": self.build_dir,
             "status": self.status,
-            "log_path": self.log_path,
+            # a never-started build has no log: no path that does not exist (issue 21)
+            "log_path": self.log_path if self.log_path and Path(self.log_path).is_file() else None,
             "stopped": r.found,
             "killed": r.killed,
             "left": r.left,

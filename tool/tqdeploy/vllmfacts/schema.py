@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import Any
 
 from tqdeploy.errors import TQError
-from tqdeploy.resources import data_dir
+from tqdeploy.resources import REINSTALL_HINT, data_dir
 
 SCHEMA_ID = "tqdeploy.vllm-schema/1"
 
@@ -136,16 +136,14 @@ def load_schema(version: str) -> VllmSchema:
         known = ", ".join(available_versions()) or "(none)"
         raise TQError(
             f"no vLLM argument schema for version {version!r}",
-            f"use one of: {known} (or add one with `make vllm-schema` in a venv with that vLLM)",
+            f"use one of: {known} (a newer tqdeploy release may know more; `tqdeploy --version` shows this one)",
         )
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise TQError(
-            f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})", "regenerate it with `make vllm-schema`"
-        ) from exc
+        raise TQError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})", REINSTALL_HINT) from exc
     if data.get("schema") != SCHEMA_ID:
-        raise TQError(f"{path} is not a {SCHEMA_ID} document", "regenerate it with `make vllm-schema`")
+        raise TQError(f"{path} is not a {SCHEMA_ID} document", REINSTALL_HINT)
     options = {dest: _option(o) for dest, o in data["options"].items()}
     return VllmSchema(
         version=data["vllm_version"],
