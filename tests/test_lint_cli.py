@@ -177,3 +177,16 @@ def test_python_dash_c_is_linted_as_the_snippet_it_runs(run_cli, tmp_path):
     code, _, err = run_cli("lint", "--", "python3", "-c", "print(1)")
     assert code == 2 and "no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in the -c code" in err
     assert run_cli("lint", "--", "python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "m")[0] in (0, 1)
+
+
+def test_python_keyword_values_are_checked_against_the_flags_choices(run_cli):
+    # LLM's keywords are EngineArgs' fields, the same ones --kv-cache-dtype and --dtype fill
+    bad = 'from vllm import LLM; LLM("m", kv_cache_dtype="turboquant_4bit", dtype="bfloat16")'
+    code, out, err = run_cli("lint", "--json", "--", "python3", "-c", bad)
+    found = json.loads(out)["findings"]
+    assert code == 1 and [f["id"] for f in found] == ["TQ302"], err
+    assert found[0]["evidence"] == {"flag": "line 1 kv_cache_dtype="}
+    assert "turboquant_4bit_nc" in found[0]["remediation"]
+    good = 'from vllm import LLM; LLM("m", kv_cache_dtype="turboquant_4bit_nc", dtype=some_variable)'
+    code, out, err = run_cli("lint", "--json", "--", "python3", "-c", good)
+    assert code == 0 and json.loads(out)["findings"] == [], err

@@ -17,6 +17,8 @@ from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.report import lint_finding
 from tqdeploy.resources import data_dir
+from tqdeploy.suggest import use_hint
+from tqdeploy.vllmfacts.schema import VllmSchema
 
 SCHEMA_ID = "tqdeploy.vllm-python-api/1"
 CALLABLES = ("LLM", "EngineArgs", "AsyncEngineArgs")
@@ -108,3 +110,28 @@ def literal_values(calls: list[Call]) -> dict[str, str]:
             if isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str)):
                 values[name] = str(node.value).lower() if isinstance(node.value, bool) else str(node.value)
     return values
+
+
+def keyword_choice_findings(calls: list[Call], schema: VllmSchema) -> list[Finding]:
+    """TQ302 for a literal keyword value outside the choices of the `vllm serve` option of the same field: LLM's
+    **kwargs become EngineArgs' fields, which `vllm serve`'s parser fills from its flags (vllm/engine/arg_utils.py
+    add_cli_args), so LLM(kv_cache_dtype="turboquant_4bit") fails where --kv-cache-dtype turboquant_4bit does."""
+    out = []
+    for call in calls:
+        for name, node in call.keywords:
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+                continue
+            opt = schema.lookup("--" + name.replace("_", "-"))
+            if opt is None or not opt.choices or node.value in {str(c) for c in opt.choices}:
+                continue
+            shown = ", ".join(str(c) for c in opt.choices)
+            out.append(
+                lint_finding(
+                    "TQ302",
+                    Severity.ERROR,
+                    f"line {call.line} {name}=",
+                    f"{name}={node.value!r} is not among {call.callee}()'s choices (vLLM {schema.version}: {shown})",
+                    use_hint(node.value, opt.choices),
+                )
+            )
+    return out

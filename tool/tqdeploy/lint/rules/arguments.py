@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.live import live_findings, live_vllm_version
-from tqdeploy.lint.registry import LintContext, rule
+from tqdeploy.lint.pysnippet import keyword_choice_findings
+from tqdeploy.lint.registry import VLLM_KINDS, LintContext, rule
 from tqdeploy.lint.report import lint_finding
 from tqdeploy.lint.validate import expand_shell_value, is_unresolved
 
@@ -31,8 +32,10 @@ def unknown_option(ctx: LintContext) -> list[Finding]:
     return parser_findings(ctx, "TQ301")
 
 
-@rule("TQ302", "arguments", "value not among the option's choices")
+@rule("TQ302", "arguments", "value not among the option's choices", kinds=(*VLLM_KINDS, "python"))
 def invalid_choice(ctx: LintContext) -> list[Finding]:
+    if ctx.inv.kind == "python":  # LLM(kv_cache_dtype=...) reaches the same EngineArgs field as the flag
+        return keyword_choice_findings(ctx.snippet[0], ctx.schema)
     return parser_findings(ctx, "TQ302")
 
 
