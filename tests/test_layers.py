@@ -20,17 +20,15 @@ TOOL = Path(__file__).resolve().parent.parent / "tool"
 LAYERS: list[set[str]] = [
     # plain data and the one error/result types
     {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
-    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder"},
-    # the redaction engine and its rules (one package: patterns, names, encoded keys)
-    {"redact"},
-    # URL handling (net/urls.py, mirrors too), secret rules
-    {"net", "nodefile"},
-    # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot)
-    {"model", "vllmfacts", "snapshot", "keyfile"},
+    # the build folder's contract (paths, the lock's reader and verifier), bounded reads, URL handling (net)
+    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net"},
+    # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot), a multi-node build's
+    # record (nodefile); the redaction engine and its rules (one package: patterns, names, encoded keys)
+    {"redact", "nodefile", "model", "vllmfacts", "snapshot", "keyfile"},
     {"deployspec", "probe"},
-    {"lint"},
-    {"doctor", "render", "plan", "checkids"},
-    {"runtime"},
+    {"lint", "plan"},
+    # runtime stands beside doctor and render: the command layer passes the doctor's verdict into `up`
+    {"doctor", "render", "runtime", "checkids"},
     {"bundle", "connect", "download", "profile"},
     {"commands", "bench"},
     {"cli"},
@@ -188,3 +186,28 @@ def test_an_import_back_up_is_caught(tmp_path, where):
         f"low (layer 1) imports high (layer 2): tqdeploy/low/base.py:{2 if where == 'function' else 1}"
     ]
     assert rooms(root) == {"low", "high", "errors"}
+
+
+def floors(edges: dict[tuple[str, str], list[str]]) -> dict[str, int]:
+    """Each room's floor: 1 for a room that imports no other, else one above the highest room it imports."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    floor: dict[str, int] = {}
+
+    def height(room: str) -> int:
+        if room not in floor:
+            floor[room] = 1 + max((height(b) for b in graph[room]), default=0)
+        return floor[room]
+
+    for room in list(graph):
+        height(room)
+    return floor
+
+
+def test_the_package_graph_is_at_most_ten_floors_high():
+    """Issue 22: at most 10 floors from __main__ down to errors (the longest chain of imports between rooms)."""
+    floor = floors(import_edges(TOOL))
+    assert floor["__main__"] == max(floor.values()) <= 10, sorted(floor.items(), key=lambda item: -item[1])
+    assert floor["runtime"] < floor["bundle"] and floor["net"] < floor["redact"]  # the moves of issue 22 hold
+    assert floors({("a", "b"): [], ("b", "c"): [], ("a", "c"): []}) == {"a": 3, "b": 2, "c": 1}

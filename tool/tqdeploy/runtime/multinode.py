@@ -176,7 +176,7 @@ def workers(build_dir: Path, marker: str, started_at: float | None) -> list[dict
 
 def worker_finding(build_dir: Path, rec: dict[str, Any], during: str) -> Finding:
     """TQ470: a worker node is gone; what its own log says killed it."""
-    from tqdeploy.render.multinode import EXIT_CONFIG, EXIT_VERSION
+    from tqdeploy.nodefile import EXIT_CONFIG, EXIT_VERSION
     from tqdeploy.safeio import FileRefused, read_text
 
     code, rank = rec.get("exit_code"), rec.get("rank")

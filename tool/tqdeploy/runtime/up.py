@@ -122,6 +122,7 @@ def up(
     grace: float = 20.0,
     on_progress: Callable[[str, float, str], None] | None = None,
     on_doctor: Callable[[str], None] | None = None,
+    doctor: preflight.HostDoctor | None = None,
     runtime: str = "process",
     image: str | None = None,
     replace: Path | None = None,
@@ -132,12 +133,14 @@ def up(
     """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped).
 
     One `up` per build at a time (preflight.start_lock); SIGINT/SIGTERM stop what it started (interrupt.py).
+    doctor: the host's doctor findings for a vLLM version (`tqdeploy up` passes tqdeploy.doctor's); None runs no
+    doctor (no TQ417, result.doctor stays None).
     """
     from tqdeploy.runtime.interrupt import Interrupted, raising
 
     dep = load_deployment(build_dir)
     result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
-    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, runtime, image)
+    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, doctor, runtime, image)
     try:
         with raising(), preflight.start_lock(dep.build_dir):
             try:
@@ -162,6 +165,7 @@ class _Options:
     grace: float
     on_progress: Callable[[str, float, str], None] | None
     on_doctor: Callable[[str], None] | None
+    doctor: preflight.HostDoctor | None
     runtime: str
     image: str | None
 
@@ -204,10 +208,11 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
-    doctor, result.doctor = preflight.doctor_summary(dep)
-    if o.on_doctor:
-        o.on_doctor(result.doctor)
-    result.findings.append(doctor)
+    if o.doctor is not None:
+        verdict, result.doctor = preflight.doctor_summary(dep, o.doctor)
+        if o.on_doctor:
+            o.on_doctor(result.doctor)
+        result.findings.append(verdict)
     result.findings += preflight.host_findings(dep)
     blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not o.force or f.id in preflight.HARD)]
     if blocking:
