@@ -46,6 +46,7 @@ def test_up_status_down_run_through_a_runtime_registered_with_one_line(dummy, tm
         result = up(build, runtime="dummy", timeout=60, stall_timeout=30, force=True)
         assert result.status == "ready", [f.to_dict() for f in result.findings]
         assert result.runtime == "dummy" and result.seconds_to_ready is not None
+        assert result.doctor is None and "TQ417" not in [f.id for f in result.findings]  # no doctor passed in
         recorded = json.loads(state.state_path(build).read_text())
         assert recorded["runtime"] == "dummy" and recorded["pid"] == recorded["supervisor_pid"]
         assert recorded["ready"] is True and "python" not in recorded  # the process runtime's field: not its

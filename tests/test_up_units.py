@@ -142,6 +142,40 @@ def test_gpu_memory_and_preflight_with_an_nvml_stand_in(monkeypatch, tmp_path):
     assert finding.id == "TQ403" and finding.evidence["holders"][0]["pid"] == 4242
 
 
+def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_only_warns():
+    """runtime never imports doctor: `up` gets the doctor as a callable (commands/up.py passes tqdeploy.doctor's)."""
+    from tqdeploy.findings import Finding, Severity
+    from tqdeploy.runtime import preflight
+
+    class Dep:
+        variant = "cpu"
+
+        class spec:  # noqa: N801  the Spec attribute the pre-flight reads
+            vllm_version = "0.32.0"
+
+    asked: list[str] = []
+
+    def doctor(version: str) -> list[Finding]:
+        asked.append(version)
+        return [
+            Finding("TQ101", Severity.ERROR, "no NVIDIA driver", {}, "install it", "driver"),  # GPU-only: not on CPU
+            Finding("TQ117", Severity.ERROR, "open-files limit too low", {}, "raise it", "system"),
+            Finding("TQ114", Severity.WARN, "/dev/shm is small", {}, "", "system"),
+        ]
+
+    verdict, line = preflight.doctor_summary(Dep(), doctor)  # type: ignore[arg-type]
+    assert asked == ["0.32.0"] and verdict.id == "TQ417" and verdict.severity == Severity.ERROR
+    assert line == "doctor: 1 error(s), 1 warning(s) (TQ117 open-files limit too low)" == verdict.title
+    assert verdict.evidence == {"errors": ["TQ117"], "warnings": ["TQ114"]}
+
+    def broken(version: str) -> list[Finding]:
+        raise RuntimeError("unknown vLLM version " + version)
+
+    verdict, line = preflight.doctor_summary(Dep(), broken)  # type: ignore[arg-type]
+    assert (verdict.severity, line) == (Severity.WARN, "doctor: could not run")
+    assert verdict.evidence == {"error": "unknown vLLM version 0.32.0"}
+
+
 def test_no_nvml_means_no_gpu_section(monkeypatch):
     from tqdeploy.probe import nvml
     from tqdeploy.runtime import gpu
