@@ -211,3 +211,40 @@ def test_the_package_graph_is_at_most_ten_floors_high():
     assert floor["__main__"] == max(floor.values()) <= 10, sorted(floor.items(), key=lambda item: -item[1])
     assert floor["runtime"] < floor["bundle"] and floor["net"] < floor["redact"]  # the moves of issue 22 hold
     assert floors({("a", "b"): [], ("b", "c"): [], ("a", "c"): []}) == {"a": 3, "b": 2, "c": 1}
+
+
+def _module_file(root: Path, dotted: str) -> str | None:
+    """The file a dotted name is (a module, or a package's __init__.py), relative to root; None if neither."""
+    base = root.joinpath(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return str(path.relative_to(root))
+    return None
+
+
+def module_edges(root: Path) -> dict[str, set[str]]:
+    """file -> the files of tqdeploy it imports (a name imported from a package: its module, when it is one)."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((root / "tqdeploy").rglob("*.py")):
+        parts, is_package = _module_name(root, path)
+        source = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            if isinstance(node, ast.Import):
+                found = {_module_file(root, alias.name) for alias in node.names}
+            else:
+                module, *names = _targets(node, parts, is_package)
+                found = {_module_file(root, name) for name in names}
+                if None in found:  # a name that is no module of its own comes from the module itself
+                    found.add(_module_file(root, module))
+            edges[source] |= {f for f in found if f and f.startswith("tqdeploy/") and f != source}
+    return edges
+
+
+def test_no_circle_between_modules_either():
+    """Issue 22: no circle inside a package (runtime/'s marker, state and statefields once imported each other)."""
+    graph = module_edges(TOOL)
+    assert "tqdeploy/runtime/folderid.py" in graph["tqdeploy/runtime/statefields.py"]  # the graph was read
+    flat = {(a, b): [] for a, targets in graph.items() for b in targets}
+    assert cycles(flat) == []

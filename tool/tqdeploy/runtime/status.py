@@ -98,7 +98,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     st = state.read_record(build_dir)
     if st is None:
         return StatusResult(str(build_dir), _never_started(probe))
-    trusted = trust_state(build_dir, st.to_json())  # only processes with this folder's marker count (runtime/procs.py)
+    trusted = trust_state(build_dir, st)  # only processes with this folder's marker count (runtime/procs.py)
     now = registry.get(st.runtime).facts(build_dir, st, trusted)
     live = now.live
     server = ServerAnswers.ask(build_dir, st.base_url) if (probe and live) else ServerAnswers()

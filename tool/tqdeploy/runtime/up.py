@@ -79,7 +79,7 @@ def running_state(build_dir: Path) -> StateRecord | None:
     st = state.read_record(build_dir)
     if st is None or st.is_empty:
         return None
-    trusted = trust_state(build_dir, st.to_json())
+    trusted = trust_state(build_dir, st)
     if trusted.findings:
         return None
     return st if registry.get(st.runtime).is_live(build_dir, st, trusted) else None
@@ -341,7 +341,7 @@ def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: 
 
     from tqdeploy.runtime.marker import trust_state
 
-    trusted = trust_state(dep.build_dir, st.to_json())
+    trusted = trust_state(dep.build_dir, st)
     own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now
     report = runtime.stop(StopRequest(dep.build_dir, own, trusted, grace, gpu_baseline=baseline))
     result.findings += report.findings
