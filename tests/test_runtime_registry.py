@@ -20,7 +20,7 @@ from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.statefields import CHECKS
 
 DUMMY = "support.dummy_runtime:DummyRuntime"
-INTERFACE = ("name", "start_options", "prepare", "start", "stop", "is_live", "facts", "logs", "adopts")
+INTERFACE = ("name", "start_options", "prepare", "start", "stop", "is_live", "facts", "inspect", "logs", "adopts")
 
 
 @pytest.fixture

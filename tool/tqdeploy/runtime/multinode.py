@@ -297,6 +297,9 @@ class MultinodeRuntime:
     def facts(self, build_dir: Path, record, trusted):
         return self._process.facts(build_dir, record, trusted)
 
+    def inspect(self, build_dir: Path, record, secret):
+        return self._process.inspect(build_dir, record, secret)
+
     def logs(self, build_dir: Path) -> Path:
         return self._process.logs(build_dir)
 

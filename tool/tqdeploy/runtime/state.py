@@ -90,7 +90,6 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
 
 def read_record(build_dir: Path) -> StateRecord | None:
     """read_state as the typed record (runtime/record.py): what runtime/ passes along."""
-    from tqdeploy.runtime.statefields import BadField, record
     from tqdeploy.safeio import FileRefused, read_bytes
 
     path = state_path(build_dir)
@@ -107,6 +106,14 @@ def read_record(build_dir: Path) -> StateRecord | None:
         ) from None
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise _corrupt(build_dir, f"is corrupt ({type(err).__name__}: {str(err)[:200]})") from None
+    return parsed_record(data, build_dir)
+
+
+def parsed_record(data: object, build_dir: Path) -> StateRecord:
+    """state.json's parsed JSON as the typed record, every field validated; CorruptState when it is not one.
+    For a command that already holds the file's JSON (the bundle keeps it as evidence): one read, one check."""
+    from tqdeploy.runtime.statefields import BadField, record
+
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _corrupt(build_dir, f"is not a {SCHEMA} file")
     try:
