@@ -111,3 +111,11 @@ def test_the_record_holds_every_checked_field_and_gives_back_what_read_state_doe
     assert record.to_json() == state.read_state(tmp_path) == written
     assert record.pid == 12 and record.port == 8000 and record.exit_code is None
     assert "exit_code" not in record.to_json()  # absent stays absent
+
+
+def test_a_runtime_stands_in_for_another_on_its_own_kind_of_build(tmp_path):
+    """`up` names no runtime: for a build with multinode.json, multinode stands in for process (registry.for_start)."""
+    assert type(registry.for_start("process", tmp_path)).__name__ == "ProcessRuntime"
+    (tmp_path / "multinode.json").write_text("{}")
+    assert type(registry.for_start("process", tmp_path)).__name__ == "MultinodeRuntime"
+    assert type(registry.for_start("docker", tmp_path)).__name__ == "DockerRuntime"  # stands in for process only

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.nodefile import RECORD_LIMIT, build_record
+from tqdeploy.nodefile import RECORD_LIMIT, RECORD_NAME, build_record
 from tqdeploy.runtime.classify import AREA, root_cause
 from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
 
@@ -255,6 +255,11 @@ class MultinodeRuntime:
 
     name = "multinode"
     start_options = frozenset({"python"})
+    stands_in_for = "process"  # registry.for_start: `up --runtime process` of a multi-node build starts this one
+
+    @classmethod
+    def takes(cls, build_dir: Path) -> bool:
+        return (Path(build_dir) / RECORD_NAME).is_file()
 
     def __init__(self) -> None:
         from tqdeploy.runtime.process_runtime import ProcessRuntime

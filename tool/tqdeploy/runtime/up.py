@@ -198,9 +198,8 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         result.findings.append(already_running(dep.build_dir, st))
         return result
     old = _replace_target(dep, replace) if replace is not None else None
-    # A multi-node build's leader and workers on this host: the process runtime's multi-node form.
-    multi = o.runtime == "process" and (dep.build_dir / "multinode.json").is_file()
-    runtime = registry.get("multinode" if multi else o.runtime)
+    # A runtime may stand in for the one asked on such a build (multinode for process with multinode.json).
+    runtime = registry.for_start(o.runtime, dep.build_dir)
     prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
     if any(f.severity == Severity.ERROR for f in prepared.findings):  # the runtime cannot start here at all
         result.findings += prepared.findings
