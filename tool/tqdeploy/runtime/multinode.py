@@ -23,6 +23,7 @@ from typing import Any
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.nodefile import RECORD_LIMIT, RECORD_NAME, build_record
 from tqdeploy.runtime.classify import AREA, root_cause
+from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
 
 LOG_TAIL = 256 * 1024
@@ -213,16 +214,16 @@ def worker_watch(build_dir: Path, marker: str, started_at: float) -> Callable[[]
     return check
 
 
-def node_status(build_dir: Path, st: dict[str, Any], marker: str, started_at: float | None, members) -> dict:
+def node_status(build_dir: Path, st: StateRecord, marker: str, started_at: float | None, members) -> dict:
     """`status`'s nodes: the leader and each worker, live when a process of the deployment is in its group."""
     groups = {p.pgid for p in members}
-    leader = {"rank": 0, "role": "leader", "pid": st.get("pid"), "pgid": st.get("pgid")}
-    leader["live"] = st.get("pgid") in groups
-    nodes, findings = [leader | {"log_path": st.get("log_path")}], []
+    leader: dict[str, Any] = {"rank": 0, "role": "leader", "pid": st.pid, "pgid": st.pgid}
+    leader["live"] = st.pgid in groups
+    nodes, findings = [leader | {"log_path": st.log_path}], []
     for rec in workers(build_dir, marker, started_at):
         live = rec.get("pgid") in groups and rec["exit_code"] is None
         nodes.append({"role": "worker", **rec, "live": live})
-        if not live and st.get("phase") not in ("stopped", "failed"):  # not what `down` or a failed `up` did
+        if not live and st.phase not in ("stopped", "failed"):  # not what `down` or a failed `up` did
             findings.append(worker_finding(build_dir, rec, "after start-up: the leader cannot serve without its stage"))
     return {"nodes": nodes, "findings": findings}
 

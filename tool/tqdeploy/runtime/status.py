@@ -137,7 +137,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
         from tqdeploy.runtime.multinode import node_status
 
-        nodes = node_status(build_dir, st.to_json(), trusted.marker, trusted.started_at, now.processes)
+        nodes = node_status(build_dir, st, trusted.marker, trusted.started_at, now.processes)
         data["nodes"] = nodes["nodes"]
         data["findings"] = [*(f.to_dict() for f in server.findings), *(f.to_dict() for f in nodes["findings"])]
     return StatusResult(str(build_dir), data)
