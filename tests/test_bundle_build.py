@@ -294,7 +294,7 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
     container = client.containers.create(image.id, command=["/none"], environment=env)
     try:
         build = make_build(tmp_path, {"runtime": "docker", "container_id": container.id})
-        wanted = tuple(c for c in COLLECTORS if c[0] == "docker")
+        wanted = tuple(c for c in COLLECTORS if c[0] == "runtime")
         result = build_bundle(build, tmp_path / "b.tar.gz", collectors=wanted)
     finally:
         container.remove(force=True)
@@ -304,6 +304,34 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
     assert all(re.fullmatch(r"[A-Z_]+=\[secret-\d+\]", e) for e in inspect["Config"]["Env"])
     assert_no_seed(gzip.decompress(result.path.read_bytes()))
     assert os.environ.get("HF_TOKEN") != env["HF_TOKEN"]
+
+
+def test_the_runtime_collector_asks_the_states_runtime_chosen_from_the_registry(tmp_path, monkeypatch):
+    """The bundle knows no runtime by name: the validated state's runtime (a dummy registered with one line)
+    says what it runs; the process runtime has nothing beyond processes and logs; a bad state is acted on never."""
+    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.context import state_record
+    from tqdeploy.runtime import registry, state
+
+    monkeypatch.setitem(registry.RUNTIMES, "dummy", "support.dummy_runtime:DummyRuntime")
+    wanted = tuple(c for c in COLLECTORS if c[0] == "runtime")
+    build = tmp_path / "build"
+    state.new_state(build, runtime="dummy", port=8123, supervisor_pid=os.getpid(), started_at=time.time())
+    result = build_bundle(build, tmp_path / "dummy.tar.gz", collectors=wanted)
+    [collector] = result.manifest["collectors"]
+    assert collector["name"] == "runtime" and collector["status"] == "ok", collector
+    keeper = json.loads(members(result.path)["dummy/keeper.json"])
+    assert keeper == {"supervisor_pid": os.getpid(), "port": 8123, "live": False}  # this pid has no marker
+
+    state.new_state(build, runtime="process", port=8123)
+    result = build_bundle(build, tmp_path / "process.tar.gz", collectors=wanted)
+    [collector] = result.manifest["collectors"]
+    assert collector["status"] == "absent" and "process runtime has nothing to record" in collector["reason"]
+
+    raw = json.loads(state.state_path(build).read_text()) | {"runtime": "dummy", "container_id": "$(reboot)"}
+    assert state_record(build, raw) is None  # not what tqdeploy writes: no collector acts on it
+    assert state_record(build, raw | {"container_id": "ab" * 6}).container_id == "ab" * 6
 
 
 def test_host_only_bundle_without_a_build_dir(tmp_path, monkeypatch, run_cli):

@@ -20,17 +20,15 @@ TOOL = Path(__file__).resolve().parent.parent / "tool"
 LAYERS: list[set[str]] = [
     # plain data and the one error/result types
     {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
-    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder"},
-    # the redaction engine and its rules (one package: patterns, names, encoded keys)
-    {"redact"},
-    # URL handling (net/urls.py, mirrors too), secret rules
-    {"net", "nodefile"},
-    # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot)
-    {"model", "vllmfacts", "snapshot", "keyfile"},
+    # the build folder's contract (paths, the lock's reader and verifier), bounded reads, URL handling (net)
+    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net"},
+    # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot), a multi-node build's
+    # record (nodefile); the redaction engine and its rules (one package: patterns, names, encoded keys)
+    {"redact", "nodefile", "model", "vllmfacts", "snapshot", "keyfile"},
     {"deployspec", "probe"},
-    {"lint"},
-    {"doctor", "render", "plan", "checkids"},
-    {"runtime"},
+    {"lint", "plan"},
+    # runtime stands beside doctor and render: the command layer passes the doctor's verdict into `up`
+    {"doctor", "render", "runtime", "checkids"},
     {"bundle", "connect", "download", "profile"},
     {"commands", "bench"},
     {"cli"},
@@ -188,3 +186,65 @@ def test_an_import_back_up_is_caught(tmp_path, where):
         f"low (layer 1) imports high (layer 2): tqdeploy/low/base.py:{2 if where == 'function' else 1}"
     ]
     assert rooms(root) == {"low", "high", "errors"}
+
+
+def floors(edges: dict[tuple[str, str], list[str]]) -> dict[str, int]:
+    """Each room's floor: 1 for a room that imports no other, else one above the highest room it imports."""
+    graph: dict[str, set[str]] = defaultdict(set)
+    for a, b in edges:
+        graph[a].add(b)
+    floor: dict[str, int] = {}
+
+    def height(room: str) -> int:
+        if room not in floor:
+            floor[room] = 1 + max((height(b) for b in graph[room]), default=0)
+        return floor[room]
+
+    for room in list(graph):
+        height(room)
+    return floor
+
+
+def test_the_package_graph_is_at_most_ten_floors_high():
+    """Issue 22: at most 10 floors from __main__ down to errors (the longest chain of imports between rooms)."""
+    floor = floors(import_edges(TOOL))
+    assert floor["__main__"] == max(floor.values()) <= 10, sorted(floor.items(), key=lambda item: -item[1])
+    assert floor["runtime"] < floor["bundle"] and floor["net"] < floor["redact"]  # the moves of issue 22 hold
+    assert floors({("a", "b"): [], ("b", "c"): [], ("a", "c"): []}) == {"a": 3, "b": 2, "c": 1}
+
+
+def _module_file(root: Path, dotted: str) -> str | None:
+    """The file a dotted name is (a module, or a package's __init__.py), relative to root; None if neither."""
+    base = root.joinpath(*dotted.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return str(path.relative_to(root))
+    return None
+
+
+def module_edges(root: Path) -> dict[str, set[str]]:
+    """file -> the files of tqdeploy it imports (a name imported from a package: its module, when it is one)."""
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in sorted((root / "tqdeploy").rglob("*.py")):
+        parts, is_package = _module_name(root, path)
+        source = str(path.relative_to(root))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if not isinstance(node, ast.Import | ast.ImportFrom):
+                continue
+            if isinstance(node, ast.Import):
+                found = {_module_file(root, alias.name) for alias in node.names}
+            else:
+                module, *names = _targets(node, parts, is_package)
+                found = {_module_file(root, name) for name in names}
+                if None in found:  # a name that is no module of its own comes from the module itself
+                    found.add(_module_file(root, module))
+            edges[source] |= {f for f in found if f and f.startswith("tqdeploy/") and f != source}
+    return edges
+
+
+def test_no_circle_between_modules_either():
+    """Issue 22: no circle inside a package (runtime/'s marker, state and statefields once imported each other)."""
+    graph = module_edges(TOOL)
+    assert "tqdeploy/runtime/folderid.py" in graph["tqdeploy/runtime/statefields.py"]  # the graph was read
+    flat = {(a, b): [] for a, targets in graph.items() for b in targets}
+    assert cycles(flat) == []

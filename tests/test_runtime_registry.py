@@ -20,7 +20,7 @@ from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.statefields import CHECKS
 
 DUMMY = "support.dummy_runtime:DummyRuntime"
-INTERFACE = ("name", "start_options", "prepare", "start", "stop", "is_live", "facts", "logs", "adopts")
+INTERFACE = ("name", "start_options", "prepare", "start", "stop", "is_live", "facts", "inspect", "logs", "adopts")
 
 
 @pytest.fixture
@@ -46,6 +46,7 @@ def test_up_status_down_run_through_a_runtime_registered_with_one_line(dummy, tm
         result = up(build, runtime="dummy", timeout=60, stall_timeout=30, force=True)
         assert result.status == "ready", [f.to_dict() for f in result.findings]
         assert result.runtime == "dummy" and result.seconds_to_ready is not None
+        assert result.doctor is None and "TQ417" not in [f.id for f in result.findings]  # no doctor passed in
         recorded = json.loads(state.state_path(build).read_text())
         assert recorded["runtime"] == "dummy" and recorded["pid"] == recorded["supervisor_pid"]
         assert recorded["ready"] is True and "python" not in recorded  # the process runtime's field: not its
@@ -110,3 +111,11 @@ def test_the_record_holds_every_checked_field_and_gives_back_what_read_state_doe
     assert record.to_json() == state.read_state(tmp_path) == written
     assert record.pid == 12 and record.port == 8000 and record.exit_code is None
     assert "exit_code" not in record.to_json()  # absent stays absent
+
+
+def test_a_runtime_stands_in_for_another_on_its_own_kind_of_build(tmp_path):
+    """`up` names no runtime: for a build with multinode.json, multinode stands in for process (registry.for_start)."""
+    assert type(registry.for_start("process", tmp_path)).__name__ == "ProcessRuntime"
+    (tmp_path / "multinode.json").write_text("{}")
+    assert type(registry.for_start("process", tmp_path)).__name__ == "MultinodeRuntime"
+    assert type(registry.for_start("docker", tmp_path)).__name__ == "DockerRuntime"  # stands in for process only

@@ -61,6 +61,9 @@ def test_port_taken_by_another_listener_is_refused_before_vllm_starts(build):
     assert rc == 1 and up["status"] == "refused"
     assert _ids(up) == ["TQ401"]
     assert not (b / ".tqdeploy" / "logs").exists()  # nothing was started
+    # `tqdeploy up` passes tqdeploy.doctor's offline verdict into runtime's pre-flight (runtime never imports doctor)
+    verdict = [f for f in up["findings"] if f["id"] == "TQ417"]
+    assert len(verdict) == 1 and verdict[0]["title"] == up["doctor"] and up["doctor"].startswith("doctor: ")
 
 
 def test_missing_model_names_where_it_goes_and_how_to_get_it(tmp_path):

@@ -60,6 +60,8 @@ def test_up_reports_ready_and_the_server_answers_a_chat_completion(running):
     assert up["base_url"] == f"http://127.0.0.1:{port}"
     assert up["served_model_name"] == "tiny"
     assert up["seconds_to_ready"] > 0
+    # the doctor's verdict reached the pre-flight from the command layer (runtime never imports doctor)
+    assert up["doctor"].startswith("doctor: ") and [f["id"] for f in up["findings"]].count("TQ417") == 1
     assert up["log_path"].startswith(str(build / ".tqdeploy" / "logs"))
     assert _chat(up["base_url"], key_headers(build))["usage"]["completion_tokens"] >= 1
     with pytest.raises(urllib.error.HTTPError) as refused:  # keyed for real: no key, no completion

@@ -6,7 +6,9 @@ Logs: tests/fixtures/up/cpu-kv-too-small.log (written by `up` here: CPU vLLM 0.3
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +144,40 @@ def test_gpu_memory_and_preflight_with_an_nvml_stand_in(monkeypatch, tmp_path):
     assert finding.id == "TQ403" and finding.evidence["holders"][0]["pid"] == 4242
 
 
+def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_only_warns():
+    """runtime never imports doctor: `up` gets the doctor as a callable (commands/up.py passes tqdeploy.doctor's)."""
+    from tqdeploy.findings import Finding, Severity
+    from tqdeploy.runtime import preflight
+
+    class Dep:
+        variant = "cpu"
+
+        class spec:  # noqa: N801  the Spec attribute the pre-flight reads
+            vllm_version = "0.32.0"
+
+    asked: list[str] = []
+
+    def doctor(version: str) -> list[Finding]:
+        asked.append(version)
+        return [
+            Finding("TQ101", Severity.ERROR, "no NVIDIA driver", {}, "install it", "driver"),  # GPU-only: not on CPU
+            Finding("TQ117", Severity.ERROR, "open-files limit too low", {}, "raise it", "system"),
+            Finding("TQ114", Severity.WARN, "/dev/shm is small", {}, "", "system"),
+        ]
+
+    verdict, line = preflight.doctor_summary(Dep(), doctor)  # type: ignore[arg-type]
+    assert asked == ["0.32.0"] and verdict.id == "TQ417" and verdict.severity == Severity.ERROR
+    assert line == "doctor: 1 error(s), 1 warning(s) (TQ117 open-files limit too low)" == verdict.title
+    assert verdict.evidence == {"errors": ["TQ117"], "warnings": ["TQ114"]}
+
+    def broken(version: str) -> list[Finding]:
+        raise RuntimeError("unknown vLLM version " + version)
+
+    verdict, line = preflight.doctor_summary(Dep(), broken)  # type: ignore[arg-type]
+    assert (verdict.severity, line) == (Severity.WARN, "doctor: could not run")
+    assert verdict.evidence == {"error": "unknown vLLM version 0.32.0"}
+
+
 def test_no_nvml_means_no_gpu_section(monkeypatch):
     from tqdeploy.probe import nvml
     from tqdeploy.runtime import gpu
@@ -211,14 +247,23 @@ def test_the_marker_names_the_folder_itself_not_its_path_or_contents(tmp_path):
     build.rename(moved)
     (tmp_path / "build").mkdir()  # a new folder at the old path is another deployment
     assert state.deployment_marker(tmp_path / "build") != state.deployment_marker(moved)
-    own = {"marker": state.deployment_marker(moved), "started_at": 1e9}
+    state.new_state(moved, marker=state.deployment_marker(moved), started_at=1e9)
+    own = state.read_record(moved)  # parsed and validated once: trust_state takes the typed record
+    assert own is not None and own.marker == state.deployment_marker(moved)
     assert trust_state(moved, own).started_at == 1e9 and not trust_state(moved, own).findings
     copied = trust_state(tmp_path / "copy", own)
     assert copied.started_at is None and copied.findings[0].id == "TQ425"
-    assert copied.findings[0].evidence["recorded_marker"] == own["marker"]
-    for bad in ("yesterday", float("nan"), 1e300, True):
-        trusted = trust_state(moved, own | {"started_at": bad})
-        assert trusted.started_at is None and trusted.findings[0].id == "TQ425"
+    assert copied.findings[0].evidence["recorded_marker"] == own.marker
+    unmarked = trust_state(moved, dataclasses.replace(own, marker=None))
+    assert unmarked.started_at is None and "records no deployment marker" in unmarked.findings[0].title
+    soon = dataclasses.replace(own, started_at=time.time() + 3600)  # a valid time, but not one already past
+    trusted = trust_state(moved, soon)
+    assert trusted.started_at is None and trusted.findings[0].id == "TQ425"
+    assert trust_state(moved, None).findings == [] and trust_state(moved, None).marker == own.marker
+    for bad in ("yesterday", float("nan"), 1e300, True):  # never reach trust_state: the one reader refuses them
+        state.update_state(moved, started_at=bad)
+        with pytest.raises(state.CorruptState, match="field started_at"):
+            state.read_record(moved)
 
 
 def test_the_guard_refuses_init_group_one_the_caller_and_other_users():

@@ -74,6 +74,12 @@ class DummyRuntime:
         members = procs.deployment_procs(trusted.marker, trusted.started_at)
         return RuntimeFacts(bool(members), members, {"dummy": True})
 
+    def inspect(self, build_dir: Path, record, secret) -> dict:
+        """Its keeper as the state records it, and whether that pid is the deployment's own right now."""
+        marker = state.deployment_marker(build_dir)
+        own = procs.owned(record.supervisor_pid, marker, record.started_at)
+        return {"dummy/keeper.json": {"supervisor_pid": record.supervisor_pid, "port": record.port, "live": own}}
+
     def logs(self, build_dir: Path) -> Path:
         return state.current_log(build_dir)
 

@@ -5,7 +5,8 @@ so a name changes in one place and a reader can see the whole layout at once:
 
     BUILD/
       tqdeploy.toml           the spec as built (filenames.SPEC_FILE_NAME)
-      tqdeploy.lock.json      pins and the sha256 of every rendered file (render/lock.py)
+      tqdeploy.lock.json      pins and the sha256 of every rendered file (render/lock.py writes it; read_lock
+                              and verify below read it back, for every package)
       serve.sh nginx.conf Dockerfile ... rendered files (render/files.py's template_plan; compose.yaml and
                               download.sh only when the spec has them)
       .tqdeploy/              what tqdeploy writes while it runs the build (never rendered, never locked)
@@ -15,14 +16,20 @@ so a name changes in one place and a reader can see the whole layout at once:
         bin/                  the process runtime's python3 / vllm shims
         profile/              `tqdeploy profile`'s default output
 
-Import-light on purpose (pathlib only): the bottom of the package graph, loaded by `--help` paths too.
+Import-light on purpose (the standard library and tqdeploy.errors only): the bottom of the package graph, loaded
+by `--help` paths too.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
 
 STATE_DIR = ".tqdeploy"
@@ -34,6 +41,8 @@ NGINX_CONF = "nginx.conf"
 COMPOSE_FILE = "compose.yaml"
 CURRENT_LOG = "server.log"
 SUPERVISOR_ERR = "supervisor.err"
+LOCK_SCHEMA = "tqdeploy.lock/1"
+_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True)
@@ -120,3 +129,55 @@ class BuildFolder:
 def folder(build_dir: Path | str) -> BuildFolder:
     """The resolved build folder (the paths runtime writes into state.json are absolute)."""
     return BuildFolder.resolved(build_dir)
+
+
+# The lock (written by render/lock.py make_lock), read back as untrusted input.
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_lock(build_dir: Path) -> dict[str, Any]:
+    path = Path(build_dir) / LOCK_NAME
+    try:
+        if path.exists() and (not path.is_file() or path.stat().st_size > 1 << 20):  # a FIFO would block
+            raise json.JSONDecodeError("not a regular file of at most 1 MiB", "", 0)
+        lock = json.loads(path.read_text(encoding="utf-8"))
+    except (FileNotFoundError, NotADirectoryError):
+        raise TQError(
+            f"{path} not found: {build_dir} is not a tqdeploy build directory",
+            "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)",
+        ) from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
+        raise TQError(f"{path}: not valid JSON ({str(err)[:120]})", "re-run `tqdeploy build` to rewrite it") from None
+    files = lock.get("files") if isinstance(lock, dict) else None
+    if (
+        not isinstance(lock, dict)
+        or lock.get("schema") != LOCK_SCHEMA
+        or not isinstance(files, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) and _SHA256_RE.match(v) for k, v in files.items())
+    ):
+        raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
+    return lock
+
+
+def verify(build_dir: Path) -> dict[str, list[str]]:
+    """Files of the lock that are modified or missing (paths relative to the build dir)."""
+    lock = read_lock(build_dir)
+    drift: dict[str, list[str]] = {"modified": [], "missing": []}
+    root = Path(build_dir).resolve()
+    for rel, digest in sorted(lock["files"].items()):
+        path = (root / rel).resolve()
+        if root not in path.parents:
+            drift["modified"].append(rel)  # a lock pointing outside its directory is itself tampered
+            continue
+        if path.exists() and not path.is_file():  # a folder, FIFO or device where a rendered file was
+            drift["modified"].append(rel)
+            continue
+        try:
+            data = path.read_bytes()
+        except (FileNotFoundError, IsADirectoryError):
+            drift["missing"].append(rel)
+            continue
+        if sha256(data) != digest:
+            drift["modified"].append(rel)
+    return drift

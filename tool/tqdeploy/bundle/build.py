@@ -14,7 +14,7 @@ from typing import Any
 from tqdeploy.bundle import collect_build as cb
 from tqdeploy.bundle import collect_host as ch
 from tqdeploy.bundle.archive import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Entries, archive_bytes, as_text, dump_json
-from tqdeploy.bundle.context import Absent, BundleContext, read_state
+from tqdeploy.bundle.context import Absent, BundleContext, read_state, state_record
 from tqdeploy.bundle.identity import HostIdentity, this_host
 from tqdeploy.bundle.knowns import mapping_path_for, seeded_redactor, write_mapping
 from tqdeploy.redact import Redactor
@@ -35,7 +35,7 @@ COLLECTORS: tuple[tuple[str, Collector], ...] = (
     ("env", ch.collect_env),
     ("nvidia-smi", ch.collect_nvidia_smi),
     ("kernel", ch.collect_kernel),
-    ("docker", ch.collect_docker),
+    ("runtime", ch.collect_runtime),
     ("processes", ch.collect_processes),
 )
 
@@ -165,6 +165,7 @@ def build_bundle(
     state = read_state(build_dir, skipped)
     red = seeded_redactor(state, redact, identity if identity is not None else this_host())
     ctx = BundleContext(build_dir=build_dir, redactor=red, logs_since_s=logs_since_s, state=state, skipped=skipped)
+    ctx.record = state_record(build_dir, state)
     records, pending = _collect(ctx, red, collectors, timeout_s)
     # Pass 2: values learnt late (a key found in the last file) and their encodings, out of every file;
     # member names through the same redactor, so a host name in a file name is a placeholder too.

@@ -152,33 +152,27 @@ def collect_kernel(ctx: BundleContext) -> dict[str, Any]:
     raise Absent("the kernel log is not readable here (dmesg / journalctl)")
 
 
-def collect_docker(ctx: BundleContext) -> dict[str, Any]:
-    """`docker info`, and the deployment's container inspected with every environment value redacted."""
-    import docker
+def collect_runtime(ctx: BundleContext) -> dict[str, Any]:
+    """What the deployment's runtime shows of what it runs (runtime/base.py inspect: docker, the engine and the
+    container), chosen from the registry by the validated state's runtime; without a usable state, the runtime
+    that `down --force` would pick (registry.for_orphans). Every value that may be a secret is replaced."""
+    from pathlib import Path
 
+    from tqdeploy.runtime import registry
+    from tqdeploy.runtime.base import Unavailable
+    from tqdeploy.runtime.record import StateRecord
+
+    record = ctx.record or StateRecord.empty()
+    runtime = registry.get(record.runtime) if record.runtime else registry.for_orphans(ctx.build_dir or Path.cwd())
     try:
-        client = docker.from_env(timeout=5)
-        info = client.info()
-    except docker.errors.DockerException as exc:
-        raise Absent(f"no Docker engine answers ({str(exc)[:200]})") from None
-    out: dict[str, Any] = {"docker/info.json": info}
-    cid = (ctx.state or {}).get("container_id")
-    if cid:
-        try:
-            inspect = client.api.inspect_container(cid)
-        except docker.errors.DockerException as exc:
-            inspect = {"error": str(exc)[:300]}
-        env = (inspect.get("Config") or {}).get("Env") or []
-        if env and ctx.redactor.enabled:
-            inspect["Config"]["Env"] = [_mask_env(ctx, e) for e in env]
-        out["docker/container.json"] = inspect
-    client.close()
-    return out
+        return runtime.inspect(ctx.build_dir or Path.cwd(), record, _secret(ctx))
+    except Unavailable as exc:
+        raise Absent(str(exc)) from None
 
 
-def _mask_env(ctx: BundleContext, entry: str) -> str:
-    name, sep, value = entry.partition("=")
-    return f"{name}{sep}{ctx.redactor.secret(value)}" if value else entry
+def _secret(ctx: BundleContext):
+    """The redactor's placeholder for a value (as it is with --no-redact: the bundle then keeps values)."""
+    return ctx.redactor.secret if ctx.redactor.enabled else (lambda value: value)
 
 
 def collect_processes(ctx: BundleContext) -> dict[str, Any]:

@@ -9,10 +9,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.buildfolder import STATE_DIR, BuildFolder
 from tqdeploy.redact import Redactor
+
+if TYPE_CHECKING:
+    from tqdeploy.runtime.record import StateRecord
 
 SUBPROCESS_TIMEOUT_S = 10.0
 STATE_LIMIT = 1024 * 1024
@@ -28,7 +31,10 @@ class BundleContext:
     redactor: Redactor
     now: float = field(default_factory=time.time)
     logs_since_s: float | None = None
-    state: dict[str, Any] | None = None
+    state: dict[str, Any] | None = None  # the file as it lies: evidence, and what the redactor learns from
+    # The same JSON validated into runtime's typed record (state_record): what a collector acts on. None when
+    # there is no state or a field is not what tqdeploy writes there.
+    record: StateRecord | None = None
     scratch: dict[str, Any] = field(default_factory=dict)  # collectors share results (the host snapshot)
     skipped: list[dict[str, str]] = field(default_factory=list)
 
@@ -75,6 +81,18 @@ def read_state(build_dir: Path | None, skipped: list[dict[str, str]] | None = No
             skipped.append(entry)
         return None
     return data if isinstance(data, dict) else None
+
+
+def state_record(build_dir: Path | None, state: dict[str, Any] | None) -> StateRecord | None:
+    """The state read_state returned, validated once into the typed record (runtime/statefields.py)."""
+    from tqdeploy.runtime.state import CorruptState, parsed_record
+
+    if build_dir is None or state is None:
+        return None
+    try:
+        return parsed_record(state, build_dir)
+    except CorruptState:
+        return None
 
 
 def inside(build_dir: Path, value: Any) -> Path | None:

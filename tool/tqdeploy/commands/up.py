@@ -53,6 +53,7 @@ def up(
             force=force,
             on_progress=progress.update,
             on_doctor=progress.note,
+            doctor=_doctor_findings,
             runtime=runtime,
             image=image,
             replace=replace,
@@ -68,6 +69,13 @@ def up(
             file=sys.stderr,
         )
     return result.exit_code
+
+
+def _doctor_findings(vllm_version: str) -> list:
+    """The pre-flight's doctor (offline): passed into runtime, which stands below doctor in the layers."""
+    from tqdeploy.doctor import run_doctor
+
+    return run_doctor(vllm_version=vllm_version, offline=True).findings
 
 
 def _check_runtime(runtime: str, image: str | None) -> None:

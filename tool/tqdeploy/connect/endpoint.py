@@ -10,10 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
+
+if TYPE_CHECKING:
+    from tqdeploy.runtime.record import StateRecord
 
 STATE_PATH = ".tqdeploy/state.json"
 STATE_SCHEMA = "tqdeploy.state/1"
@@ -93,12 +97,12 @@ def _local_address(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def read_state(build_dir: Path) -> dict | None:
-    """The run state through the one reader that validates it (runtime/state.py): a FIFO, a device, a
-    symlink out of the build or a hand-edited field is one line, never a hang."""
-    from tqdeploy.runtime.state import read_state as read_run_state
+def read_state(build_dir: Path) -> StateRecord | None:
+    """The run state through the one reader that validates it (runtime/state.py), as the typed record: a FIFO,
+    a device, a symlink out of the build or a hand-edited field is one line, never a hang."""
+    from tqdeploy.runtime.state import read_record
 
-    return read_run_state(build_dir)
+    return read_record(build_dir)
 
 
 def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
@@ -136,10 +140,10 @@ def resolve_endpoint(
     if from_spec:
         root, served, key = from_spec
         source = "spec"
-    if state:
-        root = state.get("base_url") and normalize_base_url(state["base_url"]) or root
-        served = state.get("served_model_name") or served
-        key = state.get("api_key_file") or key
+    if state is not None:
+        root = state.base_url and normalize_base_url(state.base_url) or root
+        served = state.served_model_name or served
+        key = state.api_key_file or key
         source = "state"
     if base_url:
         root, source = normalize_base_url(base_url), "--base-url"

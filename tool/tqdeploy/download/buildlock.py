@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import LOCK_NAME, LOCK_SCHEMA
 from tqdeploy.deployspec import load_spec
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.fsutil import atomic_write_text, exclusive_dir
 from tqdeploy.idents import REVISION_RE, check_no_control
-from tqdeploy.render.lock import LOCK_NAME, LOCK_SCHEMA
 from tqdeploy.runtime.deployment import spec_model_dir
 from tqdeploy.safeio import MIB, FileRefused, read_bytes
 

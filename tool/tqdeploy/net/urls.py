@@ -10,9 +10,9 @@ Mirror URLs (a Hub endpoint: --mirror, HF_ENDPOINT, the spec's download mirror) 
 sends it as Basic auth) or, pasted from a browser, a ?token=... query. Neither is ever printed: `shown_url` works
 on free text that does not parse as a URL (`http://user:pass@[::1` makes urllib raise), so no error path can echo
 the raw string. huggingface_hub logs the URLs it retries (utils/_http.py "thrown while requesting {method} {url}"),
-so its log records pass through `redact_hub_logs` too. The user:password@ pattern is tqdeploy.redact's
-(redact_rules.URL_USERINFO); the Redactor itself numbers hosts and addresses for bundles, which a one-line error
-about a mirror should keep readable.
+so its log records pass through `redact_hub_logs` too. The user:password@ pattern (URL_USERINFO) is defined here,
+below the redaction engine, which takes it from here (tqdeploy.redact.rules); the Redactor itself numbers hosts and
+addresses for bundles, which a one-line error about a mirror should keep readable.
 """
 
 from __future__ import annotations
@@ -25,13 +25,15 @@ from typing import NamedTuple
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from tqdeploy.errors import TQError
-from tqdeploy.redact.rules import URL_USERINFO  # the one pattern for user:password@ (tqdeploy.redact)
 
 SCHEMES = ("http", "https")
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _SECRET_PARAM = re.compile(r"key|token|secret|passw|auth|sig|credential", re.I)
 _USERINFO = re.compile(r"(?<=//)[^/@?#\s]*@")  # for text that does not even parse as a URL
 MAX_URL_CHARS = 2048
+# The one pattern for a URL's user:password@ (the scheme is group 1, the userinfo group 2): redact_url here and
+# the bundle Redactor (tqdeploy.redact.rules re-exports it) cut the same thing.
+URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)([^\s/'\"<>]{0,512})@")
 
 
 class Origin(NamedTuple):

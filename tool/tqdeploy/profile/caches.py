@@ -188,8 +188,8 @@ def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mappi
 
 def fingerprint_finding(build: Path, vllm_root: Path) -> Finding | None:
     """TQ441 when the volume holds another build's fingerprint; None when it matches or nothing is recorded."""
+    from tqdeploy.buildfolder import read_lock
     from tqdeploy.errors import TQError
-    from tqdeploy.render.lock import read_lock
     from tqdeploy.safeio import read_text
 
     try:

@@ -55,6 +55,20 @@ def _facts(model: str | None, log_text: str):
     return load_model_facts(model)
 
 
+def _build_release(build_dir: Path | None) -> str | None:
+    """The vLLM release the build pins (its lock), whose log wording the timeline reads; None without one."""
+    from tqdeploy.buildfolder import read_lock
+    from tqdeploy.errors import TQError
+
+    if build_dir is None:
+        return None
+    try:
+        version = read_lock(build_dir).get("pins", {}).get("vllm", {}).get("version")
+    except (TQError, AttributeError):
+        return None
+    return version if isinstance(version, str) and len(version) <= 32 else None
+
+
 def progress(message: str) -> None:
     print(f"profile: {message}", file=sys.stderr, flush=True)
 
@@ -80,7 +94,10 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
     timeline = None
     if log_text:
         weight_bytes = getattr(facts, "weight_bytes", None) if facts else None
-        timeline = build_timeline(log_text, process_start=process_start, extra=extra, weight_bytes=weight_bytes)
+        release = _build_release(inputs.build_dir)
+        timeline = build_timeline(
+            log_text, process_start=process_start, extra=extra, weight_bytes=weight_bytes, release=release
+        )
     kv, findings = kv_figures(log_text, cache_config, facts) if log_text else (dict(cache_config), [])
     result = ProfileResult(start, timeline, kv=kv, findings=findings + server_findings, context=context)
     if log_text:

@@ -96,13 +96,14 @@ def start(build: Path, mode: str) -> Started:
         data = json.loads(proc.stdout)
     except ValueError:
         raise TQError("tqdeploy up --json printed no JSON", "update tqdeploy; up must print tqdeploy.up/1") from None
-    from tqdeploy.runtime.state import read_state
+    from tqdeploy.runtime.state import read_record
 
-    started_at = (read_state(build) or {}).get("started_at")
+    record = read_record(build)  # validated: started_at is a time or None
+    started_at = record.started_at if record is not None else None
     return Started(
         data["base_url"].rstrip("/"),
         Path(data["log_path"]),
-        float(started_at) if isinstance(started_at, (int, float)) else launched,
+        started_at if started_at is not None else launched,
         compile_cache,
         "not dropped (weights may come from the OS page cache)",
         data.get("seconds_to_ready"),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tqdeploy.profile.events import Event
-from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, weights_figures
+from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, vllm_version, weights_figures
 from tqdeploy.runtime.logstamp import clock_seconds, split
 from tqdeploy.vllmfacts import logpatterns as ms
 
@@ -75,13 +75,14 @@ def _vllm_clock(text: str) -> float | None:
     return None
 
 
-def find_events(lines: list[str]) -> tuple[list[Event], bool]:
-    """Milestone events in log order; (events, whether the log carries wall-clock stamps)."""
+def find_events(lines: list[str], release: str | None = None) -> tuple[list[Event], bool]:
+    """Milestone events in log order; (events, whether the log carries wall-clock stamps). release: the vLLM
+    release whose wording is read (logpatterns.milestones; None: every release's)."""
     parsed = [split(line) for line in lines]
     stamped = any(t is not None for t, _ in parsed)
     events: list[Event] = []
     pos = 0
-    for mile in ms.MILESTONES:
+    for mile in ms.milestones(release):
         for i in range(pos, len(parsed)):
             when, text = parsed[i]
             match = mile.pattern.search(text)
@@ -110,11 +111,19 @@ def _origin(parsed: list[tuple[float | None, str]], stamped: bool, process_start
 
 
 def build_timeline(
-    text: str, *, process_start: float | None = None, extra: list[Event] | None = None, weight_bytes: int | None = None
+    text: str,
+    *,
+    process_start: float | None = None,
+    extra: list[Event] | None = None,
+    weight_bytes: int | None = None,
+    release: str | None = None,
 ) -> Timeline:
-    """The timeline of one start; `extra` adds events tqdeploy measured itself (first /health 200, first token)."""
+    """The timeline of one start; `extra` adds events tqdeploy measured itself (first /health 200, first token).
+    release: the build's vLLM release; None reads the one the log names (its version line), else every wording."""
     lines = text.splitlines()
-    events, stamped = find_events(lines)
+    if release is None and (version := vllm_version(text)) is not None:
+        release = ".".join(map(str, version))
+    events, stamped = find_events(lines, release)
     parsed = [split(line) for line in lines]
     t0, origin = _origin(parsed, stamped, process_start)
     if extra:  # tqdeploy's own probes replace the access-log lines they produced themselves

@@ -68,7 +68,6 @@ PLACEHOLDER = re.compile(r"\[[a-z0-9_]+-\d+\]|\*{3,}|<redacted>|\[private-key dr
 # A value that refers to a secret held elsewhere: $VAR, ${VAR}, $(cmd), <hint>, %(name)s, {{ template }}.
 REFERENCE = re.compile(r"""['"]?(?:\$\{|\$\(|\$[A-Z_][A-Z0-9_]*\b|<[^<>]{0,80}>?|%\(|\{\{|\[\[)""")
 
-URL_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://)([^\s/'\"<>]{0,512})@")
 URL_HOST = re.compile(
     r"(?i)\b([a-z][a-z0-9+.\-]{0,30}://(?:[^\s/@'\"<>]{0,512}@)?)([\w.\-]{1,253}|\[[0-9a-f:.%\w]{2,60}\])(:\d{1,5})?"
 )

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from tqdeploy.net.urls import URL_USERINFO  # user:password@ in a URL: net's one pattern
 from tqdeploy.redact import rules as R
 from tqdeploy.redact.keys import decode_blob, drop_private_keys
 from tqdeploy.redact.rules import SECRET_FLAGS, is_secret_name, secret_flag
@@ -120,7 +121,7 @@ class SecretRules:
     def _secret_rules(self, text: str, low: str) -> str:
         """Every secret rule over a text (a whole short text, or the lines of a long one that may hold one)."""
         if "://" in text:
-            text = R.URL_USERINFO.sub(lambda m: m.group(1) + self._userinfo(m.group(2)) + "@", text)
+            text = URL_USERINFO.sub(lambda m: m.group(1) + self._userinfo(m.group(2)) + "@", text)
             text = R.WEBHOOK.sub(lambda m: m.group(1) + self.secret(m.group(2)), text)
         if self._has_token(text):
             text = R.TOKENS.sub(lambda m: self.secret(m.group(0)), text)

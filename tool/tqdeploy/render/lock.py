@@ -1,27 +1,22 @@
-"""tqdeploy.lock.json: every pin and the sha256 of every rendered file; `build --check` verifies it."""
+"""tqdeploy.lock.json: every pin and the sha256 of every rendered file; `build --check` verifies it.
+
+render writes the lock (make_lock); reading and verifying it is the build folder's contract (tqdeploy.buildfolder
+read_lock / verify, re-exported here), so runtime, download and profile read it without importing render.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
-from pathlib import Path
 from typing import Any
 
 from tqdeploy import __version__
-from tqdeploy.buildfolder import LOCK_NAME
+from tqdeploy.buildfolder import LOCK_NAME, LOCK_SCHEMA, read_lock, sha256, verify
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.deployspec.validate import official_vllm_tag, revision_is_commit
-from tqdeploy.errors import TQError
 from tqdeploy.render.fingerprint import cache_fingerprint
 
-_SHA256_RE = re.compile(r"^[0-9a-f]{64}$")
-LOCK_SCHEMA = "tqdeploy.lock/1"
+__all__ = ["LOCK_NAME", "LOCK_SCHEMA", "UNRESOLVED", "make_lock", "pins", "read_lock", "sha256", "verify"]
 UNRESOLVED = "unresolved"
-
-
-def sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def pins(spec: Spec) -> dict[str, Any]:
@@ -79,50 +74,3 @@ def make_lock(spec: Spec, files: dict[str, bytes]) -> bytes:
         "files": {path: sha256(data) for path, data in sorted(files.items()) if path != LOCK_NAME},
     }
     return (json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
-
-
-def read_lock(build_dir: Path) -> dict[str, Any]:
-    path = Path(build_dir) / LOCK_NAME
-    try:
-        if path.exists() and (not path.is_file() or path.stat().st_size > 1 << 20):  # a FIFO would block
-            raise json.JSONDecodeError("not a regular file of at most 1 MiB", "", 0)
-        lock = json.loads(path.read_text(encoding="utf-8"))
-    except (FileNotFoundError, NotADirectoryError):
-        raise TQError(
-            f"{path} not found: {build_dir} is not a tqdeploy build directory",
-            "pass the directory `tqdeploy build` wrote (it holds tqdeploy.lock.json)",
-        ) from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
-        raise TQError(f"{path}: not valid JSON ({str(err)[:120]})", "re-run `tqdeploy build` to rewrite it") from None
-    files = lock.get("files") if isinstance(lock, dict) else None
-    if (
-        not isinstance(lock, dict)
-        or lock.get("schema") != LOCK_SCHEMA
-        or not isinstance(files, dict)
-        or not all(isinstance(k, str) and isinstance(v, str) and _SHA256_RE.match(v) for k, v in files.items())
-    ):
-        raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", "re-run `tqdeploy build` to rewrite it")
-    return lock
-
-
-def verify(build_dir: Path) -> dict[str, list[str]]:
-    """Files of the lock that are modified or missing (paths relative to the build dir)."""
-    lock = read_lock(build_dir)
-    drift: dict[str, list[str]] = {"modified": [], "missing": []}
-    root = Path(build_dir).resolve()
-    for rel, digest in sorted(lock["files"].items()):
-        path = (root / rel).resolve()
-        if root not in path.parents:
-            drift["modified"].append(rel)  # a lock pointing outside its directory is itself tampered
-            continue
-        if path.exists() and not path.is_file():  # a folder, FIFO or device where a rendered file was
-            drift["modified"].append(rel)
-            continue
-        try:
-            data = path.read_bytes()
-        except (FileNotFoundError, IsADirectoryError):
-            drift["missing"].append(rel)
-            continue
-        if sha256(data) != digest:
-            drift["modified"].append(rel)
-    return drift

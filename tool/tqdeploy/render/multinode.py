@@ -10,15 +10,12 @@ import json
 from typing import Any
 
 from tqdeploy.deployspec.model import Spec
+from tqdeploy.nodefile import EXIT_CONFIG, EXIT_VERSION, RECORD_SCHEMA  # what every node agrees on
 
-RECORD_NAME = "multinode.json"
-RECORD_SCHEMA = "tqdeploy.multinode/1"
 # vLLM 0.32.0 vllm/config/parallel.py ParallelConfig.master_port: the leader's torch.distributed port.
 MASTER_PORT = 29501
 # The pod's network in Kubernetes; `tqdeploy up` on one host sets lo (multinode runtime).
 POD_IFNAME = "eth0"
-EXIT_CONFIG = 78  # sysexits EX_CONFIG: this node's role, rank or leader address is wrong
-EXIT_VERSION = 79  # this node's vLLM is not the build's
 
 
 def multinode_context(spec: Spec) -> dict[str, Any] | None:

@@ -10,9 +10,11 @@ The process runtime runs the rendered serve.sh with a local vLLM under a detache
 line into BUILD_DIR/.tqdeploy/logs/ (format: tqdeploy.runtime.logstamp) and records the exit in state.
 
 Python API (for profile, bundle, connect):
-  up(build_dir, *, python=None, wait=True, timeout=900, stall_timeout=300, force=False) -> UpResult
+  up(build_dir, *, python=None, wait=True, timeout=900, stall_timeout=300, force=False, doctor=None) -> UpResult
       pre-flight, start, wait until /health is 200 and /v1/models lists the served model; on failure the
       classified TQ4xx finding is in .findings and nothing is left running. .to_dict(): tqdeploy.up/1.
+      doctor: vllm_version -> the host's doctor findings (`tqdeploy up` passes tqdeploy.doctor's; runtime
+      stands below doctor and never imports it); None runs no doctor.
   down(build_dir, *, timeout=30, force=False) -> DownResult
       SIGTERM to the group, SIGKILL after timeout, then anything carrying the deployment marker;
       checks the port and (NVML) GPU memory. force: works with a corrupt or missing state.json.

@@ -31,6 +31,11 @@ The interface (a typing.Protocol: nothing to inherit):
     facts(build_dir, record, trusted) -> RuntimeFacts
                                              what runs now, for `status` and `logs -f`: live, the processes,
                                              runtime-specific facts (the container)
+    inspect(build_dir, record, secret) -> {archive path: content}
+                                             what a bundle records of what this runtime runs (docker: the engine's
+                                             info and the record's container), every value that may be a secret
+                                             (a container's environment) passed through secret(); Unavailable
+                                             (the reason) when it has nothing to show here
     logs(build_dir) -> Path                  the current run's stamped log
     adopts(build_dir) -> bool                (classmethod) `down --force` without a usable state: whether this
                                              runtime may have left something there (the registry asks the
@@ -40,6 +45,7 @@ The interface (a typing.Protocol: nothing to inherit):
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -95,6 +101,10 @@ class RuntimeFacts:
     extra: dict[str, Any] | None = None  # status's "container" (docker); None where a runtime has none
 
 
+class Unavailable(Exception):
+    """What a runtime was asked to show is not on this host (no engine answers, nothing of its own to record)."""
+
+
 class Runtime(Protocol):
     name: str
     start_options: frozenset[str]
@@ -108,6 +118,8 @@ class Runtime(Protocol):
     def is_live(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> bool: ...
 
     def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts: ...
+
+    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]: ...
 
     def logs(self, build_dir: Path) -> Path: ...
 

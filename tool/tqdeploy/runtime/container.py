@@ -37,7 +37,7 @@ def client():
 
 
 def image_ref(dep: Deployment, image: str | None) -> str:
-    from tqdeploy.render.lock import read_lock
+    from tqdeploy.buildfolder import read_lock
 
     return image or str(read_lock(dep.build_dir)["image_tag"])
 

@@ -58,8 +58,8 @@ def spec_api_key_file(spec, build_dir: Path) -> Path | None:
 
 
 def load_deployment(build_dir: Path) -> Deployment:
+    from tqdeploy.buildfolder import read_lock
     from tqdeploy.deployspec import load_spec
-    from tqdeploy.render.lock import read_lock
 
     build_dir = Path(build_dir).resolve()
     if not str(build_dir).isprintable():  # its paths go into state.json and one-line messages

@@ -4,13 +4,14 @@ detached log pump (runtime/dockerpump.py), which is the keeper and carries the d
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import procs, state
-from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest
+from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest, Unavailable
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
 from tqdeploy.runtime.marker import Trusted
@@ -42,6 +43,37 @@ def stop_container(record: StateRecord, grace: float, force: bool, build_dir: Pa
             return {}
         cid = found[0].id
     return stop_by_id(cid, grace) | {"id": cid}
+
+
+ENGINE_TIMEOUT_S = 5  # a bundle waits this long for an engine, not client()'s 60 s of a start
+
+
+def engine_evidence(container_id: str | None, secret: Callable[[str], str]) -> dict[str, Any]:
+    """`docker info`, and the container inspected with every environment value passed through secret()."""
+    import docker
+
+    try:
+        engine = docker.from_env(timeout=ENGINE_TIMEOUT_S)
+        info = engine.info()
+    except docker.errors.DockerException as exc:
+        raise Unavailable(f"no Docker engine answers ({str(exc)[:200]})") from None
+    out: dict[str, Any] = {"docker/info.json": info}
+    if container_id:
+        try:
+            inspect = engine.api.inspect_container(container_id)
+        except docker.errors.DockerException as exc:
+            inspect = {"error": str(exc)[:300]}
+        env = (inspect.get("Config") or {}).get("Env") or []
+        if env:  # NAME=VALUE: any value may be a token, whatever its name
+            inspect["Config"]["Env"] = [_masked(entry, secret) for entry in env]
+        out["docker/container.json"] = inspect
+    engine.close()
+    return out
+
+
+def _masked(entry: str, secret: Callable[[str], str]) -> str:
+    name, sep, value = entry.partition("=")
+    return f"{name}{sep}{secret(value)}" if value else entry
 
 
 class DockerRuntime:
@@ -107,6 +139,9 @@ class DockerRuntime:
         live = bool(container and container["status"] == "running")
         members = procs.deployment_procs(trusted.marker, trusted.started_at) if live else []
         return RuntimeFacts(live, members, container)
+
+    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:
+        return engine_evidence(record.container_id, secret)
 
     def logs(self, build_dir: Path) -> Path:
         return state.current_log(build_dir)

@@ -74,7 +74,7 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
             )
         )
     st = record or StateRecord.empty()
-    trusted = trust_state(build_dir, st.to_json())
+    trusted = trust_state(build_dir, st)
     if force:  # by the marker alone, whatever the state says about times
         trusted.started_at = None
     # A state written for another folder (a copy) or without a marker: nothing in it is acted on.
@@ -86,7 +86,7 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     request = StopRequest(build_dir, own, trusted, timeout, force, host, port, own.gpu_baseline)
     report = runtime.stop(request)
     result.report, result.log_path = report, own.log_path or str(runtime.logs(build_dir))
-    foreign = foreign_pids(st.to_json(), trusted, [p["pid"] for p in report.found])
+    foreign = foreign_pids(st, trusted, [p["pid"] for p in report.found])
     result.findings += trusted.findings + ([foreign] if foreign else []) + report.findings
     report.found[:0] = report.others
     if report.found:

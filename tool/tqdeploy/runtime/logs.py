@@ -123,5 +123,5 @@ def _live(build_dir: Path) -> bool:
         record = state.read_record(build_dir) or StateRecord.empty()
     except TQError:
         return False
-    trusted = trust_state(build_dir, record.to_json())
+    trusted = trust_state(build_dir, record)
     return registry.get(record.runtime).facts(build_dir, record, trusted).live

@@ -1,16 +1,15 @@
 """Which deployment a build folder is, and what of its state.json may be acted on.
 
-The marker names the folder itself, not its contents: a hash of its resolved path with its st_dev and
-st_ino, so a `cp -a` copy (same state.json, other inode) is another deployment and a folder moved back
-and forth keeps none of its old processes. `up` records it in state.json; a state whose recorded marker
-is not this folder's was written for another folder, and its pids and times are not trusted.
+The marker (runtime/folderid.py) names the folder itself, not its contents: a `cp -a` copy (same state.json,
+other inode) is another deployment and a folder moved back and forth keeps none of its old processes. `up`
+records it in state.json; a state whose recorded marker is not this folder's was written for another folder,
+and its pids and times are not trusted. The state comes in as the typed record that state.read_record parsed
+and validated once for the command (runtime/record.py), never as the file's dict.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,14 +17,8 @@ from typing import Any
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime.classify import AREA
-
-PID_FIELDS = ("pid", "supervisor_pid", "pgid")
-
-
-def folder_marker(build_dir: Path) -> str:
-    path = Path(build_dir).resolve()
-    st = os.stat(path)
-    return hashlib.sha256(f"{path}\0{st.st_dev}\0{st.st_ino}".encode()).hexdigest()[:16]
+from tqdeploy.runtime.folderid import deployment_marker
+from tqdeploy.runtime.record import StateRecord
 
 
 @dataclass
@@ -48,14 +41,12 @@ def _started_at(value: object) -> float | None:
     return None
 
 
-def trust_state(build_dir: Path, st: dict[str, Any] | None) -> Trusted:
+def trust_state(build_dir: Path, st: StateRecord | None) -> Trusted:
     """The marker to look for and the state's started_at, if the state is this folder's own."""
-    from tqdeploy.runtime.state import deployment_marker
-
     marker = deployment_marker(build_dir)
-    if not st:
+    if st is None or st.is_empty:
         return Trusted(marker, None)
-    recorded = st.get("marker")
+    recorded = st.marker
     if recorded != marker:
         title = (
             "state.json was written for another build folder (a copy?): its processes are not this deployment's"
@@ -69,13 +60,13 @@ def trust_state(build_dir: Path, st: dict[str, Any] | None) -> Trusted:
             else "processes were looked for by this folder's marker only; `tqdeploy up` records the marker again"
         )
         return Trusted(marker, None, [_finding(title, {"recorded_marker": recorded, "folder_marker": marker}, fix)])
-    started = _started_at(st.get("started_at"))
+    started = _started_at(st.started_at)
     trusted = Trusted(marker, started)
-    if started is None and st.get("started_at") is not None:
+    if started is None and st.started_at is not None:  # validated as a time, but not one already past
         trusted.findings.append(
             _finding(
                 "state.json's started_at is not a time: processes matched by marker only",
-                {"started_at": str(st.get("started_at"))[:64]},
+                {"started_at": str(st.started_at)[:64]},
                 "nothing to do: `tqdeploy up` writes it again",
             )
         )
@@ -98,13 +89,12 @@ def describe(pid: object) -> str:
     return text + (f": {why}, never signalled" if why else "")
 
 
-def foreign_pids(st: dict[str, Any], trusted: Trusted, members: list[int]) -> Finding | None:
+def foreign_pids(st: StateRecord, trusted: Trusted, members: list[int]) -> Finding | None:
     """A finding for each pid/pgid in state.json that names a live process which is not the deployment's."""
     from tqdeploy.runtime.procs import alive
 
     found = {}
-    for name in PID_FIELDS:
-        value = st.get(name)
+    for name, value in st.pids().items():
         if value is None or value in members:
             continue
         if isinstance(value, int) and not isinstance(value, bool) and value > 1 and not alive(value):

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.nodefile import RECORD_LIMIT, build_record
+from tqdeploy.nodefile import RECORD_LIMIT, RECORD_NAME, build_record
 from tqdeploy.runtime.classify import AREA, root_cause
+from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
 
 LOG_TAIL = 256 * 1024
@@ -176,7 +177,7 @@ def workers(build_dir: Path, marker: str, started_at: float | None) -> list[dict
 
 def worker_finding(build_dir: Path, rec: dict[str, Any], during: str) -> Finding:
     """TQ470: a worker node is gone; what its own log says killed it."""
-    from tqdeploy.render.multinode import EXIT_CONFIG, EXIT_VERSION
+    from tqdeploy.nodefile import EXIT_CONFIG, EXIT_VERSION
     from tqdeploy.safeio import FileRefused, read_text
 
     code, rank = rec.get("exit_code"), rec.get("rank")
@@ -213,16 +214,16 @@ def worker_watch(build_dir: Path, marker: str, started_at: float) -> Callable[[]
     return check
 
 
-def node_status(build_dir: Path, st: dict[str, Any], marker: str, started_at: float | None, members) -> dict:
+def node_status(build_dir: Path, st: StateRecord, marker: str, started_at: float | None, members) -> dict:
     """`status`'s nodes: the leader and each worker, live when a process of the deployment is in its group."""
     groups = {p.pgid for p in members}
-    leader = {"rank": 0, "role": "leader", "pid": st.get("pid"), "pgid": st.get("pgid")}
-    leader["live"] = st.get("pgid") in groups
-    nodes, findings = [leader | {"log_path": st.get("log_path")}], []
+    leader: dict[str, Any] = {"rank": 0, "role": "leader", "pid": st.pid, "pgid": st.pgid}
+    leader["live"] = st.pgid in groups
+    nodes, findings = [leader | {"log_path": st.log_path}], []
     for rec in workers(build_dir, marker, started_at):
         live = rec.get("pgid") in groups and rec["exit_code"] is None
         nodes.append({"role": "worker", **rec, "live": live})
-        if not live and st.get("phase") not in ("stopped", "failed"):  # not what `down` or a failed `up` did
+        if not live and st.phase not in ("stopped", "failed"):  # not what `down` or a failed `up` did
             findings.append(worker_finding(build_dir, rec, "after start-up: the leader cannot serve without its stage"))
     return {"nodes": nodes, "findings": findings}
 
@@ -255,6 +256,11 @@ class MultinodeRuntime:
 
     name = "multinode"
     start_options = frozenset({"python"})
+    stands_in_for = "process"  # registry.for_start: `up --runtime process` of a multi-node build starts this one
+
+    @classmethod
+    def takes(cls, build_dir: Path) -> bool:
+        return (Path(build_dir) / RECORD_NAME).is_file()
 
     def __init__(self) -> None:
         from tqdeploy.runtime.process_runtime import ProcessRuntime
@@ -296,6 +302,9 @@ class MultinodeRuntime:
 
     def facts(self, build_dir: Path, record, trusted):
         return self._process.facts(build_dir, record, trusted)
+
+    def inspect(self, build_dir: Path, record, secret):
+        return self._process.inspect(build_dir, record, secret)
 
     def logs(self, build_dir: Path) -> Path:
         return self._process.logs(build_dir)

@@ -6,7 +6,7 @@ block even then: vLLM would only fail later, after loading weights).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,9 @@ from tqdeploy.runtime.stop import port_free
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
 HARD = {"TQ401", "TQ412", "TQ413"}
+# The doctor's findings on this host for the build's vLLM version. The command layer passes it in (`tqdeploy up`
+# runs tqdeploy.doctor offline), so runtime stands below doctor in the package layers and never imports it.
+HostDoctor = Callable[[str], Sequence[Finding]]
 
 
 class StartBusy(Exception):
@@ -45,7 +48,7 @@ def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) 
 
 
 def drift_finding(dep: Deployment) -> Finding | None:
-    from tqdeploy.render.lock import verify
+    from tqdeploy.buildfolder import verify
 
     drift = verify(dep.build_dir)
     if not (drift["modified"] or drift["missing"]):
@@ -59,12 +62,10 @@ def drift_finding(dep: Deployment) -> Finding | None:
     )
 
 
-def doctor_summary(dep: Deployment) -> tuple[Finding, str]:
+def doctor_summary(dep: Deployment, doctor: HostDoctor) -> tuple[Finding, str]:
     """One finding and one summary line for the doctor's verdict on this host."""
     try:
-        from tqdeploy.doctor import run_doctor
-
-        result = run_doctor(vllm_version=dep.spec.vllm_version, offline=True)  # type: ignore[attr-defined]
+        findings = doctor(dep.spec.vllm_version)  # type: ignore[attr-defined]
     except Exception as err:  # an unknown vLLM version, a probe that broke: not a reason to refuse
         return _f(
             "TQ417",
@@ -73,7 +74,7 @@ def doctor_summary(dep: Deployment) -> tuple[Finding, str]:
             {"error": str(err)[:300]},
             "run `tqdeploy doctor` to see why",
         ), "doctor: could not run"
-    relevant = [f for f in result.findings if not (dep.variant == "cpu" and f.area in GPU_ONLY_AREAS)]
+    relevant = [f for f in findings if not (dep.variant == "cpu" and f.area in GPU_ONLY_AREAS)]
     errors = [f for f in relevant if f.severity == Severity.ERROR]
     warns = [f for f in relevant if f.severity == Severity.WARN]
     line = f"doctor: {len(errors)} error(s), {len(warns)} warning(s)"

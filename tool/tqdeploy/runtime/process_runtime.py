@@ -6,12 +6,14 @@ the EngineCore / Worker children) and records the child's pid and exit code in s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import procs, state
-from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest
+from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest, Unavailable
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
 from tqdeploy.runtime.marker import Trusted
@@ -90,6 +92,10 @@ class ProcessRuntime:
         # By the deployment's own processes (marker, start time), not by state.json's pids.
         members = procs.deployment_procs(trusted.marker, trusted.started_at)
         return RuntimeFacts(bool(members), members)
+
+    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:
+        # Its processes and logs are the bundle's own collectors (every runtime's carry the marker): nothing more.
+        raise Unavailable("the process runtime has nothing to record beyond the processes and logs")
 
     def logs(self, build_dir: Path) -> Path:
         return state.current_log(build_dir)

@@ -1,15 +1,15 @@
 """state.json as a typed record: read once, validated field by field (runtime/statefields.py), passed along.
 
-`StateRecord.from_json(data, build_dir)` runs the same validation as `read_state` (a bad field is BadField
-naming it; fields this version does not know are dropped; a copied state's paths are left out), so a
-hand-edited or hostile state is refused exactly as before. A field absent from the file stays absent:
-`to_json()` gives back what `read_state` returns, and the attribute reads None.
+`statefields.record(data, build_dir)` validates a parsed state.json into one (a bad field is BadField naming it;
+fields this version does not know are dropped; a copied state's paths are left out), so a hand-edited or hostile
+state is refused exactly as before; `state.read_record` is the one reader. This module imports nothing of
+runtime/: the interface (base.py) and every step can name the type without reaching the validation. A field
+absent from the file stays absent: `to_json()` gives back what `read_state` returns, and the attribute reads None.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from pathlib import Path
 from typing import Any
 
 
@@ -43,14 +43,8 @@ class StateRecord:
     present: frozenset[str] = field(default=frozenset(), repr=False)  # the fields the file held
 
     @classmethod
-    def from_json(cls, data: dict[str, Any], build_dir: Path) -> StateRecord:
-        """Validated (statefields.validated: BadField on the first bad field)."""
-        from tqdeploy.runtime.statefields import validated
-
-        return cls.from_validated(validated(data, build_dir))
-
-    @classmethod
     def from_validated(cls, values: dict[str, Any]) -> StateRecord:
+        """From what statefields.validated returned (only checked values: never call it with raw JSON)."""
         known = {f.name for f in fields(cls)} - {"present"}
         kept = {k: v for k, v in values.items() if k in known}
         return cls(**kept, present=frozenset(kept))

@@ -33,6 +33,17 @@ def runtime_class(name: str) -> type[Runtime]:
     return getattr(importlib.import_module(module), attr)
 
 
+def for_start(name: str, build_dir: Path) -> Runtime:
+    """The runtime `up --runtime NAME` starts BUILD_DIR with: NAME's, or a registered one that stands in for it on
+    such a build (its class names `stands_in_for = NAME` and its `takes(build_dir)` says yes: multinode for a
+    build with multinode.json, asked for the process runtime)."""
+    for other in RUNTIMES:
+        cls = runtime_class(other)
+        if getattr(cls, "stands_in_for", None) == name and cls.takes(build_dir):  # type: ignore[attr-defined]
+            return cls()
+    return get(name)
+
+
 def get(name: str | None) -> Runtime:
     """The runtime a state names (None: a state written before the field existed is the default's)."""
     return runtime_class(name or DEFAULT)()

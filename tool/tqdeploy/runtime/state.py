@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
+from tqdeploy.runtime.folderid import MARKER_ENV as MARKER_ENV  # re-exported: callers name state.MARKER_ENV
+from tqdeploy.runtime.folderid import deployment_marker as deployment_marker  # and state.deployment_marker
 
 if TYPE_CHECKING:
     from tqdeploy.runtime.record import StateRecord
 
 SCHEMA = "tqdeploy.state/1"
-# The marker every process of a deployment inherits; `down --force` finds them by it without state.json.
-MARKER_ENV = "TQDEPLOY_DEPLOYMENT"
 
 FIELDS: dict[str, Any] = {
     "schema": SCHEMA,
@@ -66,13 +66,6 @@ def current_log(build_dir: Path) -> Path:
     return folder(build_dir).current_log
 
 
-def deployment_marker(build_dir: Path) -> str:
-    """Id of a deployment: the build folder itself (resolved path, st_dev, st_ino; runtime/marker.py)."""
-    from tqdeploy.runtime.marker import folder_marker
-
-    return folder_marker(build_dir)
-
-
 STATE_LIMIT = 1 << 20  # tqdeploy writes a few KiB; a larger file is not its state
 
 
@@ -97,8 +90,6 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
 
 def read_record(build_dir: Path) -> StateRecord | None:
     """read_state as the typed record (runtime/record.py): what runtime/ passes along."""
-    from tqdeploy.runtime.record import StateRecord
-    from tqdeploy.runtime.statefields import BadField
     from tqdeploy.safeio import FileRefused, read_bytes
 
     path = state_path(build_dir)
@@ -115,10 +106,18 @@ def read_record(build_dir: Path) -> StateRecord | None:
         ) from None
     except (UnicodeDecodeError, ValueError, RecursionError) as err:
         raise _corrupt(build_dir, f"is corrupt ({type(err).__name__}: {str(err)[:200]})") from None
+    return parsed_record(data, build_dir)
+
+
+def parsed_record(data: object, build_dir: Path) -> StateRecord:
+    """state.json's parsed JSON as the typed record, every field validated; CorruptState when it is not one.
+    For a command that already holds the file's JSON (the bundle keeps it as evidence): one read, one check."""
+    from tqdeploy.runtime.statefields import BadField, record
+
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _corrupt(build_dir, f"is not a {SCHEMA} file")
     try:
-        return StateRecord.from_json(data, build_dir)
+        return record(data, build_dir)
     except BadField as err:
         raise _corrupt(build_dir, f"is corrupt: {err}") from None
 

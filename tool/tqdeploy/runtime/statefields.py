@@ -18,7 +18,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from tqdeploy.runtime.folderid import deployment_marker
 from tqdeploy.runtime.phases import ORDER
+from tqdeploy.runtime.record import StateRecord
 
 PHASES = frozenset(ORDER) | {"starting", "stopped", "failed"}
 PID_MAX_FALLBACK = 4_194_304  # the kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h)
@@ -234,8 +236,6 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
 def _foreign(data: dict[str, Any], build_dir: Path) -> bool:
     """The state records another folder's marker: a `cp -a` copy of a build. Its own fields are still
     checked, its paths left out, and `down`/`status` say what was found (TQ425) instead of calling it corrupt."""
-    from tqdeploy.runtime.state import deployment_marker
-
     recorded = data.get("marker")
     return isinstance(recorded, str) and recorded != deployment_marker(build_dir)
 
@@ -258,3 +258,8 @@ def validated(data: dict[str, Any], build_dir: Path) -> dict[str, Any]:
         except BadField as err:
             raise BadField(f"field {name} = {shown(value)} {err}") from None
     return out
+
+
+def record(data: dict[str, Any], build_dir: Path) -> StateRecord:
+    """A parsed state.json as the typed record, every field validated (BadField on the first bad one)."""
+    return StateRecord.from_validated(validated(data, build_dir))

@@ -98,7 +98,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     st = state.read_record(build_dir)
     if st is None:
         return StatusResult(str(build_dir), _never_started(probe))
-    trusted = trust_state(build_dir, st.to_json())  # only processes with this folder's marker count (runtime/procs.py)
+    trusted = trust_state(build_dir, st)  # only processes with this folder's marker count (runtime/procs.py)
     now = registry.get(st.runtime).facts(build_dir, st, trusted)
     live = now.live
     server = ServerAnswers.ask(build_dir, st.base_url) if (probe and live) else ServerAnswers()
@@ -137,7 +137,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
         from tqdeploy.runtime.multinode import node_status
 
-        nodes = node_status(build_dir, st.to_json(), trusted.marker, trusted.started_at, now.processes)
+        nodes = node_status(build_dir, st, trusted.marker, trusted.started_at, now.processes)
         data["nodes"] = nodes["nodes"]
         data["findings"] = [*(f.to_dict() for f in server.findings), *(f.to_dict() for f in nodes["findings"])]
     return StatusResult(str(build_dir), data)

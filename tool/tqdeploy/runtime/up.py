@@ -79,7 +79,7 @@ def running_state(build_dir: Path) -> StateRecord | None:
     st = state.read_record(build_dir)
     if st is None or st.is_empty:
         return None
-    trusted = trust_state(build_dir, st.to_json())
+    trusted = trust_state(build_dir, st)
     if trusted.findings:
         return None
     return st if registry.get(st.runtime).is_live(build_dir, st, trusted) else None
@@ -122,6 +122,7 @@ def up(
     grace: float = 20.0,
     on_progress: Callable[[str, float, str], None] | None = None,
     on_doctor: Callable[[str], None] | None = None,
+    doctor: preflight.HostDoctor | None = None,
     runtime: str = "process",
     image: str | None = None,
     replace: Path | None = None,
@@ -132,12 +133,14 @@ def up(
     """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped).
 
     One `up` per build at a time (preflight.start_lock); SIGINT/SIGTERM stop what it started (interrupt.py).
+    doctor: the host's doctor findings for a vLLM version (`tqdeploy up` passes tqdeploy.doctor's); None runs no
+    doctor (no TQ417, result.doctor stays None).
     """
     from tqdeploy.runtime.interrupt import Interrupted, raising
 
     dep = load_deployment(build_dir)
     result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
-    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, runtime, image)
+    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, doctor, runtime, image)
     try:
         with raising(), preflight.start_lock(dep.build_dir):
             try:
@@ -162,6 +165,7 @@ class _Options:
     grace: float
     on_progress: Callable[[str, float, str], None] | None
     on_doctor: Callable[[str], None] | None
+    doctor: preflight.HostDoctor | None
     runtime: str
     image: str | None
 
@@ -194,9 +198,8 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         result.findings.append(already_running(dep.build_dir, st))
         return result
     old = _replace_target(dep, replace) if replace is not None else None
-    # A multi-node build's leader and workers on this host: the process runtime's multi-node form.
-    multi = o.runtime == "process" and (dep.build_dir / "multinode.json").is_file()
-    runtime = registry.get("multinode" if multi else o.runtime)
+    # A runtime may stand in for the one asked on such a build (multinode for process with multinode.json).
+    runtime = registry.for_start(o.runtime, dep.build_dir)
     prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
     if any(f.severity == Severity.ERROR for f in prepared.findings):  # the runtime cannot start here at all
         result.findings += prepared.findings
@@ -204,10 +207,11 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     drift = preflight.drift_finding(dep)
     if drift is not None:
         result.findings.append(drift)
-    doctor, result.doctor = preflight.doctor_summary(dep)
-    if o.on_doctor:
-        o.on_doctor(result.doctor)
-    result.findings.append(doctor)
+    if o.doctor is not None:
+        verdict, result.doctor = preflight.doctor_summary(dep, o.doctor)
+        if o.on_doctor:
+            o.on_doctor(result.doctor)
+        result.findings.append(verdict)
     result.findings += preflight.host_findings(dep)
     blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not o.force or f.id in preflight.HARD)]
     if blocking:
@@ -336,7 +340,7 @@ def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: 
 
     from tqdeploy.runtime.marker import trust_state
 
-    trusted = trust_state(dep.build_dir, st.to_json())
+    trusted = trust_state(dep.build_dir, st)
     own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now
     report = runtime.stop(StopRequest(dep.build_dir, own, trusted, grace, gpu_baseline=baseline))
     result.findings += report.findings

@@ -3,9 +3,22 @@
 Read by runtime/phases.py (the phase `up` shows), profile/ (the start-up timeline), runtime/classify.py (why a
 start failed: TQ4xx) and plan/vllmlog.py (the KV figures, for calibration). Every pattern was checked against
 vLLM 0.32.0's source (the CPU venv) and the recorded 0.25.0 H200 logs (tests/fixtures/vllm-logs); the logger call
-that prints each line is cited beside it. Releases word some lines differently ("takes"/"took", "GiB and"/"GiB
-memory and", "Starting vLLM API server"/"Starting vLLM server"): every variant seen is accepted, and the release
-that prints it is named.
+that prints each line is cited beside it.
+
+Per release (issue 22): every pattern was run against the recorded logs of both releases (0.25.0: the H200 logs in
+tests/fixtures/vllm-logs/h200-vllm-0.25.0 and gpu-runs/h200-vllm-0.25.0; 0.32.0: the CPU build's in
+tests/fixtures/vllm-logs/cpu-vllm-0.32.0 and up/), and each line one release printed was compared with the other
+release's logger call (tests/test_vllmfacts_logpatterns.py runs them all). One line is worded differently:
+the V2 model runner's "Model loading took %s GiB and %.6f seconds" in 0.25.0 (v1/worker/gpu/model_runner.py, printed
+as [model_runner.py:302] in dense-cold.log) is "... GiB memory and ..." in 0.32.0 (gpu/model_runner.py:425), as
+the V1 runner says it in both (gpu_model_runner.py: 0.25.0 line 5306 in q36like-*.log, 0.32.0 line 5150). That
+milestone is keyed by release (MODEL_LOADED, `milestones(release)`: the caller names the build's release, or the
+one the log names). The other differences leave every pattern matching in both: 0.25.0 prints "GPU KV cache
+size: N tokens" and "Maximum concurrency ..." as two lines (kv_cache_utils.py:2146-2147), 0.32.0 as one
+(kv_cache_utils.py:2327), and the readers look at the same and the next line; 0.32.0 puts a "[backbone] " prefix
+before the compile monitor's lines; "init engine ... took %.2f s" gains " (compilation: %.2f s)" in 0.25.0; the
+CuTeDSL skip line gives another reason after "Skipping CuTeDSL warmup". Variants neither release prints
+("torch.compile takes", "Starting vLLM API server": older releases) stay accepted.
 
 The messages several readers match are written once (the constants below); each reader's pattern is built from
 them, so a rewording in a new vLLM release is one edit here.
@@ -14,7 +27,8 @@ them, so a rewording in a new vLLM release is one edit here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 # -- messages that more than one reader matches (regex text), each beside the vLLM source that prints it --
 # v1/worker/gpu_model_runner.py load_model and cpu_model_runner.py load_model: "Starting to load model %s..."
@@ -75,6 +89,21 @@ PHASE_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+# -- lines two releases word differently: each release's pattern, beside the vLLM source that prints it --
+# The weights' load summary (the "model_loaded" milestone; groups: GiB, seconds).
+MODEL_LOADED: dict[str, str] = {
+    # 0.25.0 v1/worker/gpu/model_runner.py load_model (the V2 runner): "Model loading took %s GiB and %.6f seconds"
+    # ([model_runner.py:302] in tests/fixtures/vllm-logs/h200-vllm-0.25.0/dense-cold.log); its V1 runner,
+    # v1/worker/gpu_model_runner.py load_model: "... %s GiB memory and %.6f seconds" (line 5306, q36like-*.log)
+    "0.25.0": rf"{MODEL_LOADING_TOOK} ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds",
+    # 0.32.0: both runners print "Model loading took %s GiB memory and %.6f seconds" (v1/worker/gpu/model_runner.py
+    # load_model line 425, v1/worker/gpu_model_runner.py load_model line 5150)
+    "0.32.0": rf"{MODEL_LOADING_TOOK} ([\d.]+) GiB memory and ([\d.]+) seconds",
+}
+# A release without an entry (or none named): every wording above
+MODEL_LOADED_ANY = rf"{MODEL_LOADING_TOOK} ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds"
+
+
 # -- start-up milestones (profile/): the lines that end each start-up phase, in the order vLLM prints them --
 @dataclass(frozen=True)
 class Milestone:
@@ -88,7 +117,7 @@ def _m(key: str, phase: str, regex: str, duration_group: int | None = None) -> M
     return Milestone(key, phase, re.compile(regex), duration_group)
 
 
-MILESTONES: tuple[Milestone, ...] = (
+_MILESTONES: tuple[Milestone, ...] = (  # read through milestones(release)
     _m("args", "imports + argument parsing", NON_DEFAULT_ARGS),
     # v1/engine/core.py EngineCore.__init__: "Initializing a V1 LLM engine (v%s) with config: %s"
     _m("engine", "config + engine process start", r"Initializing a V1 LLM engine"),
@@ -99,7 +128,7 @@ MILESTONES: tuple[Milestone, ...] = (
     # (model_executor/model_loader/weight_utils.py runai_safetensors_weights_iterator,
     # desc="Loading safetensors using Runai Model Streamer")
     _m("weights_stream", "weights loaded", r"Loading safetensors using Runai Model Streamer: 100% Completed"),
-    _m("model_loaded", "weights loaded", rf"{MODEL_LOADING_TOOK} ([\d.]+) GiB(?: memory)? and ([\d.]+) seconds", 2),
+    _m("model_loaded", "weights loaded", MODEL_LOADED_ANY, 2),  # worded per release: MODEL_LOADED, milestones()
     # compilation/monitor.py monitor_torch_compile: "%storch.compile took %.2f s in total" ("takes" in older
     # releases); on the CPU build no total is printed: compilation/decorators.py prints "%ssaved AOT compiled
     # function to %s" after a compile and "%sDirectly load AOT compilation from path %s" on a cache hit
@@ -144,6 +173,16 @@ MILESTONES: tuple[Milestone, ...] = (
     # uvicorn access log of the first answered completion (sent when the response starts)
     _m("first_response", "first request answered", r'"POST /v1/(?:chat/)?completions HTTP/1\.[01]" 200'),
 )
+
+
+@lru_cache(maxsize=16)
+def milestones(release: str | None) -> tuple[Milestone, ...]:
+    """The milestone table for one vLLM release ("0.32.0": the build's, or the one its log names). A release the
+    per-release tables have no entry for, or None, gets every release's wording."""
+    version = (release or "").strip().lstrip("v")
+    loaded = MODEL_LOADED.get(version, MODEL_LOADED_ANY)
+    return tuple(replace(m, pattern=re.compile(loaded)) if m.key == "model_loaded" else m for m in _MILESTONES)
+
 
 # "(APIServer pid=6655) INFO 11-29 09:40:53 [api_utils.py:347] ..." (vllm/logger.py _FORMAT: one-second
 # resolution, no year)
