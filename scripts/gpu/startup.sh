@@ -93,7 +93,7 @@ up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, the
   HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/$1-up.json" 2> "$out/$1-up.stderr"
   t1=$(date +%s.%N)
   log=$(readlink -f "$b/.tqdeploy/logs/server.log")
-  ps -eo pid,ppid,pgid,args | grep -E 'VLLM|forkserver|launch_vllm' | grep -v grep | cut -c1-200 > "$out/$1-ps.txt"
+  ps -eo pid,ppid,pgid,args --no-headers | awk '/VLLM|forkserver|launch_vllm/ && !/awk/' | cut -c1-200 > "$out/$1-ps.txt"
   [ -n "${LOAD:-}" ] && load_on 18000 "$1" "$log"
   cp "$log" "$out/$1-server.log" 2>/dev/null
   tq down "$b" --json > "$out/$1-down.json" 2>&1
