@@ -293,7 +293,15 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
     env = {"HF_TOKEN": "hf_ZQSEEDcontainer0015abcdef", "PLAIN_SETTING": "ZQSEEDplain0016"}
     container = client.containers.create(image.id, command=["/none"], environment=env)
     try:
-        build = make_build(tmp_path, {"runtime": "docker", "container_id": container.id})
+        # a state the typed record accepts (base_url names the state's host, last_error is a finding or none):
+        # the bundle acts only on a valid state's container id
+        state = {
+            "runtime": "docker",
+            "container_id": container.id,
+            "base_url": f"http://{HOST}:8000",
+            "last_error": None,
+        }
+        build = make_build(tmp_path, state)
         wanted = tuple(c for c in COLLECTORS if c[0] == "runtime")
         result = build_bundle(build, tmp_path / "b.tar.gz", collectors=wanted)
     finally:
