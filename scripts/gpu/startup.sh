@@ -29,8 +29,10 @@ tq() { python3 -m tqdeploy "$@"; }
 work=/tmp/tq-startup
 b=$work/build
 plain_port=18001
-load_args=(--load --concurrency "1,8,64" --requests 2048 --duration "${LOAD_SECONDS:-8}" --prompt-tokens 256 --output-tokens 128
-  --sample-interval 0.5 --no-chart --json)  # as acceptance.sh, so the figures compare
+# As acceptance.sh, so the figures compare; LOAD_SECONDS per step and LOAD_WARMUP untimed seconds before each step
+# (two plain starts of one server differed 26% at concurrency 1 with 6-8 s steps and no warm-up: docs/startup.md).
+load_args=(--load --concurrency "1,8,64" --requests 4096 --duration "${LOAD_SECONDS:-8}" --warmup "${LOAD_WARMUP:-0}"
+  --prompt-tokens 256 --output-tokens 128 --sample-interval 0.5 --no-chart --json)
 mkdir -p "$out" "$work"
 records=$out/records.jsonl
 
@@ -171,12 +173,14 @@ load_figures() {  # $1 phase: '"tok_s": {...}, ' from its load (nothing when it 
   python3 - "$work/load-$1/profile.json" <<'PY'
 import json, sys
 try:
-    steps = json.load(open(sys.argv[1]))["load"]["steps"]
-except (OSError, KeyError, ValueError):
+    load = json.load(open(sys.argv[1]))["load"]
+    steps, spec = load["steps"], load["spec"]
+except (OSError, KeyError, TypeError, ValueError):
     sys.exit(0)
 tok = {str(s["concurrency"]): s["output_tokens_per_s"] for s in steps}
 errors = sum(s.get("errors") or 0 for s in steps)
-print(f'"tok_s": {json.dumps(tok)}, "load_errors": {errors}, ', end="")
+shape = {"step_s": spec.get("duration_s"), "warmup_s": spec.get("warmup_s")}
+print(f'"tok_s": {json.dumps(tok)}, "load_errors": {errors}, "load": {json.dumps(shape)}, ', end="")
 PY
 }
 

@@ -27,6 +27,7 @@ def profile(
     requests: int = typer.Option(16, "--requests", help="Requests per concurrency step."),
     duration: float | None = typer.Option(None, "--duration", help="Seconds per step (stops earlier if reached)."),
     sample_interval: float = typer.Option(1.0, "--sample-interval", help="Seconds between /metrics scrapes."),
+    warmup: float = typer.Option(0.0, "--warmup", help="Untimed seconds of load before each step, e.g. 5."),
     out: Path | None = typer.Option(None, "--out", help="Folder for profile.json and profile.png."),
     chart: bool = typer.Option(True, "--chart/--no-chart", help="Write profile.png (matplotlib)."),
     as_json: bool = options.as_json("tqdeploy.profile/1", what="the profile (profile.json)"),
@@ -43,7 +44,7 @@ def profile(
         raise TQError("nothing to profile", "pass a BUILD folder, --log FILE, or --url http://127.0.0.1:PORT")
     if start not in ("cold", "warm", "both"):
         raise TQError(f"--start {start!r} is not cold, warm or both", "e.g. --start cold")
-    spec = load_spec(concurrency, prompt_tokens, output_tokens, requests, duration, sample_interval)
+    spec = load_spec(concurrency, prompt_tokens, output_tokens, requests, duration, sample_interval, warmup)
     if log is not None and not log.is_file():
         raise TQError(f"--log {log}: no such file", "pass the path of a saved vLLM log")
     if load and url is None and build is None:

@@ -9,7 +9,7 @@ import random
 import statistics
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tqdeploy.errors import TQError
 from tqdeploy.net import Answer, Client, check_url, is_loopback, model_ids, redact_url
@@ -28,6 +28,8 @@ LIMITS = {
 }
 MAX_STEPS = 16
 MAX_DURATION_S = 24 * 3600.0
+WARMUP_SEED = 1 << 20  # a warm-up's prompts are not the step's (a prefix-cache hit would flatter the step)
+MAX_WARMUP_S = 600.0  # per step; a warm-up is a few seconds, more is a typo
 
 
 @dataclass
@@ -38,6 +40,11 @@ class LoadSpec:
     requests: int = 16  # per step
     duration_s: float | None = None  # per step, stops earlier than `requests` if reached
     sample_interval_s: float = 1.0  # /metrics scrape period (each scrape costs the API server some CPU)
+    # Untimed seconds at each step's concurrency before the timed step: the first requests after a start or a
+    # change of batch size pay one-time work (a first batch shape, allocator growth, the client's own threads
+    # starting), which weighs on a short step; two plain starts of one H200 server measured 444.8 and 561.3
+    # tokens/s at concurrency 1 without it (docs/startup.md).
+    warmup_s: float = 0.0
 
 
 def _positive(flag: str, value: int) -> int:
@@ -67,7 +74,13 @@ CUT_QUIET_S = 1.0
 
 
 def load_spec(
-    concurrency: str, prompt_tokens: int, output_tokens: int, requests: int, duration: float | None, interval: float
+    concurrency: str,
+    prompt_tokens: int,
+    output_tokens: int,
+    requests: int,
+    duration: float | None,
+    interval: float,
+    warmup: float = 0.0,
 ) -> LoadSpec:
     """The command line's load, every figure bounded (a one-line error naming the flag otherwise)."""
     for flag, value in (
@@ -80,7 +93,10 @@ def load_spec(
         raise TQError(f"--sample-interval {interval} is outside 0.05..60 s", "e.g. --sample-interval 1")
     if duration is not None and not 0 < duration <= MAX_DURATION_S:
         raise TQError(f"--duration {duration} is outside 0..{MAX_DURATION_S:g} seconds", "e.g. --duration 30")
-    return LoadSpec(concurrency_steps(concurrency), prompt_tokens, output_tokens, requests, duration, interval)
+    if not 0 <= warmup <= MAX_WARMUP_S:
+        raise TQError(f"--warmup {warmup} is outside 0..{MAX_WARMUP_S:g} seconds", "e.g. --warmup 5")
+    steps = concurrency_steps(concurrency)
+    return LoadSpec(steps, prompt_tokens, output_tokens, requests, duration, interval, warmup)
 
 
 def check_loopback(base_url: str) -> str:
@@ -200,6 +216,16 @@ def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed:
         t.join()
     elapsed = time.perf_counter() - started
     return summarize_step(results, concurrency, elapsed)
+
+
+def warm_up(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: int) -> dict | None:
+    """The untimed run before a step (--warmup): the same concurrency and request shape for warmup_s seconds,
+    its prompts drawn apart from the step's; what it did is kept beside the step, its figures are not in it."""
+    if spec.warmup_s <= 0:
+        return None
+    warm = replace(spec, duration_s=spec.warmup_s, requests=max(spec.requests, concurrency))
+    step = run_step(client, model, warm, concurrency, seed=WARMUP_SEED + seed)
+    return {k: step[k] for k in ("requests", "completed", "cut_at_duration", "errors", "first_error", "seconds")}
 
 
 def summarize_step(results: list[dict], concurrency: int, elapsed: float) -> dict:

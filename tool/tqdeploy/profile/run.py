@@ -133,7 +133,7 @@ def _refused(findings: list) -> bool:
 
 def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, list]:
     """The load's figures, or None and the finding that stopped it before it began (a refused key)."""
-    from tqdeploy.profile.load import run_step
+    from tqdeploy.profile.load import run_step, warm_up
     from tqdeploy.profile.sampler import MetricsSampler
     from tqdeploy.profile.server import load_model
 
@@ -144,9 +144,12 @@ def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, l
     with MetricsSampler(client, spec.sample_interval_s) as sampler:
         for i, concurrency in enumerate(spec.concurrency):
             progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
+            warm = warm_up(client, model, spec, concurrency, seed=i)
             start = sampler.elapsed_s()
             step = run_step(client, model, spec, concurrency, seed=i)
             step["window_s"] = [round(start, 3), round(sampler.elapsed_s(), 3)]
+            if warm is not None:
+                step["warmup"] = warm
             steps.append(step)
     for step in steps:  # the scrapes that fell inside each step: what its gauges (KV usage, running) rest on
         lo, hi = step["window_s"]
@@ -154,7 +157,15 @@ def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, l
     load = {
         "spec": {
             k: getattr(spec, k)
-            for k in ("concurrency", "prompt_tokens", "output_tokens", "requests", "duration_s", "sample_interval_s")
+            for k in (
+                "concurrency",
+                "prompt_tokens",
+                "output_tokens",
+                "requests",
+                "duration_s",
+                "sample_interval_s",
+                "warmup_s",
+            )
         },
         "steps": steps,
         "server": sampler.server_side(),
