@@ -42,5 +42,8 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
     assert "- recreated / warm: 1.10x (goal <= 1.1x; warm median 50.0 s)" in md  # 55 / median(50, 49, 51, 50)
     assert "tqdeploy warm median 50.0 s vs plain vLLM warm median 65.0 s over 2 alternated pairs: 23.1% faster" in md
     assert "| pair-plain | plain | not ready | - | 0 |" in md
-    assert "- tokens/s at concurrency 1: tqdeploy / plain 0.900 (goal within 2%)" in md  # 450 / 500
+    assert (  # 450 / 500 in each pair with tokens/s; plain's own starts all gave 500
+        "- tokens/s at concurrency 1: tqdeploy / plain 0.900 (medians; goal within 2%), per pair 0.900, 0.900 "
+        "(geometric mean 0.900); plain's own starts spread 0.0%"
+    ) in md
     assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)

@@ -16,6 +16,7 @@ import pytest
 
 from support.vllm_server import VLLM_PYTHON
 from tqdeploy.deployspec import load_spec
+from tqdeploy.deployspec.load import embedded_spec_path
 from tqdeploy.render import render_files, write_build
 
 DRIVER = r"""
@@ -104,5 +105,27 @@ def test_engine_start_is_the_rendered_choice_unless_overridden(folder):
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=60, env=env, check=True
     )
-    # rendered spawn (the forkserver is not yet kept: docs/startup.md); an unknown value is spawn, never a fork
+    # the default spec (0.32.0) renders spawn; an unknown override is spawn, never a fork
     assert out.stdout.split() == ["spawn", "spawn", "forkserver", "spawn"]
+
+
+def _launcher_choice(tmp_path: Path, embedded: str, version: str | None) -> str:
+    text = embedded_spec_path(embedded).read_text()
+    if version:
+        text = text.replace('version = "0.32.0"', f'version = "{version}"').replace(":v0.32.0", f":v{version}")
+    (tmp_path / "tqdeploy.toml").write_text(text)
+    files = render_files(load_spec(tmp_path / "tqdeploy.toml"))
+    line = next(x for x in files["launch_vllm.py"].data.decode().splitlines() if x.startswith("ENGINE_START = "))
+    return line.split('"')[1]
+
+
+@pytest.mark.parametrize(
+    "embedded, version, expected",
+    [
+        ("qwen36-27b-tq", "0.25.0", "forkserver"),  # measured on the H200: docs/startup.md
+        ("qwen36-27b-tq", None, "spawn"),  # 0.32.0: not measured on a GPU
+        ("tiny-cpu-demo", None, "spawn"),  # vLLM's CPU platform forces spawn itself
+    ],
+)
+def test_the_forkserver_is_rendered_only_where_it_was_measured(tmp_path, embedded, version, expected):
+    assert _launcher_choice(tmp_path, embedded, version) == expected

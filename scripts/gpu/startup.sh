@@ -103,7 +103,8 @@ up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, the
   compile=$(grep -cE "Directly load (the compiled graph|AOT compilation)" "$out/$1-server.log")
   record "$1" tqdeploy "$(python3 -c "print(round($t1 - $t0, 2))")" \
     "{$(load_figures "$1")\"engine_start\": \"${TQ_ENGINE_START:-rendered}\", \"up_status\": \"$(python3 -c "import json;print(json.load(open('$out/$1-up.json')).get('status'))" 2>/dev/null)\", \"compile_cache_hit_lines\": $compile, \"torch_compile_cache_dirs\": $(find "$b/.tqdeploy/cache/vllm/torch_compile_cache" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)}"
-  pgrep -af 'VLLM::' && echo "LEFTOVER VLLM processes"
+  # an exited EngineCore whose parent (the forkserver) went first waits for pid 1 to reap it: not a leftover
+  ps -eo stat=,pid=,args= | awk '$1 !~ /^Z/ && /VLLM::/ && !/awk/' | grep . && echo "LEFTOVER VLLM processes"
 }
 
 cold() { build; fresh_dirs; rm -rf "${b:?}/.tqdeploy/cache"; up_timed cold; }

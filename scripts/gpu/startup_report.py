@@ -27,6 +27,21 @@ def tok_s(rows: list[dict], phase: str) -> dict[str, list[float]]:
     return out
 
 
+def tok_s_comparison(ours: list[float], theirs: list[float]) -> dict:
+    """Tokens/s of one concurrency: the ratio of medians, each pair's own ratio (pairs in the records' order) and
+    their geometric mean, and the spread of plain vLLM's own starts (max / min - 1): a difference smaller than
+    that spread is not shown by this many pairs."""
+    pairwise = [t / p for t, p in zip(ours, theirs, strict=False)]
+    return {
+        "tqdeploy": ours,
+        "plain": theirs,
+        "ratio": statistics.median(ours) / statistics.median(theirs),
+        "pair_ratios": pairwise,
+        "pair_ratio_geomean": statistics.geometric_mean(pairwise),
+        "plain_spread": max(theirs) / min(theirs) - 1,
+    }
+
+
 def comparisons(rows: list[dict]) -> dict:
     med = statistics.median
     warm = seconds(rows, "warm") + seconds(rows, "pair-tqdeploy")
@@ -43,8 +58,7 @@ def comparisons(rows: list[dict]) -> dict:
         }
         tq_tok, plain_tok = tok_s(rows, "pair-tqdeploy"), tok_s(rows, "pair-plain")
         out["tok_s_ratio"] = {
-            c: {"tqdeploy": tq_tok[c], "plain": plain_tok[c], "ratio": med(tq_tok[c]) / med(plain_tok[c])}
-            for c in sorted(set(tq_tok) & set(plain_tok), key=int)
+            c: tok_s_comparison(tq_tok[c], plain_tok[c]) for c in sorted(set(tq_tok) & set(plain_tok), key=int)
         }
     if spawn and tqd:
         out["fork_lever"] = {"spawn_s": spawn, "fork_median_s": med(tqd), "saved_s": med(spawn) - med(tqd)}
@@ -77,7 +91,12 @@ def markdown(rows: list[dict], cmp: dict) -> str:
             f"{c['faster_by'] * 100:.1f}% faster (goal >= 25%)"
         )
         for conc, t in cmp["tok_s_ratio"].items():
-            lines.append(f"- tokens/s at concurrency {conc}: tqdeploy / plain {t['ratio']:.3f} (goal within 2%)")
+            pairs = ", ".join(f"{r:.3f}" for r in t["pair_ratios"])
+            lines.append(
+                f"- tokens/s at concurrency {conc}: tqdeploy / plain {t['ratio']:.3f} (medians; goal within 2%), "
+                f"per pair {pairs} (geometric mean {t['pair_ratio_geomean']:.3f}); plain's own starts spread "
+                f"{t['plain_spread'] * 100:.1f}%"
+            )
     if "fork_lever" in cmp:
         c = cmp["fork_lever"]
         lines.append(f"- fork lever: spawn {statistics.median(c['spawn_s']):.1f} s vs fork {c['fork_median_s']:.1f} s")

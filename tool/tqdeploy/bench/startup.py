@@ -35,7 +35,7 @@ from tqdeploy.bench.up import (
 )
 
 PAIRS = int(os.environ.get("TQDEPLOY_BENCH_STARTUP_PAIRS", "2"))
-H200_RECORDS = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / "startup" / "records-lease2.jsonl"
+H200_RECORDS = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / "startup" / "records-lease4.jsonl"
 PLAIN = "python -m vllm.entrypoints.openai.api_server, vLLM's defaults"
 
 
@@ -81,7 +81,7 @@ def h200_rows() -> list[Row]:
     label = f"H200 recorded (docs/startup.md), {len(ours)} pairs"
     out = [
         Row(
-            f"{label}: warm start, EngineCore forked",
+            f"{label}: warm start as rendered (EngineCore from the forkserver)",
             statistics.median(ours),
             statistics.median(theirs),
             "s",
@@ -92,7 +92,7 @@ def h200_rows() -> list[Row]:
     if spawn:
         out.append(
             Row(
-                f"{label}: warm start as rendered (spawn)",
+                f"{label}: warm start, EngineCore spawned as `vllm serve` does",
                 statistics.median(spawn),
                 statistics.median(theirs),
                 "s",

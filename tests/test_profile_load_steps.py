@@ -1,5 +1,6 @@
-"""--warmup: untimed load before each step, against a real HTTP server on loopback (tests/support/loopback_http.py)
-that streams at a fixed pace: the warm-up's requests reach the server, its figures stay out of the step's."""
+"""A load step's figures: --warmup's untimed load before each step, against a real HTTP server on loopback
+(tests/support/loopback_http.py) that streams at a fixed pace (the warm-up's requests reach the server, its figures
+stay out of the step's), and what a step counts as its tokens."""
 
 from __future__ import annotations
 
@@ -53,3 +54,15 @@ def test_warmup_is_bounded(tmp_path):
         proc = subprocess.run([*cmd, "--warmup", value, "--out", str(tmp_path)], capture_output=True, text=True,
                               timeout=30)  # fmt: skip
         assert proc.returncode == 2 and f"--warmup {value}" in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_a_step_counts_every_token_that_arrived_failed_streams_included():
+    from tqdeploy.profile.load import summarize_step
+
+    done = {"sent": 0.0, "arrivals": [0.1, 0.2], "tokens": 2, "error": None, "cut": False}
+    cut = {"sent": 0.0, "arrivals": [0.1], "tokens": 1, "error": None, "cut": True}
+    failed = {"sent": 0.0, "arrivals": [0.1, 0.2, 0.3], "tokens": 3, "error": "TimeoutError: timed out", "cut": False}
+    step = summarize_step([done, cut, failed], concurrency=3, elapsed=2.0)
+    assert (step["completed"], step["cut_at_duration"], step["errors"]) == (1, 1, 1)
+    assert step["output_tokens"] == 6 and step["output_tokens_per_s"] == 3.0
+    assert step["ttft_p50_s"] == 0.1  # latency figures stay those of completed streams
