@@ -254,7 +254,8 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
     from tqdeploy.plan.gpus import gpu_catalog
 
     catalog = gpu_catalog()
-    listed = {"H200", "H100-SXM", "H100-NVL", "A100-SXM4-80GB", "A100-SXM4-40GB", "L40S", "RTX-4090", "RTX-5090"}
+    listed = {"H200", "H100-SXM", "H100-NVL", "H100-PCIe", "B200", "A100-SXM4-80GB", "A100-SXM4-40GB", "L40S"}
+    listed |= {"RTX-4090", "RTX-5090"}
     assert listed <= set(catalog)
     for key, entry in catalog.items():
         total_mib = re.search(r"(\d+) MiB\)", entry["source"]) or re.search(r"\((\d+) MiB\)", entry["source"])
@@ -276,6 +277,9 @@ def test_the_gpu_catalog_covers_the_gpus_vllm_runs_on_each_figure_with_its_readi
         ("a100 sxm4 40gb", "NVIDIA A100-SXM4-40GB", "40.00"),
         ("RTX 5090", "NVIDIA GeForce RTX 5090", "31.84"),
         ("geforce rtx 5090", "NVIDIA GeForce RTX 5090", "31.84"),
+        ("H100 PCIe", "NVIDIA H100 PCIe", "79.65"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe", "79.65"),
+        ("B200", "NVIDIA B200", "179.06"),
     ],
 )
 def test_plan_by_catalog_name(run_cli, gpu, name, gib):
@@ -287,9 +291,8 @@ def test_plan_by_catalog_name(run_cli, gpu, name, gib):
 @pytest.mark.parametrize(
     ("gpu", "first_line", "fix"),
     [
-        ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB); "
-         "H100 PCIe is not in the catalog", "pass --gpu H100-SXM"),
-        ("B200", "'B200': B200 is not in the catalog (no device reading to cite)", "--snapshot FILE"),
+        ("H100", "'H100' is more than one GPU: the catalog has H100-SXM (79.6 GiB), H100-NVL (93.6 GiB), "
+         "H100-PCIe (79.6 GiB)", "pass --gpu H100-SXM"),
         ("H200 NVL", "'H200 NVL': H200 NVL is not in the catalog", "--snapshot FILE"),  # not the SXM's figure
         ("A100", "'A100' is more than one GPU: the catalog has A100-SXM4-80GB (80.0 GiB), A100-SXM4-40GB (40.0 GiB); "
          "A100 PCIe 40GB is not in the catalog", "pass --gpu A100-SXM4-80GB"),

@@ -2,7 +2,7 @@
 with where it was read).
 
 A name matches an entry's key, its NVML name (with or without "NVIDIA "), or one of its aliases, ignoring
-case, spaces, '-' and '_'. A family name that several entries share (H100: SXM and NVL) is refused with the
+case, spaces, '-' and '_'. A family name that several entries share (H100: SXM, NVL and PCIe) is refused with the
 choices, not answered with the first one or with an unrelated GPU.
 """
 
@@ -18,7 +18,7 @@ from tqdeploy.resources import data_dir
 from tqdeploy.suggest import closest
 
 # Families whose members differ in memory; what a bare family name could mean, for the message.
-NOT_LISTED = {"H100": "H100 PCIe", "A100": "A100 PCIe 40GB", "B200": "B200", "H200NVL": "H200 NVL"}
+NOT_LISTED = {"A100": "A100 PCIe 40GB", "H200NVL": "H200 NVL"}
 
 
 @lru_cache(maxsize=1)
