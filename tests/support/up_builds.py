@@ -17,6 +17,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from support.vllm_server import CACHE, VLLM_PYTHON, free_port, tiny_model_dir
@@ -131,3 +133,17 @@ def kill_leftovers(build: Path) -> None:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@contextmanager
+def started(root: Path, extra_env: dict | None = None) -> Iterator[tuple[Path, int, dict]]:
+    """A keyed CPU demo build under `root`, started with `tqdeploy up` (its JSON answer), stopped by `down` and
+    cleared by pid afterwards, however the test ended."""
+    build, port = make_build(root)
+    rc, up, output = tq("up", str(build), "--json", extra_env=extra_env)
+    try:
+        assert rc == 0 and up is not None, output[-3000:]
+        yield build, port, up
+    finally:
+        tq("down", str(build), "--json", timeout=120)
+        kill_leftovers(build)
