@@ -95,8 +95,7 @@ def load_spec(
         raise TQError(f"--duration {duration} is outside 0..{MAX_DURATION_S:g} seconds", "e.g. --duration 30")
     if not 0 <= warmup <= MAX_WARMUP_S:
         raise TQError(f"--warmup {warmup} is outside 0..{MAX_WARMUP_S:g} seconds", "e.g. --warmup 5")
-    steps = concurrency_steps(concurrency)
-    return LoadSpec(steps, prompt_tokens, output_tokens, requests, duration, interval, warmup)
+    return LoadSpec(concurrency_steps(concurrency), prompt_tokens, output_tokens, requests, duration, interval, warmup)
 
 
 def check_loopback(base_url: str) -> str:

@@ -133,6 +133,8 @@ def _refused(findings: list) -> bool:
 
 def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, list]:
     """The load's figures, or None and the finding that stopped it before it began (a refused key)."""
+    import dataclasses
+
     from tqdeploy.profile.load import run_step, warm_up
     from tqdeploy.profile.sampler import MetricsSampler
     from tqdeploy.profile.server import load_model
@@ -155,18 +157,7 @@ def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, l
         lo, hi = step["window_s"]
         step["samples"] = sum(1 for s in sampler.samples if lo <= s["t_s"] <= hi)
     load = {
-        "spec": {
-            k: getattr(spec, k)
-            for k in (
-                "concurrency",
-                "prompt_tokens",
-                "output_tokens",
-                "requests",
-                "duration_s",
-                "sample_interval_s",
-                "warmup_s",
-            )
-        },
+        "spec": dataclasses.asdict(spec),  # every LoadSpec field, in its order
         "steps": steps,
         "server": sampler.server_side(),
         "samples": sampler.samples,
