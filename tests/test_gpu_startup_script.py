@@ -40,6 +40,7 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
     assert res.returncode == 0, res.stderr
     md = (tmp_path / "startup.md").read_text()
     assert "- recreated / warm: 1.10x (goal <= 1.1x; warm median 50.0 s)" in md  # 55 / median(50, 49, 51, 50)
+    assert "- recreated / the warm start right after it, per pair: 1.10" in md  # 55 / 50, its own warm start
     assert "tqdeploy warm median 50.0 s vs plain vLLM warm median 65.0 s over 2 alternated pairs: 23.1% faster" in md
     assert "| pair-plain | plain | not ready | - | 0 |" in md
     assert (  # 450 / 500 in each pair with tokens/s; plain's own starts all gave 500

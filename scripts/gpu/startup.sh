@@ -6,12 +6,13 @@
 #   cold        every cache empty: fresh HOME and TMPDIR, the build's cache volume removed
 #   recreated   fresh HOME and TMPDIR, the cache volume kept: what a recreated container or pod sees
 #   warm        HOME, TMPDIR and the cache volume kept
+#   recreated-pair  one recreated start, then one warm start (run it 3 times: the 1.1x goal over alternated pairs)
 #   rotate      a new API key, then a warm start: the compile cache must still hit, the key stay off the volume
 #   plain-prime one plain `vllm serve` start (python3 -m vllm.entrypoints.cli.main serve), its own VLLM_CACHE_ROOT
 #   pair        one plain warm start, then one tqdeploy warm start (run it 3 times: alternated pairs); each
 #               ready server then gets the same load (profile --url --load: concurrency 1, 8, 64) for tokens/s
-#   spawn       a tqdeploy warm start with VLLM_WORKER_MULTIPROC_METHOD=spawn (vLLM's CLI default): the fork
-#               lever switched off, with the same load
+#   spawn       a tqdeploy warm start with TQ_ENGINE_START=spawn (the EngineCore spawned, as vLLM's CLI does):
+#               the forkserver lever switched off, with the same load
 # TQ_ENGINE_START=forkserver|spawn in the environment picks how launch_vllm.py starts the EngineCore (recorded).
 #   importtime  python -X importtime of what the API server and the EngineCore import (no GPU start)
 #   report      OUT/startup.json + OUT/startup.md from the phases' records
@@ -31,6 +32,7 @@ b=$work/build
 plain_port=18001
 # As acceptance.sh, so the figures compare; LOAD_SECONDS per step and LOAD_WARMUP untimed seconds before each step
 # (two plain starts of one server differed 26% at concurrency 1 with 6-8 s steps and no warm-up: docs/startup.md).
+# LOAD_CPUS (a CPU list as taskset takes it, e.g. 12-15) pins the load client to cores of its own, off the server's busiest ones.
 load_args=(--load --concurrency "1,8,64" --requests 4096 --duration "${LOAD_SECONDS:-8}" --warmup "${LOAD_WARMUP:-0}"
   --prompt-tokens 256 --output-tokens 128 --sample-interval 0.5 --no-chart --json)
 mkdir -p "$out" "$work"
@@ -166,12 +168,21 @@ PY
 }
 
 load_on() {  # $1 port, $2 phase, $3 server log: the same load on a ready server, its profile.json kept
-  tq profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
+  local pin=()
+  # sched_setaffinity, then exec: taskset's effect without needing util-linux on the host
+  [ -n "${LOAD_CPUS:-}" ] && pin=(python3 -c 'import os, sys
+cpus = set()
+for part in sys.argv[1].split(","):
+    lo, _, hi = part.partition("-")
+    cpus.update(range(int(lo), int(hi or lo) + 1))
+os.sched_setaffinity(0, cpus)
+os.execvp(sys.argv[2], sys.argv[2:])' "$LOAD_CPUS")
+  "${pin[@]}" python3 -m tqdeploy profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
     --model "$b/models/dense8w" "${load_args[@]}" --out "$work/load-$2" > "$out/$2-load.json" 2> "$out/$2-load.err"
 }
 
 load_figures() {  # $1 phase: '"tok_s": {...}, ' from its load (nothing when it had none)
-  python3 - "$work/load-$1/profile.json" <<'PY'
+  python3 - "$work/load-$1/profile.json" "${LOAD_CPUS:-}" <<'PY'
 import json, sys
 try:
     load = json.load(open(sys.argv[1]))["load"]
@@ -181,13 +192,15 @@ except (OSError, KeyError, TypeError, ValueError):
 tok = {str(s["concurrency"]): s["output_tokens_per_s"] for s in steps}
 errors = sum(s.get("errors") or 0 for s in steps)
 shape = {"step_s": spec.get("duration_s"), "warmup_s": spec.get("warmup_s")}
+shape["client_cpus"] = sys.argv[2] or None
 print(f'"tok_s": {json.dumps(tok)}, "load_errors": {errors}, "load": {json.dumps(shape)}, ', end="")
 PY
 }
 
 plain-prime() { build; plain_timed plain-prime; }
 pair() { build; LOAD=1 plain_timed pair-plain; LOAD=1 up_timed pair-tqdeploy; }
-spawn() { build; VLLM_WORKER_MULTIPROC_METHOD=spawn LOAD=1 up_timed spawn; }
+recreated-pair() { build; recreated; warm; }
+spawn() { build; TQ_ENGINE_START=spawn LOAD=1 up_timed spawn; }
 
 importtime() {  # where the seconds before the first log line go: the API server's and the EngineCore's imports
   local mods='import vllm.entrypoints.openai.api_server, vllm.v1.engine.core, vllm.v1.worker.gpu_worker'
