@@ -48,3 +48,21 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
         "(geometric mean 0.900); plain's own starts spread 0.0%"
     ) in md
     assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)
+
+
+def test_report_adds_the_interleaved_verdicts_when_ab_ran(tmp_path):
+    from tqdeploy.profile.paired import summarize
+
+    (tmp_path / "records.jsonl").write_text(
+        json.dumps({"phase": "warm", "runner": "tqdeploy", "seconds_to_ready": 30.0, "sizes": {},
+                    "files_with_key_on_volume": 0}) + "\n"
+    )  # fmt: skip
+    steps = [{"concurrency": 8, "ratio": r} for r in (1.01, 0.99, 1.00, 1.005)]
+    ab = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "by_concurrency": summarize(steps, 0.02)}
+    (tmp_path / "ab.json").write_text(json.dumps(ab))
+    res = subprocess.run(["bash", str(SCRIPT), str(tmp_path), "report"], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    md = (tmp_path / "startup.md").read_text()
+    assert "- interleaved tokens/s at concurrency 8: tqdeploy / plain 1.001 over 4 steps, 95% interval" in md
+    assert md.rstrip().endswith(": within (+-2%)"), md
+    assert json.loads((tmp_path / "startup.json").read_text())["comparisons"]["interleaved"]["8"]["verdict"] == "within"

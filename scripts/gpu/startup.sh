@@ -11,6 +11,9 @@
 #   plain-prime one plain `vllm serve` start (python3 -m vllm.entrypoints.cli.main serve), its own VLLM_CACHE_ROOT
 #   pair        one plain warm start, then one tqdeploy warm start (run it 3 times: alternated pairs); each
 #               ready server then gets the same load (profile --url --load: concurrency 1, 8, 64) for tokens/s
+#   repeat-pair a pair whose servers each get the load twice: one server's own spread, a minute apart
+#   ab          both servers up at once (build with GPU_MEMORY_UTILIZATION=0.45), tokens/s interleaved step by step
+#               (paired_load.py): the within-2% verdict with its 95% interval
 #   spawn       a tqdeploy warm start with TQ_ENGINE_START=spawn (the EngineCore spawned, as vLLM's CLI does):
 #               the forkserver lever switched off, with the same load
 # TQ_ENGINE_START=forkserver|spawn in the environment picks how launch_vllm.py starts the EngineCore (recorded).
@@ -99,6 +102,7 @@ up_timed() {  # $1 phase: `tqdeploy up` with HOME/TMPDIR of $work, to ready, the
   log=$(readlink -f "$b/.tqdeploy/logs/server.log")
   ps -eo pid,ppid,pgid,args --no-headers | awk '/VLLM|forkserver|launch_vllm/ && !/awk/' | cut -c1-200 > "$out/$1-ps.txt"
   [ -n "${LOAD:-}" ] && load_on 18000 "$1" "$log"
+  [ "${LOAD:-}" = 2 ] && load_on 18000 "$1-again" "$log"  # the same load again on the same server: its own spread
   cp "$log" "$out/$1-server.log" 2>/dev/null
   tq down "$b" --json > "$out/$1-down.json" 2>&1
   local compile
@@ -126,11 +130,11 @@ print("\n".join(load_spec(sys.argv[1]).vllm_flags()))
 PY
 }
 
-plain_timed() {  # $1 phase: plain `vllm serve`, the key as --api-key, the build's cache folders (see below)
+plain_start() {  # $1 phase: plain `vllm serve` in a session of its own; sets plain_pid and plain_ready (s or "")
   # The same cache folders as the build's serve.sh (its cache exports; VLLM_WORKER_MULTIPROC_METHOD left to vLLM)
   # and the same HOME/TMPDIR, so one cold start of either warms both: the compile-cache key is the same (no VLLM_*
   # variable differs; the key goes in argv, as `vllm serve --api-key` users do, not in VLLM_API_KEY).
-  local flags t0 pid ready=""
+  local flags t0
   mapfile -t flags < <(plain_flags)
   t0=$(date +%s.%N)
   (
@@ -140,8 +144,8 @@ plain_timed() {  # $1 phase: plain `vllm serve`, the key as --api-key, the build
     exec setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/dense8w" "${flags[@]}" \
       --api-key "$(cat "$b/secrets/vllm-api-key")" --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1
   ) &
-  pid=$!
-  ready=$(python3 - "$plain_port" "$t0" "$pid" <<'PY'
+  plain_pid=$!
+  plain_ready=$(python3 - "$plain_port" "$t0" "$plain_pid" <<'PY'
 import os, sys, time, urllib.request
 port, t0, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 while time.time() - t0 < 520:
@@ -158,26 +162,37 @@ while time.time() - t0 < 520:
     time.sleep(0.5)
 PY
 )
-  [ -n "$ready" ] && [ -n "${LOAD:-}" ] && load_on $plain_port "$1" "$out/$1-plain.log"
-  kill -TERM -- -"$pid" 2>/dev/null
-  for _ in $(seq 60); do kill -0 "$pid" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$pid" 2>/dev/null
-  local extra
-  extra=$(load_figures "$1")
-  record "$1" plain "$ready" "{${extra%, }}"
 }
 
-load_on() {  # $1 port, $2 phase, $3 server log: the same load on a ready server, its profile.json kept
-  local pin=()
-  # sched_setaffinity, then exec: taskset's effect without needing util-linux on the host
-  [ -n "${LOAD_CPUS:-}" ] && pin=(python3 -c 'import os, sys
+plain_stop() {  # the plain server's whole session: TERM, up to 60 s, then KILL
+  kill -TERM -- -"$plain_pid" 2>/dev/null
+  for _ in $(seq 60); do kill -0 "$plain_pid" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$plain_pid" 2>/dev/null
+}
+
+plain_timed() {  # $1 phase: plain `vllm serve` to ready, its loads (LOAD), stopped, recorded
+  plain_start "$1"
+  [ -n "$plain_ready" ] && [ -n "${LOAD:-}" ] && load_on $plain_port "$1" "$out/$1-plain.log"
+  [ -n "$plain_ready" ] && [ "${LOAD:-}" = 2 ] && load_on $plain_port "$1-again" "$out/$1-plain.log"
+  plain_stop
+  local extra
+  extra=$(load_figures "$1")
+  record "$1" plain "$plain_ready" "{${extra%, }}"
+}
+
+pinned() {  # the command on LOAD_CPUS when set (sched_setaffinity, then exec: taskset without util-linux)
+  if [ -z "${LOAD_CPUS:-}" ]; then "$@"; return; fi
+  python3 -c 'import os, sys
 cpus = set()
 for part in sys.argv[1].split(","):
     lo, _, hi = part.partition("-")
     cpus.update(range(int(lo), int(hi or lo) + 1))
 os.sched_setaffinity(0, cpus)
-os.execvp(sys.argv[2], sys.argv[2:])' "$LOAD_CPUS")
-  "${pin[@]}" python3 -m tqdeploy profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
+os.execvp(sys.argv[2], sys.argv[2:])' "$LOAD_CPUS" "$@"
+}
+
+load_on() {  # $1 port, $2 phase, $3 server log: the same load on a ready server, its profile.json kept
+  pinned python3 -m tqdeploy profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
     --model "$b/models/dense8w" "${load_args[@]}" --out "$work/load-$2" > "$out/$2-load.json" 2> "$out/$2-load.err"
 }
 
@@ -200,6 +215,29 @@ PY
 plain-prime() { build; plain_timed plain-prime; }
 pair() { build; LOAD=1 plain_timed pair-plain; LOAD=1 up_timed pair-tqdeploy; }
 recreated-pair() { build; recreated; warm; }
+
+# tqdeploy's server and plain vLLM's up at once on the one GPU (build with GPU_MEMORY_UTILIZATION=0.45), the same
+# load interleaved step by step (paired_load.py): tokens/s compared seconds apart, not a start apart (one server's
+# own 15 s steps differed up to 34% a minute apart on the H200). AB_ROUNDS, AB_STEP and AB_WARMUP shape it.
+ab() {
+  build
+  if ! grep -qE '^gpu_memory_utilization = 0\.4' "$work/spec.toml"; then
+    echo "ab: build with GPU_MEMORY_UTILIZATION=0.45 (two servers share the GPU)" >&2
+    return 1
+  fi
+  HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/ab-up.json" 2> "$out/ab-up.stderr"
+  plain_start ab-plain
+  if [ -n "$plain_ready" ]; then
+    pinned python3 "$repo/scripts/gpu/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
+      --labels tqdeploy,plain --api-key-file "$b/secrets/vllm-api-key" --rounds "${AB_ROUNDS:-6}" \
+      --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --out "$out/ab.json" | tee "$out/ab.txt"
+  fi
+  plain_stop
+  cp "$(readlink -f "$b/.tqdeploy/logs/server.log")" "$out/ab-server.log" 2>/dev/null
+  tq down "$b" --json > "$out/ab-down.json" 2>&1
+  ps -eo stat=,pid=,args= | awk '$1 !~ /^Z/ && /VLLM::/ && !/awk/' | grep . && echo "LEFTOVER VLLM processes"
+}
+repeat-pair() { build; LOAD=2 plain_timed repeat-plain; LOAD=2 up_timed repeat-tqdeploy; }
 spawn() { build; TQ_ENGINE_START=spawn LOAD=1 up_timed spawn; }
 
 importtime() {  # where the seconds before the first log line go: the API server's and the EngineCore's imports

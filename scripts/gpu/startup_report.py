@@ -123,13 +123,31 @@ def markdown(rows: list[dict], cmp: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def interleaved(ab: dict) -> list[str]:
+    """startup.sh ab's lines: per concurrency the geometric mean of the interleaved steps' ratios and its interval."""
+    lines = []
+    for conc, c in ab.get("by_concurrency", {}).items():
+        low, high = c.get("ci95") or (None, None)
+        shown = "no interval" if high is None else f"95% interval {low:.3f}..{high:.3f}"
+        lines.append(
+            f"- interleaved tokens/s at concurrency {conc}: {ab['a']} / {ab['b']} {c.get('geomean', float('nan')):.3f} "
+            f"over {len(c['ratios'])} steps, {shown}: {c['verdict']} (+-{ab['tolerance'] * 100:g}%)"
+        )
+    return lines
+
+
 def main(records: str, out: str) -> None:
     rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
     cmp = comparisons(rows)
+    ab_file = Path(out, "ab.json")
+    if ab_file.is_file():
+        cmp["interleaved"] = json.loads(ab_file.read_text())["by_concurrency"]
     Path(out, "startup.json").write_text(
         json.dumps({"schema": "tqdeploy.gpu-startup/2", "runs": rows, "comparisons": cmp}, indent=2) + "\n"
     )
     text = markdown(rows, cmp)
+    if ab_file.is_file():
+        text += "\n".join(interleaved(json.loads(ab_file.read_text()))) + "\n"
     Path(out, "startup.md").write_text(text)
     print(text, end="")
 
