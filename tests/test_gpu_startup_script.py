@@ -64,5 +64,5 @@ def test_report_adds_the_interleaved_verdicts_when_ab_ran(tmp_path):
     assert res.returncode == 0, res.stderr
     md = (tmp_path / "startup.md").read_text()
     assert "- interleaved tokens/s at concurrency 8: tqdeploy / plain 1.001 over 4 steps, 95% interval" in md
-    assert md.rstrip().endswith(": within (+-2%)"), md
+    assert md.rstrip().endswith(": within (+-2%); by order: b first 1.001"), md
     assert json.loads((tmp_path / "startup.json").read_text())["comparisons"]["interleaved"]["8"]["verdict"] == "within"

@@ -47,6 +47,18 @@ def test_interval_and_verdict_examples():
     assert (low, high) == (0.0, math.inf) and paired.verdict(low, high, 0.02) == "unresolved"
 
 
+def test_the_summary_shows_each_order_apart():
+    steps = [
+        {"concurrency": 4, "first": "tq", "ratio": 0.8},
+        {"concurrency": 4, "first": "plain", "ratio": 1.25},
+        {"concurrency": 4, "first": "tq", "ratio": 0.8},
+        {"concurrency": 4, "first": "plain", "ratio": 1.25},
+    ]
+    summary = paired.summarize(steps, 0.02, "tq")["4"]
+    assert summary["by_order"] == {"a_first": 0.8, "b_first": 1.25}  # going second is worth 1.25x on each side
+    assert summary["geomean"] == 1.0 and summary["verdict"] == "unresolved"  # balanced: the effect cancels
+
+
 def _run(a_url: str, b_url: str, out: Path, *extra: str) -> subprocess.CompletedProcess:
     cmd = [sys.executable, str(SCRIPT), a_url, b_url, "--out", str(out), "--labels", "fast,slow"]
     cmd += ["--concurrency", "1,2", "--duration", "0.6", "--warmup", "0.1", "--rounds", "2", "--prompt-tokens", "4"]
@@ -74,7 +86,12 @@ def test_a_real_interleaved_run_finds_the_faster_server(tmp_path):
 
 @pytest.mark.parametrize(
     ("extra", "named"),
-    [(("--rounds", "0"), "--rounds 0"), (("--labels", "a,a"), "--labels"), (("--tolerance", "2"), "--tolerance 2")],
+    [
+        (("--rounds", "0"), "--rounds 0"),
+        (("--rounds", "3"), "--rounds 3 is odd"),
+        (("--labels", "a,a"), "--labels"),
+        (("--tolerance", "2"), "--tolerance 2"),
+    ],
 )
 def test_bad_input_is_one_line_naming_it(tmp_path, extra, named):
     with serving(_vllm(0.0)) as srv:

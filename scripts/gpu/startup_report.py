@@ -129,9 +129,12 @@ def interleaved(ab: dict) -> list[str]:
     for conc, c in ab.get("by_concurrency", {}).items():
         low, high = c.get("ci95") or (None, None)
         shown = "no interval" if high is None else f"95% interval {low:.3f}..{high:.3f}"
+        order = c.get("by_order") or {}
+        firsts = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in order.items() if v is not None)
         lines.append(
             f"- interleaved tokens/s at concurrency {conc}: {ab['a']} / {ab['b']} {c.get('geomean', float('nan')):.3f} "
             f"over {len(c['ratios'])} steps, {shown}: {c['verdict']} (+-{ab['tolerance'] * 100:g}%)"
+            + (f"; by order: {firsts}" if firsts else "")
         )
     return lines
 

@@ -2,7 +2,10 @@
 turns (A B, then B A), so that drift of the host falls on both alike. On the lent H200 one server's own 15 s steps,
 run twice a minute apart, differed by up to 34% (docs/startup.md), so back-to-back whole loads cannot show a 2%
 difference; the ratio of two steps run seconds apart can. The verdict rests on the geometric mean of those
-per-step ratios and its 95% interval (Student's t over the log ratios)."""
+per-step ratios and its 95% interval (Student's t over the log ratios). The rounds are even, so each side goes
+first equally often at every concurrency: on the CPU demo the side that went second was 1.2-1.9x faster at
+concurrency 4 in each of 3 rounds (an order effect that balance cancels); the summary gives both orders' means
+apart to show it."""
 
 from __future__ import annotations
 
@@ -58,20 +61,27 @@ def verdict(low: float, high: float, tolerance: float) -> str:
     return "unresolved"
 
 
-def summarize(steps: list[dict], tolerance: float) -> dict:
-    """Per concurrency: the per-step ratios A/B, their geometric mean, its interval and the verdict."""
+def summarize(steps: list[dict], tolerance: float, a_label: str = "a") -> dict:
+    """Per concurrency: the per-step ratios A/B, their geometric mean, its interval and the verdict, and the
+    geometric means of the steps where A went first and where B did (their gap is the order effect)."""
     out: dict[str, dict] = {}
     for conc in sorted({s["concurrency"] for s in steps}):
-        ratios = [s["ratio"] for s in steps if s["concurrency"] == conc and s["ratio"] is not None]
+        mine = [s for s in steps if s["concurrency"] == conc and s["ratio"] is not None]
+        ratios = [s["ratio"] for s in mine]
         if not ratios:
             out[str(conc)] = {"ratios": [], "verdict": "unresolved"}
             continue
         geo, low, high = interval(ratios)
+        by_order = {
+            which: [s["ratio"] for s in mine if (s.get("first") == a_label) == (which == "a_first")]
+            for which in ("a_first", "b_first")
+        }
         out[str(conc)] = {
             "ratios": [round(r, 4) for r in ratios],
             "geomean": round(geo, 4),
             "ci95": [round(low, 4), round(high, 4) if math.isfinite(high) else None],
             "verdict": verdict(low, high, tolerance),
+            "by_order": {k: round(statistics.geometric_mean(v), 4) if v else None for k, v in by_order.items()},
         }
     return out
 
@@ -80,8 +90,12 @@ def compare(a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float = 0.
     """`rounds` rounds; in each, every concurrency of spec once on each side (its warm-up first, spec.warmup_s),
     the two sides on the same prompts, the order alternating (order()). Bounded: rounds x steps x 2 runs of at
     most spec.duration_s (+ warm-up) each."""
-    if not 1 <= rounds <= MAX_ROUNDS:
-        raise TQError(f"--rounds {rounds} is outside 1..{MAX_ROUNDS}", "e.g. --rounds 6")
+    if not 2 <= rounds <= MAX_ROUNDS:
+        raise TQError(f"--rounds {rounds} is outside 2..{MAX_ROUNDS}", "e.g. --rounds 6")
+    if rounds % 2:
+        raise TQError(
+            f"--rounds {rounds} is odd: each server goes first equally often only over an even count", "e.g. --rounds 6"
+        )
     if not spec.duration_s:
         raise TQError("--duration is missing: each interleaved step needs one", "e.g. --duration 5")
     sides = (a, b)
@@ -111,7 +125,7 @@ def compare(a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float = 0.
         "tolerance": tolerance,
         "rounds": rounds,
         "steps": steps,
-        "by_concurrency": summarize(steps, tolerance),
+        "by_concurrency": summarize(steps, tolerance, a.label),
     }
 
 
