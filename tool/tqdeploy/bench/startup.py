@@ -5,8 +5,11 @@ build's `vllm` console script and `python -m vllm.entrypoints.cli.main` fail on 
 own vLLM flags, the key as --api-key, and only VLLM_CACHE_ROOT / HF_HOME shared with the build: vLLM's defaults for
 everything tqdeploy's serve.sh sets (the other caches, the CPU build's AOT setting). After one untimed start of each
 (the page cache, both compile caches), they alternate, TQDEPLOY_BENCH_STARTUP_PAIRS times (default 2); both are
-polled the same way (/health 200 and the model in /v1/models). The H200 figures of the same comparison, recorded
-by scripts/gpu/startup.sh (docs/startup.md), are printed beside them from the committed records.
+polled the same way (/health 200 and the model in /v1/models). Then tokens/s: both up at once, the same load
+interleaved step by step (tqdeploy.profile.paired; the rounds even, so each goes first equally often), the
+geometric mean of the per-step ratios and its 95% interval in the row's name. The H200 figures of the same
+comparison, recorded by scripts/gpu/startup.sh (docs/startup.md), are printed beside them from the committed
+records.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ import time
 from pathlib import Path
 
 from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import REPO, VLLM_PYTHON
+from tqdeploy.bench.doctor import REPO, VLLM_PYTHON, tqdeploy_argv
 from tqdeploy.bench.up import (
     GRACE_S,
     MAKE_MODEL,
     START_TIMEOUT_S,
     build_key,
+    free_port,
     make_build,
     run_up,
     seconds_until_gone,
@@ -35,6 +39,7 @@ from tqdeploy.bench.up import (
 )
 
 PAIRS = int(os.environ.get("TQDEPLOY_BENCH_STARTUP_PAIRS", "2"))
+TOK_ROUNDS = 4  # x 2 concurrencies x 2 servers x (3 s + 0.5 s warm-up): about a minute of load
 H200_STARTUP = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / "startup"
 # the leases with the forkserver rendered (docs/startup.md): 4 pairs and a spawn run, then 4 pairs and 3 recreated
 H200_RECORDS = (H200_STARTUP / "records-lease4.jsonl", H200_STARTUP / "records-lease5.jsonl")
@@ -50,24 +55,76 @@ def plain_argv(build: Path, python: str, port: int) -> list[str]:
     return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *flags, "--port", str(port)]
 
 
-def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> float | None:
-    """Seconds to ready of one plain start (None if it never got ready); stopped by its process group."""
+def spawn_plain(build: Path, python: str, env: dict[str, str], port: int) -> subprocess.Popen:
     key = build_key(build)
     argv = plain_argv(build, python, port) + ["--host", "127.0.0.1"] + (["--api-key", key] if key else [])
     with open(build / "plain.log", "ab") as log:
-        t0 = time.monotonic()
-        proc = subprocess.Popen(argv, cwd=build, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        return subprocess.Popen(argv, cwd=build, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def stop_plain(build: Path, proc: subprocess.Popen, port: int) -> None:
+    """By its process group: TERM, GRACE_S, KILL; then wait until nothing of it is left."""
+    t_stop = time.monotonic()
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, key)
+        proc.wait(GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    seconds_until_gone(t_stop, build, proc.pid, port)
+
+
+def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> float | None:
+    """Seconds to ready of one plain start (None if it never got ready); stopped by its process group."""
+    t0 = time.monotonic()
+    proc = spawn_plain(build, python, env, port)
+    try:
+        gone = lambda: proc.poll() is not None  # noqa: E731
+        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, gone, build_key(build))
     finally:
-        t_stop = time.monotonic()
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        seconds_until_gone(t_stop, build, proc.pid, port)
+        stop_plain(build, proc, port)
     return None if ready_at is None else ready_at - t0
+
+
+def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) -> list[Row]:
+    """tqdeploy's server and plain vLLM's up at once, the same load interleaved (tqdeploy.profile.paired)."""
+    from tqdeploy.profile.load import load_spec
+    from tqdeploy.profile.paired import Side, compare
+    from tqdeploy.profile.server import load_model, make_client
+
+    key_file = build / "secrets" / "vllm-api-key"
+    spec = load_spec("1,4", 32, 16, 4096, 3.0, 1.0, 0.5)
+    plain_port = free_port()
+    up = subprocess.run(tqdeploy_argv() + ["up", str(build), "--python", python], env=env, capture_output=True)
+    proc = None
+    try:
+        if up.returncode != 0:
+            raise RuntimeError(f"tqdeploy up failed ({up.returncode}): {up.stderr.decode()[-2000:]}")
+        proc = spawn_plain(build, python, env, plain_port)
+        plain_url = f"http://127.0.0.1:{plain_port}"
+        if wait_ready(plain_url, "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, build_key(build)) is None:
+            raise RuntimeError(f"plain vLLM did not get ready: {(build / 'plain.log').read_text()[-2000:]}")
+        sides = []
+        for label, url in (("tqdeploy", f"http://127.0.0.1:{port}"), ("plain", plain_url)):
+            client = make_client(url, key_file if key_file.is_file() else None)
+            model, problems = load_model(client, key_file, spec)
+            if model is None:
+                raise RuntimeError(f"{label}: {problems[0].title}")
+            sides.append(Side(label, client, model))
+        result = compare(sides[0], sides[1], spec, TOK_ROUNDS)
+    finally:
+        if proc is not None:
+            stop_plain(build, proc, plain_port)
+        subprocess.run(tqdeploy_argv() + ["down", str(build)], env=env, capture_output=True)
+    rows = []
+    for conc, summary in result["by_concurrency"].items():
+        steps = [s for s in result["steps"] if str(s["concurrency"]) == conc]
+        ours = statistics.median(s["tqdeploy"]["output_tokens_per_s"] or 0.0 for s in steps)
+        theirs = statistics.median(s["plain"]["output_tokens_per_s"] or 0.0 for s in steps)
+        low, high = summary.get("ci95") or (None, None)
+        shown = "no interval" if high is None else f"per-step ratio {summary['geomean']:.3f}, 95% {low:.2f}-{high:.2f}"
+        name = f"CPU demo: tokens/s c={conc}, interleaved x{len(steps)} ({shown}: {summary['verdict']})"
+        rows.append(Row(name, ours, theirs, "tok/s", "within 2%", PLAIN + ", up at once"))
+    return rows
 
 
 def h200_rows() -> list[Row]:
@@ -142,6 +199,7 @@ def run() -> list[Row]:
                 f"plain vLLM {'not ready' if plains[-1] is None else f'{plains[-1]:.1f} s'}",
                 file=sys.stderr,
             )
+        tok_rows = interleaved_tok_s(build, python, env, port)
     if any(p is None for p in plains):
         raise RuntimeError("a plain vLLM start did not get ready")
     theirs = statistics.median(p or 0.0 for p in plains)
@@ -162,5 +220,6 @@ def run() -> list[Row]:
             "faster than plain",
             PLAIN,
         ),
+        *tok_rows,
         *h200_rows(),
     ]
