@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -27,14 +26,13 @@ from pathlib import Path
 from tqdeploy.bench import Row
 from tqdeploy.bench.doctor import REPO, VLLM_PYTHON, tqdeploy_argv
 from tqdeploy.bench.up import (
-    GRACE_S,
     MAKE_MODEL,
     START_TIMEOUT_S,
     build_key,
     free_port,
     make_build,
     run_up,
-    seconds_until_gone,
+    stop_group,
     wait_ready,
 )
 
@@ -62,17 +60,6 @@ def spawn_plain(build: Path, python: str, env: dict[str, str], port: int) -> sub
         return subprocess.Popen(argv, cwd=build, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def stop_plain(build: Path, proc: subprocess.Popen, port: int) -> None:
-    """By its process group: TERM, GRACE_S, KILL; then wait until nothing of it is left."""
-    t_stop = time.monotonic()
-    os.killpg(proc.pid, signal.SIGTERM)
-    try:
-        proc.wait(GRACE_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-    seconds_until_gone(t_stop, build, proc.pid, port)
-
-
 def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> float | None:
     """Seconds to ready of one plain start (None if it never got ready); stopped by its process group."""
     t0 = time.monotonic()
@@ -81,7 +68,7 @@ def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> flo
         gone = lambda: proc.poll() is not None  # noqa: E731
         ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, gone, build_key(build))
     finally:
-        stop_plain(build, proc, port)
+        stop_group(build, proc, port)
     return None if ready_at is None else ready_at - t0
 
 
@@ -113,7 +100,7 @@ def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) 
         result = compare(sides[0], sides[1], spec, TOK_ROUNDS)
     finally:
         if proc is not None:
-            stop_plain(build, proc, plain_port)
+            stop_group(build, proc, plain_port)
         subprocess.run(tqdeploy_argv() + ["down", str(build)], env=env, capture_output=True)
     rows = []
     for conc, summary in result["by_concurrency"].items():

@@ -131,14 +131,20 @@ def start_by_hand(build: Path, python: str, env: dict[str, str], port: int) -> t
     try:
         ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, key)
     finally:
-        t_stop = time.monotonic()
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-        gone = seconds_until_gone(t_stop, build, proc.pid, port)
+        gone = stop_group(build, proc, port)
     return (None if ready_at is None else ready_at - t0), gone
+
+
+def stop_group(build: Path, proc: subprocess.Popen, port: int) -> float:
+    """A server started in a session of its own, stopped by its process group (TERM, GRACE_S, KILL): the seconds
+    until nothing of it is left (seconds_until_gone)."""
+    t_stop = time.monotonic()
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(GRACE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    return seconds_until_gone(t_stop, build, proc.pid, port)
 
 
 def run_up(build: Path, python: str, env: dict[str, str], port: int) -> dict[str, float]:
