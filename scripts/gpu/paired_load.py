@@ -16,17 +16,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
 from tqdeploy.errors import TQError  # noqa: E402
-from tqdeploy.profile.load import check_loopback, load_spec  # noqa: E402
-from tqdeploy.profile.paired import Side, compare  # noqa: E402
-from tqdeploy.profile.server import load_model, make_client  # noqa: E402
-
-
-def side(label: str, url: str, key_file: Path | None, spec) -> Side:
-    client = make_client(check_loopback(url), key_file)
-    model, problems = load_model(client, key_file, spec)
-    if model is None:
-        raise TQError(f"{label} ({client.shown_url}): {problems[0].title}", problems[0].remediation)
-    return Side(label, client, model)
+from tqdeploy.profile.load import load_spec  # noqa: E402
+from tqdeploy.profile.paired import compare, side  # noqa: E402
 
 
 def main(argv: list[str]) -> int:
@@ -59,8 +50,6 @@ def main(argv: list[str]) -> int:
     except TQError as exc:
         print(f"paired_load: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
         return 2
-    result["spec"] = {"duration_s": spec.duration_s, "warmup_s": spec.warmup_s, "prompt_tokens": spec.prompt_tokens,
-                      "output_tokens": spec.output_tokens}  # fmt: skip
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     for conc, c in result["by_concurrency"].items():
         ci = c.get("ci95") or [None, None]

@@ -143,14 +143,15 @@ def main(records: str, out: str) -> None:
     rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
     cmp = comparisons(rows)
     ab_file = Path(out, "ab.json")
-    if ab_file.is_file():
-        cmp["interleaved"] = json.loads(ab_file.read_text())["by_concurrency"]
+    ab = json.loads(ab_file.read_text()) if ab_file.is_file() else None
+    if ab is not None:
+        cmp["interleaved"] = ab["by_concurrency"]
     Path(out, "startup.json").write_text(
         json.dumps({"schema": "tqdeploy.gpu-startup/2", "runs": rows, "comparisons": cmp}, indent=2) + "\n"
     )
     text = markdown(rows, cmp)
-    if ab_file.is_file():
-        text += "\n".join(interleaved(json.loads(ab_file.read_text()))) + "\n"
+    if ab is not None:
+        text += "\n".join(interleaved(ab)) + "\n"
     Path(out, "startup.md").write_text(text)
     print(text, end="")
 

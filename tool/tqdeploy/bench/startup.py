@@ -75,8 +75,7 @@ def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> flo
 def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) -> list[Row]:
     """tqdeploy's server and plain vLLM's up at once, the same load interleaved (tqdeploy.profile.paired)."""
     from tqdeploy.profile.load import load_spec
-    from tqdeploy.profile.paired import Side, compare
-    from tqdeploy.profile.server import load_model, make_client
+    from tqdeploy.profile.paired import compare, side
 
     key_file = build / "secrets" / "vllm-api-key"
     spec = load_spec("1,4", 32, 16, 4096, 3.0, 1.0, 0.5)
@@ -90,14 +89,9 @@ def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) 
         plain_url = f"http://127.0.0.1:{plain_port}"
         if wait_ready(plain_url, "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, build_key(build)) is None:
             raise RuntimeError(f"plain vLLM did not get ready: {(build / 'plain.log').read_text()[-2000:]}")
-        sides = []
-        for label, url in (("tqdeploy", f"http://127.0.0.1:{port}"), ("plain", plain_url)):
-            client = make_client(url, key_file if key_file.is_file() else None)
-            model, problems = load_model(client, key_file, spec)
-            if model is None:
-                raise RuntimeError(f"{label}: {problems[0].title}")
-            sides.append(Side(label, client, model))
-        result = compare(sides[0], sides[1], spec, TOK_ROUNDS)
+        key = key_file if key_file.is_file() else None
+        tq_side = side("tqdeploy", f"http://127.0.0.1:{port}", key, spec)
+        result = compare(tq_side, side("plain", plain_url, key, spec), spec, TOK_ROUNDS)
     finally:
         if proc is not None:
             stop_group(build, proc, plain_port)

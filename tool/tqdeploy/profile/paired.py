@@ -9,9 +9,11 @@ apart to show it."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from dataclasses import dataclass
+from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.net import Client
@@ -31,6 +33,19 @@ class Side:
     label: str
     client: Client
     model: str
+
+
+def side(label: str, url: str, key_file: Path | None, spec: LoadSpec) -> Side:
+    """One server of the comparison: a loopback URL, its key, the model it serves (a refused key or a bad answer
+    is a one-line error naming the side)."""
+    from tqdeploy.profile.load import check_loopback
+    from tqdeploy.profile.server import load_model, make_client
+
+    client = make_client(check_loopback(url), key_file)
+    model, problems = load_model(client, key_file, spec)
+    if model is None:
+        raise TQError(f"{label} ({client.shown_url}): {problems[0].title}", problems[0].remediation)
+    return Side(label, client, model)
 
 
 def order(round_no: int, step_no: int) -> tuple[int, int]:
@@ -104,7 +119,8 @@ def compare(a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float = 0.
         for i, conc in enumerate(spec.concurrency):
             seed = r * len(spec.concurrency) + i  # new prompts each step, the same for both sides
             figures: dict[str, dict] = {}
-            for which in order(r, i):
+            first = order(r, i)
+            for which in first:
                 side = sides[which]
                 warm_up(side.client, side.model, spec, conc, seed=seed)
                 figures[side.label] = run_step(side.client, side.model, spec, conc, seed=seed)
@@ -113,7 +129,7 @@ def compare(a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float = 0.
                 {
                     "round": r,
                     "concurrency": conc,
-                    "first": sides[order(r, i)[0]].label,
+                    "first": sides[first[0]].label,
                     a.label: _kept(figures[a.label]),
                     b.label: _kept(figures[b.label]),
                     "ratio": tok_a / tok_b if tok_a and tok_b else None,
@@ -124,6 +140,7 @@ def compare(a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float = 0.
         "b": b.label,
         "tolerance": tolerance,
         "rounds": rounds,
+        "spec": dataclasses.asdict(spec),
         "steps": steps,
         "by_concurrency": summarize(steps, tolerance, a.label),
     }
