@@ -50,19 +50,33 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
     assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)
 
 
-def test_report_adds_the_interleaved_verdicts_when_ab_ran(tmp_path):
+def test_report_adds_each_ab_runs_verdict_and_the_runs_pooled(tmp_path):
     from tqdeploy.profile.paired import summarize
 
     (tmp_path / "records.jsonl").write_text(
         json.dumps({"phase": "warm", "runner": "tqdeploy", "seconds_to_ready": 30.0, "sizes": {},
                     "files_with_key_on_volume": 0}) + "\n"
     )  # fmt: skip
-    steps = [{"concurrency": 8, "ratio": r} for r in (1.01, 0.99, 1.00, 1.005)]
-    ab = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "by_concurrency": summarize(steps, 0.02)}
-    (tmp_path / "ab.json").write_text(json.dumps(ab))
+    for n, ratios in ((1, (1.01, 0.99, 1.00, 1.005)), (2, (1.03, 1.05, 0.97, 1.01))):
+        steps = [
+            {"concurrency": 8, "ratio": r, "first": "tqdeploy" if k % 2 else "plain"} for k, r in enumerate(ratios)
+        ]
+        ab = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "steps": steps,
+              "by_concurrency": summarize(steps, 0.02, "tqdeploy")}  # fmt: skip
+        (tmp_path / f"ab-{n}.json").write_text(json.dumps(ab))
+    (tmp_path / "ab-1-up.json").write_text("{}")  # startup.sh's other ab files are not results
     res = subprocess.run(["bash", str(SCRIPT), str(tmp_path), "report"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    md = (tmp_path / "startup.md").read_text()
-    assert "- interleaved tokens/s at concurrency 8: tqdeploy / plain 1.001 over 4 steps, 95% interval" in md
-    assert md.rstrip().endswith(": within (+-2%); by order: b first 1.001"), md
-    assert json.loads((tmp_path / "startup.json").read_text())["comparisons"]["interleaved"]["8"]["verdict"] == "within"
+    lines = [ln for ln in (tmp_path / "startup.md").read_text().splitlines() if ln.startswith("- interleaved")]
+    assert [ln.split(" at ")[0] for ln in lines] == [
+        "- interleaved tokens/s (ab-1)", "- interleaved tokens/s (ab-2)", "- interleaved tokens/s (pooled)"
+    ]  # fmt: skip
+    assert "tqdeploy / plain 1.001 over 4 steps, 95% interval" in lines[0]
+    assert lines[0].endswith(": within (+-2%); by order: a first 0.998, b first 1.005"), lines[0]
+    assert ": unresolved (+-2%)" in lines[1], lines[1]  # 0.97..1.05 alone crosses the band
+    assert "over 8 steps" in lines[2]  # both runs' steps in one summary
+    verdicts = json.loads((tmp_path / "startup.json").read_text())["comparisons"]["interleaved"]
+    assert {name: v["8"]["verdict"] for name, v in verdicts.items()} == {
+        "ab-1": "within", "ab-2": "unresolved", "pooled": summarize(
+            [{"concurrency": 8, "ratio": r} for r in (1.01, 0.99, 1.00, 1.005, 1.03, 1.05, 0.97, 1.01)], 0.02
+        )["8"]["verdict"]}  # fmt: skip

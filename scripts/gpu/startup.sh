@@ -225,16 +225,18 @@ ab() {
     echo "ab: build with GPU_MEMORY_UTILIZATION=0.45 (two servers share the GPU)" >&2
     return 1
   fi
-  HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/ab-up.json" 2> "$out/ab-up.stderr"
-  plain_start ab-plain
+  local n=1  # each ab run has its own ab-N files: the report gives each run's verdict and all runs' steps pooled
+  while [ -e "$out/ab-$n.json" ] || [ -e "$out/ab-$n-up.json" ]; do n=$((n + 1)); done
+  HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/ab-$n-up.json" 2> "$out/ab-$n-up.stderr"
+  plain_start "ab-$n"
   if [ -n "$plain_ready" ]; then
     pinned python3 "$repo/scripts/gpu/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
       --labels tqdeploy,plain --api-key-file "$b/secrets/vllm-api-key" --rounds "${AB_ROUNDS:-6}" \
-      --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --out "$out/ab.json" | tee "$out/ab.txt"
+      --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --out "$out/ab-$n.json" | tee "$out/ab-$n.txt"
   fi
   plain_stop
-  cp "$(readlink -f "$b/.tqdeploy/logs/server.log")" "$out/ab-server.log" 2>/dev/null
-  tq down "$b" --json > "$out/ab-down.json" 2>&1
+  cp "$(readlink -f "$b/.tqdeploy/logs/server.log")" "$out/ab-$n-server.log" 2>/dev/null
+  tq down "$b" --json > "$out/ab-$n-down.json" 2>&1
   ps -eo stat=,pid=,args= | awk '$1 !~ /^Z/ && /VLLM::/ && !/awk/' | grep . && echo "LEFTOVER VLLM processes"
 }
 repeat-pair() { build; LOAD=2 plain_timed repeat-plain; LOAD=2 up_timed repeat-tqdeploy; }

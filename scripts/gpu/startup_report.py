@@ -123,7 +123,7 @@ def markdown(rows: list[dict], cmp: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def interleaved(ab: dict) -> list[str]:
+def interleaved(ab: dict, name: str) -> list[str]:
     """startup.sh ab's lines: per concurrency the geometric mean of the interleaved steps' ratios and its interval."""
     lines = []
     for conc, c in ab.get("by_concurrency", {}).items():
@@ -132,26 +132,49 @@ def interleaved(ab: dict) -> list[str]:
         order = c.get("by_order") or {}
         firsts = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in order.items() if v is not None)
         lines.append(
-            f"- interleaved tokens/s at concurrency {conc}: {ab['a']} / {ab['b']} {c.get('geomean', float('nan')):.3f} "
-            f"over {len(c['ratios'])} steps, {shown}: {c['verdict']} (+-{ab['tolerance'] * 100:g}%)"
-            + (f"; by order: {firsts}" if firsts else "")
+            f"- interleaved tokens/s ({name}) at concurrency {conc}: {ab['a']} / {ab['b']} "
+            f"{c.get('geomean', float('nan')):.3f} over {len(c['ratios'])} steps, {shown}: {c['verdict']} "
+            f"(+-{ab['tolerance'] * 100:g}%)" + (f"; by order: {firsts}" if firsts else "")
         )
     return lines
+
+
+def ab_runs(out: str) -> dict[str, dict]:
+    """Each ab run's result by name (ab-1, ab-2, ...; ab for a single run recorded before the runs were numbered),
+    and when there are several, "pooled": every run's steps summarized together. Each run is a pair of fresh
+    starts, so a run's own verdict shows whether one start's placement moved the figure; pooled has more steps."""
+    from tqdeploy.profile.paired import summarize
+
+    def number(path: Path) -> int:
+        tail = path.stem.rpartition("-")[2]
+        return int(tail) if tail.isdigit() else 0
+
+    runs = {}
+    for path in sorted(Path(out).glob("ab*.json"), key=number):
+        if path.stem == "ab" or path.stem.rpartition("-")[2].isdigit():
+            result = json.loads(path.read_text())
+            if "by_concurrency" in result:
+                runs[path.stem] = result
+    if len(runs) > 1:
+        first = next(iter(runs.values()))
+        steps = [s for r in runs.values() for s in r.get("steps", [])]
+        runs["pooled"] = {k: first[k] for k in ("a", "b", "tolerance")}
+        runs["pooled"]["by_concurrency"] = summarize(steps, first["tolerance"], first["a"])
+    return runs
 
 
 def main(records: str, out: str) -> None:
     rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
     cmp = comparisons(rows)
-    ab_file = Path(out, "ab.json")
-    ab = json.loads(ab_file.read_text()) if ab_file.is_file() else None
-    if ab is not None:
-        cmp["interleaved"] = ab["by_concurrency"]
+    runs = ab_runs(out)
+    if runs:
+        cmp["interleaved"] = {name: r["by_concurrency"] for name, r in runs.items()}
     Path(out, "startup.json").write_text(
         json.dumps({"schema": "tqdeploy.gpu-startup/2", "runs": rows, "comparisons": cmp}, indent=2) + "\n"
     )
     text = markdown(rows, cmp)
-    if ab is not None:
-        text += "\n".join(interleaved(ab)) + "\n"
+    for name, r in runs.items():
+        text += "\n".join(interleaved(r, name)) + "\n"
     Path(out, "startup.md").write_text(text)
     print(text, end="")
 
