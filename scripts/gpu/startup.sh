@@ -218,26 +218,78 @@ recreated-pair() { build; recreated; warm; }
 
 # tqdeploy's server and plain vLLM's up at once on the one GPU (build with GPU_MEMORY_UTILIZATION=0.45), the same
 # load interleaved step by step (paired_load.py): tokens/s compared seconds apart, not a start apart (one server's
-# own 15 s steps differed up to 34% a minute apart on the H200). AB_ROUNDS, AB_STEP and AB_WARMUP shape it.
+# own 15 s steps differed up to 34% a minute apart on the H200). AB_ROUNDS, AB_STEP and AB_WARMUP shape it;
+# AB_FIRST (tqdeploy or plain) is whose server starts first (lease 6 started tqdeploy's first in both runs and saw it
+# 3.7% faster: alternate it); AB_SECONDS bounds the load (paired_load.py --max-seconds) so the call ends in time.
+# Beside each ab-N.json: ab-N-cpu.json, each server's CPU seconds per process name during the load, and the GPU's
+# clocks before and after (what could make one server faster than the other).
 ab() {
   build
   if ! grep -qE '^gpu_memory_utilization = 0\.4' "$work/spec.toml"; then
     echo "ab: build with GPU_MEMORY_UTILIZATION=0.45 (two servers share the GPU)" >&2
     return 1
   fi
-  local n=1  # each ab run has its own ab-N files: the report gives each run's verdict and all runs' steps pooled
+  local n=1 first=${AB_FIRST:-tqdeploy}  # each ab run has its own ab-N files: the report pools them
+  case $first in tqdeploy|plain) ;; *) echo "ab: AB_FIRST=$first: tqdeploy or plain" >&2; return 1 ;; esac
   while [ -e "$out/ab-$n.json" ] || [ -e "$out/ab-$n-up.json" ]; do n=$((n + 1)); done
+  [ "$first" = plain ] && plain_start "ab-$n"
   HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/ab-$n-up.json" 2> "$out/ab-$n-up.stderr"
-  plain_start "ab-$n"
-  if [ -n "$plain_ready" ]; then
+  [ "$first" = tqdeploy ] && plain_start "ab-$n"
+  local tq_sid
+  tq_sid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pid") or "")' \
+    "$b/.tqdeploy/state.json" 2>/dev/null)
+  if [ -n "$plain_ready" ] && [ -n "$tq_sid" ]; then
+    cpu_snapshot "$tq_sid" "$plain_pid" > "$work/cpu-before.json"
     pinned python3 "$repo/scripts/gpu/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
       --labels tqdeploy,plain --api-key-file "$b/secrets/vllm-api-key" --rounds "${AB_ROUNDS:-6}" \
-      --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --out "$out/ab-$n.json" | tee "$out/ab-$n.txt"
+      --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --started-first "$first" \
+      ${AB_SECONDS:+--max-seconds "$AB_SECONDS"} --out "$out/ab-$n.json" | tee "$out/ab-$n.txt"
+    cpu_snapshot "$tq_sid" "$plain_pid" > "$work/cpu-after.json"
+    python3 - "$work/cpu-before.json" "$work/cpu-after.json" "$tq_sid" "$plain_pid" > "$out/ab-$n-cpu.json" <<'PY'
+import json, sys
+before, after = (json.load(open(p)) for p in sys.argv[1:3])
+sides = {"tqdeploy": sys.argv[3], "plain": sys.argv[4]}
+out = {"gpu_before": before["gpu"], "gpu_after": after["gpu"]}
+for label, sid in sides.items():
+    b, a = before["sessions"].get(sid, {}), after["sessions"].get(sid, {})
+    out[label] = {name: {"cpu_s": round(a[name]["cpu_s"] - b.get(name, {}).get("cpu_s", 0), 2),
+                         "threads": a[name]["threads"], "processes": a[name]["processes"]} for name in sorted(a)}
+print(json.dumps(out, indent=1))
+PY
   fi
   plain_stop
   cp "$(readlink -f "$b/.tqdeploy/logs/server.log")" "$out/ab-$n-server.log" 2>/dev/null
   tq down "$b" --json > "$out/ab-$n-down.json" 2>&1
   ps -eo stat=,pid=,args= | awk '$1 !~ /^Z/ && /VLLM::/ && !/awk/' | grep . && echo "LEFTOVER VLLM processes"
+}
+
+cpu_snapshot() {  # $@ session ids: per session and process name (comm, never argv: plain's holds the key) the CPU
+  # seconds used so far, threads and processes; and the GPU's SM clock, temperature and power draw
+  python3 - "$@" <<'PY'
+import json, os, subprocess, sys
+tick = os.sysconf("SC_CLK_TCK")
+wanted = set(sys.argv[1:])
+sessions = {}
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        raw = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        continue
+    comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+    fields = raw[raw.rindex(")") + 2 :].split()  # from field 3 (state) on
+    if fields[3] not in wanted:  # field 6: session id
+        continue
+    row = sessions.setdefault(fields[3], {}).setdefault(comm, {"cpu_s": 0.0, "threads": 0, "processes": 0})
+    row["cpu_s"] += (int(fields[11]) + int(fields[12])) / tick  # fields 14, 15: utime, stime
+    row["threads"] += int(fields[17])  # field 20: num_threads
+    row["processes"] += 1
+try:
+    gpu = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw",
+                          "--format=csv,noheader"], capture_output=True, text=True, timeout=20).stdout.strip()
+except (OSError, subprocess.SubprocessError):
+    gpu = None
+print(json.dumps({"sessions": sessions, "gpu": gpu}))
+PY
 }
 repeat-pair() { build; LOAD=2 plain_timed repeat-plain; LOAD=2 up_timed repeat-tqdeploy; }
 spawn() { build; TQ_ENGINE_START=spawn LOAD=1 up_timed spawn; }

@@ -1,6 +1,7 @@
 """The start-up figures of scripts/gpu/startup.sh's records: OUT/startup.json and OUT/startup.md.
 
-Usage: startup_report.py RECORDS.jsonl OUT_DIR. Ratios are of medians within one sitting: the recreated start
+Usage: startup_report.py RECORDS.jsonl OUT_DIR, or startup_report.py --pool AB.json... (interleaved runs of
+several sittings, pooled). Ratios are of medians within one sitting: the recreated start
 against the warm ones (goal <= 1.1x), tqdeploy's warm start against plain vLLM's over alternated pairs (goal:
 at least 25% faster), tokens/s per concurrency against plain vLLM's (goal: within 2%), and the fork lever
 (tqdeploy warm with TQ_ENGINE_START=spawn against the forkserver).
@@ -12,6 +13,8 @@ import json
 import statistics
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
 
 def seconds(rows: list[dict], phase: str) -> list[float]:
@@ -124,43 +127,70 @@ def markdown(rows: list[dict], cmp: dict) -> str:
 
 
 def interleaved(ab: dict, name: str) -> list[str]:
-    """startup.sh ab's lines: per concurrency the geometric mean of the interleaved steps' ratios and its interval."""
+    """startup.sh ab's lines: per concurrency the geometric mean of the interleaved steps' ratios, its interval and
+    both readings (equivalence within +-tolerance; margin: no slower by more than it), then the same with the order
+    (and, pooled, the run) as a factor."""
     lines = []
     for conc, c in ab.get("by_concurrency", {}).items():
-        low, high = c.get("ci95") or (None, None)
-        shown = "no interval" if high is None else f"95% interval {low:.3f}..{high:.3f}"
         order = c.get("by_order") or {}
         firsts = ", ".join(f"{k.replace('_', ' ')} {v:.3f}" for k, v in order.items() if v is not None)
+        adjusted = c.get("adjusted")
+        tol = ab["tolerance"]
         lines.append(
-            f"- interleaved tokens/s ({name}) at concurrency {conc}: {ab['a']} / {ab['b']} "
-            f"{c.get('geomean', float('nan')):.3f} over {len(c['ratios'])} steps, {shown}: {c['verdict']} "
-            f"(+-{ab['tolerance'] * 100:g}%)" + (f"; by order: {firsts}" if firsts else "")
+            f"- interleaved tokens/s ({name}) at concurrency {conc}: {ab['a']} / {ab['b']} over {len(c['ratios'])} "
+            f"steps {_reading(c, tol)}"
+            + (f"; by order: {firsts}" if firsts else "")
+            + (f"; order as a factor ({adjusted['cells']} cells): {_reading(adjusted, tol)}" if adjusted else "")
         )
     return lines
 
 
+def _reading(c: dict, tolerance: float) -> str:
+    low, high = c.get("ci95") or (None, None)
+    shown = "no interval" if high is None else f"95% interval {low:.3f}..{high:.3f}"
+    return (
+        f"{c.get('geomean', float('nan')):.3f}, {shown}: +-{tolerance * 100:g}% {c['verdict']}; "
+        f"-{tolerance * 100:g}% margin: {c.get('margin', 'unresolved')}"
+    )
+
+
 def ab_runs(out: str) -> dict[str, dict]:
     """Each ab run's result by name (ab-1, ab-2, ...; ab for a single run recorded before the runs were numbered),
-    and when there are several, "pooled": every run's steps summarized together. Each run is a pair of fresh
-    starts, so a run's own verdict shows whether one start's placement moved the figure; pooled has more steps."""
-    from tqdeploy.profile.paired import summarize
+    summarized again from its steps (files written by an older paired.py get today's readings), and when there
+    are several, "pooled": every run's steps together, the run a factor beside the order. Each run is a pair of
+    fresh starts, so a run's own verdict shows whether one start's placement moved the figure; pooled has more
+    steps."""
 
     def number(path: Path) -> int:
         tail = path.stem.rpartition("-")[2]
         return int(tail) if tail.isdigit() else 0
 
-    runs = {}
-    for path in sorted(Path(out).glob("ab*.json"), key=number):
-        if path.stem == "ab" or path.stem.rpartition("-")[2].isdigit():
-            result = json.loads(path.read_text())
-            if "by_concurrency" in result:
-                runs[path.stem] = result
+    files = [
+        p
+        for p in sorted(Path(out).glob("ab*.json"), key=number)
+        if p.stem == "ab" or p.stem.rpartition("-")[2].isdigit()
+    ]
+    return pooled_runs({p.stem: json.loads(p.read_text()) for p in files})
+
+
+def pooled_runs(results: dict[str, dict]) -> dict[str, dict]:
+    from tqdeploy.profile.paired import pool
+
+    runs = {name: {**r, **pool([r])} for name, r in results.items() if "steps" in r}
     if len(runs) > 1:
-        first = next(iter(runs.values()))
-        steps = [s for r in runs.values() for s in r.get("steps", [])]
-        runs["pooled"] = {k: first[k] for k in ("a", "b", "tolerance")}
-        runs["pooled"]["by_concurrency"] = summarize(steps, first["tolerance"], first["a"])
+        runs["pooled"] = pool(list(runs.values()))
     return runs
+
+
+def pool_files(paths: list[str]) -> str:
+    """`--pool FILE...`: ab result files of several sittings (e.g. two leases' runs), each summarized and all
+    pooled, as the report's lines; the server started first is named where the run recorded it."""
+    runs = pooled_runs({Path(p).stem: json.loads(Path(p).read_text()) for p in paths})
+    lines = []
+    for name, r in runs.items():
+        first = r.get("started_first")
+        lines += interleaved(r, name + (f", {first} started first" if first else ""))
+    return "\n".join(lines) + "\n"
 
 
 def main(records: str, out: str) -> None:
@@ -180,4 +210,7 @@ def main(records: str, out: str) -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:3])
+    if sys.argv[1:2] == ["--pool"]:
+        print(pool_files(sys.argv[2:]), end="")
+    else:
+        main(*sys.argv[1:3])
