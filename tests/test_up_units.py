@@ -144,21 +144,52 @@ def test_gpu_memory_and_preflight_with_an_nvml_stand_in(monkeypatch, tmp_path):
     assert finding.id == "TQ403" and finding.evidence["holders"][0]["pid"] == 4242
 
 
+def test_up_s_doctor_weighs_the_build_s_gpu_memory_utilization(monkeypatch):
+    """Found on the H200: a build at gpu_memory_utilization 0.45 beside another server holding 64 GiB was refused
+    by `up`'s doctor at vLLM's default 0.92 (TQ107 "needs 129.17 GiB free") though vLLM starts there. The doctor
+    the command passes in now gets the build's settings; NVML is faked at its adapter boundary."""
+    from support.doctor_nvml import FakeNVML, h200_like
+    from tqdeploy.commands.up import _doctor_findings
+    from tqdeploy.findings import Severity
+    from tqdeploy import probe
+    from tqdeploy.runtime import preflight
+
+    gib = 1 << 30
+    held = FakeNVML([h200_like(memory=(140 * gib, 64 * gib), procs=[(4242, 63 * gib)])])
+    monkeypatch.setattr(probe, "load_adapter", lambda: held)  # the doctor's probe (tqdeploy.probe.collect)
+
+    class Spec(dict):
+        vllm_version = "0.25.0"
+
+    def verdict(util: float | None):
+        class Dep:
+            variant = "gpu"
+            spec = Spec(vllm={"gpu_memory_utilization": util, "tensor_parallel_size": 1})
+
+        return preflight.doctor_summary(Dep(), _doctor_findings)  # type: ignore[arg-type]
+
+    half, line = verdict(0.45)  # 63 GiB needed, 76 GiB free
+    assert "TQ101" not in half.evidence["errors"] and "TQ107" not in half.evidence["errors"], line  # GPU seen
+    default, line = verdict(None)  # unset: vLLM's default, 0.92 x 140 GiB, does not fit
+    assert default.severity == Severity.ERROR and "TQ107" in default.evidence["errors"], line
+
+
 def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_only_warns():
     """runtime never imports doctor: `up` gets the doctor as a callable (commands/up.py passes tqdeploy.doctor's)."""
     from tqdeploy.findings import Finding, Severity
     from tqdeploy.runtime import preflight
 
+    class Spec(dict):
+        vllm_version = "0.32.0"
+
     class Dep:
         variant = "cpu"
+        spec = Spec(vllm={"gpu_memory_utilization": 0.45, "max_model_len": 512, "dtype": None, "kv_cache_dtype": None})
 
-        class spec:  # noqa: N801  the Spec attribute the pre-flight reads
-            vllm_version = "0.32.0"
+    asked: list = []
 
-    asked: list[str] = []
-
-    def doctor(version: str) -> list[Finding]:
-        asked.append(version)
+    def doctor(version: str, serving) -> list[Finding]:
+        asked.append((version, dict(serving)))
         return [
             Finding("TQ101", Severity.ERROR, "no NVIDIA driver", {}, "install it", "driver"),  # GPU-only: not on CPU
             Finding("TQ117", Severity.ERROR, "open-files limit too low", {}, "raise it", "system"),
@@ -166,11 +197,12 @@ def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_onl
         ]
 
     verdict, line = preflight.doctor_summary(Dep(), doctor)  # type: ignore[arg-type]
-    assert asked == ["0.32.0"] and verdict.id == "TQ417" and verdict.severity == Severity.ERROR
+    assert asked == [("0.32.0", {"gpu_memory_utilization": 0.45, "max_model_len": 512})]  # the build's, unset left out
+    assert verdict.id == "TQ417" and verdict.severity == Severity.ERROR
     assert line == "doctor: 1 error(s), 1 warning(s) (TQ117 open-files limit too low)" == verdict.title
     assert verdict.evidence == {"errors": ["TQ117"], "warnings": ["TQ114"]}
 
-    def broken(version: str) -> list[Finding]:
+    def broken(version: str, serving) -> list[Finding]:
         raise RuntimeError("unknown vLLM version " + version)
 
     verdict, line = preflight.doctor_summary(Dep(), broken)  # type: ignore[arg-type]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -71,11 +73,12 @@ def up(
     return result.exit_code
 
 
-def _doctor_findings(vllm_version: str) -> list:
-    """The pre-flight's doctor (offline): passed into runtime, which stands below doctor in the layers."""
+def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list:
+    """The pre-flight's doctor (offline) on the build's settings: passed into runtime, which stands below doctor in
+    the layers."""
     from tqdeploy.doctor import run_doctor
 
-    return run_doctor(vllm_version=vllm_version, offline=True).findings
+    return run_doctor(vllm_version=vllm_version, offline=True, serving=dict(serving)).findings
 
 
 def _check_runtime(runtime: str, image: str | None) -> None:

@@ -6,7 +6,7 @@ block even then: vLLM would only fail later, after loading weights).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -21,9 +21,14 @@ from tqdeploy.runtime.stop import port_free
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
 HARD = {"TQ401", "TQ412", "TQ413"}
-# The doctor's findings on this host for the build's vLLM version. The command layer passes it in (`tqdeploy up`
-# runs tqdeploy.doctor offline), so runtime stands below doctor in the package layers and never imports it.
-HostDoctor = Callable[[str], Sequence[Finding]]
+# The doctor's findings on this host for the build's vLLM version and what the build asks of vLLM (serving_settings).
+# The command layer passes it in (`tqdeploy up` runs tqdeploy.doctor offline), so runtime stands below doctor in
+# the package layers and never imports it.
+HostDoctor = Callable[[str, Mapping[str, Any]], Sequence[Finding]]
+# The spec's [vllm] keys the doctor's checks weigh (TQ107: free memory against gpu_memory_utilization; the KV-cache
+# and parallelism checks). Without them `up` judged every build at vLLM's defaults: on the H200 a build at 0.45 next
+# to another server holding 64 GiB was refused ("vLLM at 0.92 needs 129.17 GiB free") though vLLM would start.
+SERVING_KEYS = ("tensor_parallel_size", "max_model_len", "kv_cache_dtype", "gpu_memory_utilization", "dtype")
 
 
 class StartBusy(Exception):
@@ -62,10 +67,16 @@ def drift_finding(dep: Deployment) -> Finding | None:
     )
 
 
+def serving_settings(dep: Deployment) -> dict[str, Any]:
+    """What the build asks of vLLM, for the doctor: the spec's SERVING_KEYS that are set."""
+    v = dep.spec["vllm"]  # type: ignore[index]
+    return {k: v[k] for k in SERVING_KEYS if v.get(k) is not None}
+
+
 def doctor_summary(dep: Deployment, doctor: HostDoctor) -> tuple[Finding, str]:
-    """One finding and one summary line for the doctor's verdict on this host."""
+    """One finding and one summary line for the doctor's verdict on this host and this build's settings."""
     try:
-        findings = doctor(dep.spec.vllm_version)  # type: ignore[attr-defined]
+        findings = doctor(dep.spec.vllm_version, serving_settings(dep))  # type: ignore[attr-defined]
     except Exception as err:  # an unknown vLLM version, a probe that broke: not a reason to refuse
         return _f(
             "TQ417",
