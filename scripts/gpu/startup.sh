@@ -13,7 +13,8 @@
 #               ready server then gets the same load (profile --url --load: concurrency 1, 8, 64) for tokens/s
 #   repeat-pair a pair whose servers each get the load twice: one server's own spread, a minute apart
 #   ab          both servers up at once (build with GPU_MEMORY_UTILIZATION=0.45), tokens/s interleaved step by step
-#               (paired_load.py): the within-2% verdict with its 95% interval
+#               (paired_load.py): the within-2% verdict with its 95% interval; AB_FIRST=plain starts plain's first
+#   ab-start, ab-load  ab in two calls: both servers started and left running, then loaded and stopped
 #   spawn       a tqdeploy warm start with TQ_ENGINE_START=spawn (the EngineCore spawned, as vLLM's CLI does):
 #               the forkserver lever switched off, with the same load
 # TQ_ENGINE_START=forkserver|spawn in the environment picks how launch_vllm.py starts the EngineCore (recorded).
@@ -223,7 +224,12 @@ recreated-pair() { build; recreated; warm; }
 # 3.7% faster: alternate it); AB_SECONDS bounds the load (paired_load.py --max-seconds) so the call ends in time.
 # Beside each ab-N.json: ab-N-cpu.json, each server's CPU seconds per process name during the load, and the GPU's
 # clocks before and after (what could make one server faster than the other).
-ab() {
+ab() { ab-start; ab-load; }
+
+# ab in two device calls: ab-start leaves both servers running (each in a session of its own, which outlives the
+# call) and ab-load, the next call, loads them and stops them. With AB_FIRST=plain and no prime before it, the plain
+# start is the cold one that fills the shared caches: one call less than plain-prime, ab.
+ab-start() {
   build
   if ! grep -qE '^gpu_memory_utilization = 0\.4' "$work/spec.toml"; then
     echo "ab: build with GPU_MEMORY_UTILIZATION=0.45 (two servers share the GPU)" >&2
@@ -235,10 +241,17 @@ ab() {
   [ "$first" = plain ] && plain_start "ab-$n"
   HOME=$work/home TMPDIR=$work/tmp tq up "$b" --json --timeout 540 > "$out/ab-$n-up.json" 2> "$out/ab-$n-up.stderr"
   [ "$first" = tqdeploy ] && plain_start "ab-$n"
-  local tq_sid
+  record "ab-$n-start" plain "$plain_ready" "{\"started_first\": \"$first\"}"
+  printf '%s %s %s %s\n' "$n" "$first" "$plain_pid" "${plain_ready:-none}" > "$work/ab-running"
+}
+
+ab-load() {
+  local n first plain_ready tq_sid
+  read -r n first plain_pid plain_ready < "$work/ab-running" || { echo "ab-load: no ab-start before it" >&2; return 1; }
+  rm -f "$work/ab-running"
   tq_sid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pid") or "")' \
     "$b/.tqdeploy/state.json" 2>/dev/null)
-  if [ -n "$plain_ready" ] && [ -n "$tq_sid" ]; then
+  if [ "$plain_ready" != none ] && [ -n "$tq_sid" ]; then
     cpu_snapshot "$tq_sid" "$plain_pid" > "$work/cpu-before.json"
     pinned python3 "$repo/scripts/gpu/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
       --labels tqdeploy,plain --api-key-file "$b/secrets/vllm-api-key" --rounds "${AB_ROUNDS:-6}" \
