@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "startup.sh"
 
 
@@ -50,6 +52,38 @@ def test_report_computes_the_ratios_from_the_records(tmp_path):
     assert len(json.loads((tmp_path / "startup.json").read_text())["runs"]) == len(rows)
 
 
+def _ab_files(folder: Path, names: tuple[str, ...], **extra) -> None:
+    """ab result files as paired_load.py writes them: two runs at concurrency 8, each server first in turn."""
+    from tqdeploy.profile.paired import summarize
+
+    for name, ratios in zip(names, ((1.01, 0.99, 1.00, 1.005), (1.03, 1.05, 0.97, 1.01)), strict=True):
+        steps = [
+            {"concurrency": 8, "ratio": r, "first": "tqdeploy" if k % 2 else "plain"} for k, r in enumerate(ratios)
+        ]
+        ab = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "steps": steps,
+              "by_concurrency": summarize(steps, 0.02, "tqdeploy"), **extra.get(name, {})}  # fmt: skip
+        (folder / f"{name}.json").write_text(json.dumps(ab))
+
+
+# The lines for _ab_files's two runs and both pooled: the interval, the verdict (+-2%) and the margin (-2%), each
+# server's geometric mean when it went first, and the same with the order (pooled: and the run) as a factor.
+AB_1 = (
+    "tqdeploy / plain over 4 steps 1.001, 95% interval 0.988..1.015: +-2% within; -2% margin: not slower; "
+    "by order: a first 0.998, b first 1.005; "
+    "order as a factor (2 cells): 1.001, 95% interval 0.982..1.021: +-2% unresolved; -2% margin: not slower"
+)
+AB_2 = (
+    "tqdeploy / plain over 4 steps 1.015, 95% interval 0.961..1.071: +-2% unresolved; -2% margin: unresolved; "
+    "by order: a first 1.030, b first 1.000; "
+    "order as a factor (2 cells): 1.015, 95% interval 0.940..1.096: +-2% unresolved; -2% margin: unresolved"
+)
+POOLED = (
+    "tqdeploy / plain over 8 steps 1.008, 95% interval 0.988..1.028: +-2% unresolved; -2% margin: not slower; "
+    "by order: a first 1.014, b first 1.002; "
+    "order as a factor (4 cells): 1.008, 95% interval 0.982..1.034: +-2% unresolved; -2% margin: not slower"
+)
+
+
 def test_report_adds_each_ab_runs_verdict_and_the_runs_pooled(tmp_path):
     from tqdeploy.profile.paired import summarize
 
@@ -57,26 +91,62 @@ def test_report_adds_each_ab_runs_verdict_and_the_runs_pooled(tmp_path):
         json.dumps({"phase": "warm", "runner": "tqdeploy", "seconds_to_ready": 30.0, "sizes": {},
                     "files_with_key_on_volume": 0}) + "\n"
     )  # fmt: skip
-    for n, ratios in ((1, (1.01, 0.99, 1.00, 1.005)), (2, (1.03, 1.05, 0.97, 1.01))):
-        steps = [
-            {"concurrency": 8, "ratio": r, "first": "tqdeploy" if k % 2 else "plain"} for k, r in enumerate(ratios)
-        ]
-        ab = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "steps": steps,
-              "by_concurrency": summarize(steps, 0.02, "tqdeploy")}  # fmt: skip
-        (tmp_path / f"ab-{n}.json").write_text(json.dumps(ab))
+    _ab_files(tmp_path, ("ab-1", "ab-2"))
     (tmp_path / "ab-1-up.json").write_text("{}")  # startup.sh's other ab files are not results
     res = subprocess.run(["bash", str(SCRIPT), str(tmp_path), "report"], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
     lines = [ln for ln in (tmp_path / "startup.md").read_text().splitlines() if ln.startswith("- interleaved")]
-    assert [ln.split(" at ")[0] for ln in lines] == [
-        "- interleaved tokens/s (ab-1)", "- interleaved tokens/s (ab-2)", "- interleaved tokens/s (pooled)"
-    ]  # fmt: skip
-    assert "tqdeploy / plain 1.001 over 4 steps, 95% interval" in lines[0]
-    assert lines[0].endswith(": within (+-2%); by order: a first 0.998, b first 1.005"), lines[0]
-    assert ": unresolved (+-2%)" in lines[1], lines[1]  # 0.97..1.05 alone crosses the band
-    assert "over 8 steps" in lines[2]  # both runs' steps in one summary
+    assert lines == [
+        f"- interleaved tokens/s ({name}) at concurrency 8: {text}"
+        for name, text in (("ab-1", AB_1), ("ab-2", AB_2), ("pooled", POOLED))
+    ]  # ab-2's 0.97..1.05 alone crosses the band both ways; pooled: 8 steps, 2 runs x 2 orders
     verdicts = json.loads((tmp_path / "startup.json").read_text())["comparisons"]["interleaved"]
     assert {name: v["8"]["verdict"] for name, v in verdicts.items()} == {
         "ab-1": "within", "ab-2": "unresolved", "pooled": summarize(
             [{"concurrency": 8, "ratio": r} for r in (1.01, 0.99, 1.00, 1.005, 1.03, 1.05, 0.97, 1.01)], 0.02
         )["8"]["verdict"]}  # fmt: skip
+    assert {name: v["8"]["margin"] for name, v in verdicts.items()} == {
+        "ab-1": "not slower", "ab-2": "unresolved", "pooled": "not slower"
+    }  # fmt: skip
+    cells = [(v["8"]["adjusted"]["cells"], v["8"]["adjusted"]["df"]) for v in verdicts.values()]
+    assert cells == [(2, 2), (2, 2), (4, 4)]  # pooled: 2 runs x 2 orders, 8 steps - 4 cells
+
+
+def test_pool_prints_each_files_lines_and_the_pooled_ones(tmp_path):
+    # lease 6's run recorded no started_first (written before it was); lease 7's plain server started first
+    _ab_files(tmp_path, ("lease6-ab", "lease7-ab"), **{"lease7-ab": {"started_first": "plain"}})
+    report = SCRIPT.with_name("startup_report.py")
+    files = ["lease6-ab.json", "lease7-ab.json"]  # each run is named by its path as given
+    res = subprocess.run(
+        [sys.executable, str(report), "--pool", *files], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.splitlines() == [
+        f"- interleaved tokens/s ({name}) at concurrency 8: {text}"
+        for name, text in (("lease6-ab.json", AB_1), ("lease7-ab.json, plain started first", AB_2), ("pooled", POOLED))
+    ]
+
+
+def test_pool_keeps_two_leases_files_of_one_name(tmp_path):
+    """startup.sh numbers each lease's runs from ab-1, so two leases' results share file names."""
+    (tmp_path / "lease6").mkdir()
+    (tmp_path / "lease7").mkdir()
+    _ab_files(tmp_path / "lease6", ("ab-1", "ab-2"))
+    _ab_files(tmp_path / "lease7", ("ab-2", "ab-1"))  # lease 7's ab-1 is the second run's figures
+    report = SCRIPT.with_name("startup_report.py")
+    files = [str(tmp_path / lease / "ab-1.json") for lease in ("lease6", "lease7")]
+    res = subprocess.run([sys.executable, str(report), "--pool", *files], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert [ln.partition(" at concurrency 8: ")[2] for ln in res.stdout.splitlines()] == [AB_1, AB_2, POOLED]
+
+
+@pytest.mark.parametrize(
+    ("files", "named"),
+    [((), "--pool needs ab result files"), (("missing.json",), "missing.json: not a readable ab result")],
+)
+def test_pool_refuses_bad_input_in_one_line(tmp_path, files, named):
+    report = SCRIPT.with_name("startup_report.py")
+    res = subprocess.run(
+        [sys.executable, str(report), "--pool", *files], capture_output=True, text=True, timeout=60, cwd=tmp_path
+    )
+    assert res.returncode == 2 and named in res.stderr and "Traceback" not in res.stderr, res.stderr

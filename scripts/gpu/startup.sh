@@ -249,7 +249,9 @@ ab-load() {
   local n first plain_ready tq_sid
   read -r n first plain_pid plain_ready < "$work/ab-running" || { echo "ab-load: no ab-start before it" >&2; return 1; }
   rm -f "$work/ab-running"
-  tq_sid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pid") or "")' \
+  # the deployment's session is its process group's (the supervisor's, state.json pgid), not the server's pid: lease 7
+  # took pid and found no process of tqdeploy's in that session
+  tq_sid=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1])).get("pgid") or "")' \
     "$b/.tqdeploy/state.json" 2>/dev/null)
   if [ "$plain_ready" != none ] && [ -n "$tq_sid" ]; then
     cpu_snapshot "$tq_sid" "$plain_pid" > "$work/cpu-before.json"

@@ -184,8 +184,19 @@ def pooled_runs(results: dict[str, dict]) -> dict[str, dict]:
 
 def pool_files(paths: list[str]) -> str:
     """`--pool FILE...`: ab result files of several sittings (e.g. two leases' runs), each summarized and all
-    pooled, as the report's lines; the server started first is named where the run recorded it."""
-    runs = pooled_runs({Path(p).stem: json.loads(Path(p).read_text()) for p in paths})
+    pooled, as the report's lines; each run is named by its path as given (two leases both have an ab-1.json) and
+    by the server started first where the run recorded it."""
+    from tqdeploy.errors import TQError
+
+    if not paths or len(set(paths)) != len(paths):
+        raise TQError("--pool needs ab result files, each once", "e.g. --pool lease6/ab-1.json lease7/ab-1.json")
+    results = {}
+    for p in paths:
+        try:
+            results[p] = json.loads(Path(p).read_text())
+        except (OSError, ValueError) as err:
+            raise TQError(f"{p}: not a readable ab result ({err})", "give the ab-N.json files of startup.sh") from err
+    runs = pooled_runs(results)
     lines = []
     for name, r in runs.items():
         first = r.get("started_first")
@@ -211,6 +222,12 @@ def main(records: str, out: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--pool"]:
-        print(pool_files(sys.argv[2:]), end="")
+        from tqdeploy.errors import TQError
+
+        try:
+            print(pool_files(sys.argv[2:]), end="")
+        except TQError as exc:
+            print(f"startup_report: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
+            sys.exit(2)
     else:
         main(*sys.argv[1:3])

@@ -67,6 +67,8 @@ def order(round_no: int, step_no: int) -> tuple[int, int]:
 def t_975(df: int) -> float:
     """Student's t 0.975 quantile for df >= 1 degrees of freedom: the table up to 30, above it the Cornish-Fisher
     expansion in 1/df (Abramowitz & Stegun 26.7.5), within 1e-4 of the exact quantile from df 30 up."""
+    if df < 1:
+        raise ValueError(f"t quantile for {df} degrees of freedom")
     if df <= len(T_975):
         return T_975[df - 1]
     z = Z_975
@@ -92,6 +94,8 @@ def cell_interval(cells: list[list[float]]) -> tuple[float, float, float, int]:
     the cells (t with steps - cells degrees of freedom), and those degrees of freedom. Each cell counts once,
     whatever its size, so an unbalanced factor does not tilt the estimate. No interval below 1 degree of freedom."""
     logs = [[math.log(r) for r in cell] for cell in cells if cell]
+    if not logs:
+        raise ValueError("no ratios in any cell")
     means = [statistics.fmean(c) for c in logs]
     mean = statistics.fmean(means)
     df = sum(len(c) for c in logs) - len(logs)
