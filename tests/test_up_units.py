@@ -149,9 +149,9 @@ def test_up_s_doctor_weighs_the_build_s_gpu_memory_utilization(monkeypatch):
     by `up`'s doctor at vLLM's default 0.92 (TQ107 "needs 129.17 GiB free") though vLLM starts there. The doctor
     the command passes in now gets the build's settings; NVML is faked at its adapter boundary."""
     from support.doctor_nvml import FakeNVML, h200_like
+    from tqdeploy import probe
     from tqdeploy.commands.up import _doctor_findings
     from tqdeploy.findings import Severity
-    from tqdeploy import probe
     from tqdeploy.runtime import preflight
 
     gib = 1 << 30
