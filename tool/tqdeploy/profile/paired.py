@@ -79,13 +79,10 @@ def t_975(df: int) -> float:
 
 
 def interval(ratios: list[float]) -> tuple[float, float, float]:
-    """Geometric mean of the ratios and its 95% interval (t over the logs); one ratio has no interval."""
-    logs = [math.log(r) for r in ratios]
-    mean = statistics.fmean(logs)
-    if len(logs) < 2:
-        return math.exp(mean), 0.0, math.inf
-    half = t_975(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
-    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+    """Geometric mean of the ratios and its 95% interval (t over the logs); one ratio has no interval. The ratios
+    as one cell of cell_interval."""
+    geo, low, high, _ = cell_interval([ratios])
+    return geo, low, high
 
 
 def cell_interval(cells: list[list[float]]) -> tuple[float, float, float, int]:
