@@ -150,3 +150,25 @@ def test_pool_refuses_bad_input_in_one_line(tmp_path, files, named):
         [sys.executable, str(report), "--pool", *files], capture_output=True, text=True, timeout=60, cwd=tmp_path
     )
     assert res.returncode == 2 and named in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        ((), "0 argument(s) given"),
+        (("missing.jsonl", "."), "missing.jsonl: not readable records"),
+        (("records.jsonl", "no-such-dir"), "no-such-dir: not a folder"),
+    ],
+)
+def test_report_refuses_bad_input_in_one_line(tmp_path, args, named):
+    (tmp_path / "records.jsonl").write_text('{"phase": "warm", "runner": "tqdeploy", "seconds_to_ready": 50.0}\n')
+    report = SCRIPT.with_name("startup_report.py")
+    res = subprocess.run([sys.executable, str(report), *args], capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert res.returncode == 2 and named in res.stderr and "Traceback" not in res.stderr, res.stderr
+    assert not (tmp_path / "startup.json").exists()
+
+
+def test_report_help_prints_its_usage():
+    res = subprocess.run([sys.executable, str(SCRIPT.with_name("startup_report.py")), "--help"], capture_output=True,
+                         text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 0 and "Usage: startup_report.py RECORDS.jsonl OUT_DIR" in res.stdout, res.stderr

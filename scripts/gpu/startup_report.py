@@ -205,7 +205,14 @@ def pool_files(paths: list[str]) -> str:
 
 
 def main(records: str, out: str) -> None:
-    rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
+    from tqdeploy.errors import TQError
+
+    if not Path(out).is_dir():
+        raise TQError(f"{out}: not a folder", "give startup.sh's OUT_DIR, the folder that holds records.jsonl")
+    try:
+        rows = [json.loads(line) for line in Path(records).read_text().splitlines() if line.strip()]
+    except (OSError, ValueError) as err:
+        raise TQError(f"{records}: not readable records ({err})", "give startup.sh's OUT_DIR/records.jsonl") from err
     cmp = comparisons(rows)
     runs = ab_runs(out)
     if runs:
@@ -220,14 +227,25 @@ def main(records: str, out: str) -> None:
     print(text, end="")
 
 
-if __name__ == "__main__":
-    if sys.argv[1:2] == ["--pool"]:
-        from tqdeploy.errors import TQError
+def cli(argv: list[str]) -> int:
+    """Exit 0 done (or --help), 2 bad input: one line naming the input and the fix, never a traceback."""
+    from tqdeploy.errors import TQError
 
-        try:
-            print(pool_files(sys.argv[2:]), end="")
-        except TQError as exc:
-            print(f"startup_report: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
-            sys.exit(2)
-    else:
-        main(*sys.argv[1:3])
+    if argv[:1] in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
+    try:
+        if argv[:1] == ["--pool"]:
+            print(pool_files(argv[1:]), end="")
+        elif len(argv) == 2:
+            main(*argv)
+        else:
+            raise TQError(f"{len(argv)} argument(s) given", "startup_report.py RECORDS.jsonl OUT_DIR, or --pool AB.json...")
+    except TQError as exc:
+        print(f"startup_report: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))
