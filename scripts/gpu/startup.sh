@@ -20,6 +20,8 @@
 # TQ_ENGINE_START=forkserver|spawn in the environment picks how launch_vllm.py starts the EngineCore (recorded).
 #   importtime  python -X importtime of what the API server and the EngineCore import (no GPU start)
 #   report      OUT/startup.json + OUT/startup.md from the phases' records
+#   save-volume the build's cache volume packed into VOLUME_OUT (volume_carry.py); CACHE_FROM=that folder on a
+#               later lease unpacks it into the new build's empty volume, so its first start need not be cold
 # Each timed start: seconds to ready (/health 200 and the served model in /v1/models), the sizes of what it left
 # under HOME, TMPDIR and the cache volume, whether any file on the volume holds the key, the compile-cache lines.
 # Needs: vLLM 0.25.0 importable by python3 (PYTHONPATH), torch with CUDA, safetensors, tokenizers, one free GPU.
@@ -55,6 +57,16 @@ build() {
   [ -s "$b/secrets/vllm-api-key" ] || { echo "build created no API key file" >&2; exit 1; }  # build makes it
   python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
   fresh_dirs
+  if [ -n "${CACHE_FROM:-}" ]; then  # a previous lease's volume (save-volume): the first start is then a recreated one
+    python3 "$repo/scripts/gpu/volume_carry.py" unpack "$CACHE_FROM" "$b/.tqdeploy/cache" | tee "$out/volume-restored.json"
+  fi
+}
+
+save-volume() {  # the build's cache volume packed into VOLUME_OUT (parts of 15 MiB), for CACHE_FROM on the next lease
+  build
+  python3 "$repo/scripts/gpu/volume_carry.py" pack "$b/.tqdeploy/cache" "${VOLUME_OUT:?save-volume: set VOLUME_OUT}" \
+    --key-file "$b/secrets/vllm-api-key" \
+    --gpu "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 }
 
 # What a start left where: bytes per folder (du), for the record.

@@ -240,7 +240,9 @@ def cli(argv: list[str]) -> int:
         elif len(argv) == 2:
             main(*argv)
         else:
-            raise TQError(f"{len(argv)} argument(s) given", "startup_report.py RECORDS.jsonl OUT_DIR, or --pool AB.json...")
+            raise TQError(
+                f"{len(argv)} argument(s) given", "startup_report.py RECORDS.jsonl OUT_DIR, or --pool AB.json..."
+            )
     except TQError as exc:
         print(f"startup_report: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
         return 2
