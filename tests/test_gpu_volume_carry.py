@@ -139,7 +139,7 @@ def test_unpack_refuses_a_member_that_climbs_out(tmp_path):
 
 def test_pack_refuses_a_volume_too_large_for_one_call(tmp_path):
     vol = _volume(tmp_path)
-    (vol / "vllm" / "big.bin").write_bytes(os.urandom(8 << 20))  # 10.5 MiB of incompressible bytes: 11 parts
+    (vol / "vllm" / "big.bin").write_bytes(os.urandom(8 << 20))  # 10.4 MiB of incompressible bytes: 11 parts
     res = carry("pack", vol, tmp_path / "out", "--key-file", tmp_path / "key", "--part-mib", 1)
-    assert res.returncode == 2 and "at most 7 parts come back from one call" in res.stderr
+    assert res.returncode == 2 and "one call returns at most 6 parts and 48 MiB" in res.stderr
     assert not (tmp_path / "out" / "volume.json").exists()

@@ -8,8 +8,8 @@ and driver it was filled on, so the next lease can tell a miss from a hit.
 
 Usage: volume_carry.py pack VOLUME DEST --key-file F [--gpu TEXT] [--part-mib 15]
        volume_carry.py unpack SRC VOLUME
-pack writes DEST/volume.json and DEST/cache.tar.xz.NN parts (the device returns at most 8 files of 16 MiB); it
-refuses when a file on the volume holds the API key. unpack checks every part against the manifest and extracts
+pack writes DEST/volume.json and DEST/cache.tar.xz.NN parts (a device call returns at most 8 files of 16 MiB,
+64 MiB in all); it refuses when a file on the volume holds the API key. unpack checks every part against the manifest and extracts
 with tarfile's "data" filter (no links or paths out of VOLUME) into an empty or missing VOLUME only.
 Exit codes: 0 done, 2 bad input (one line naming it and the fix).
 """
@@ -26,7 +26,10 @@ import sys
 import tarfile
 from pathlib import Path
 
-MAX_PARTS = 7  # 8 files come back from a device call: the parts and the manifest
+# A device call returns at most 8 files of 16 MiB, 64 MiB in all, and the working tree that travels is at most
+# 64 MiB: the parts, the manifest and the run's own records must fit beside each other.
+MAX_PARTS = 6
+MAX_PACKED = 48 << 20
 MAX_UNPACKED = 4 << 30  # bytes: the volume was 85 MB after lease 8's starts
 MANIFEST = "volume.json"
 SCHEMA = "tqdeploy.gpu-volume/1"
@@ -82,9 +85,11 @@ def pack(volume: Path, dest: Path, key_file: Path, gpu: str, part_mib: int) -> d
     blob = buf.getvalue()
     size = part_mib << 20
     chunks = [blob[i : i + size] for i in range(0, len(blob), size)] or [b""]
-    if len(chunks) > MAX_PARTS:
-        raise CarryError(f"the packed volume is {len(blob) >> 20} MiB, {len(chunks)} parts of {part_mib} MiB",
-                         f"at most {MAX_PARTS} parts come back from one call: carry fewer caches")  # fmt: skip
+    if len(chunks) > MAX_PARTS or len(blob) > MAX_PACKED:
+        raise CarryError(
+            f"the packed volume is {len(blob) / (1 << 20):.1f} MiB in {len(chunks)} parts of {part_mib} MiB",
+            f"one call returns at most {MAX_PARTS} parts and {MAX_PACKED >> 20} MiB beside its records: carry less",
+        )
     dest.mkdir(parents=True, exist_ok=True)
     parts = []
     for n, chunk in enumerate(chunks):
