@@ -37,3 +37,23 @@ def test_the_interleaved_h200_runs_give_one_row_per_concurrency_from_every_lease
 def test_the_recorded_start_up_pairs_stay_in_the_bench():
     rows = startup.h200_rows()
     assert rows and rows[0].name.startswith("H200 recorded") and rows[0].ours < rows[0].theirs  # faster than plain
+
+
+def test_runs_of_another_checkpoint_get_rows_of_their_own(tmp_path, monkeypatch):
+    """A run recorded with DENSE_LAYERS=32 is a different comparison: never pooled with dense8w's runs."""
+    for src in sorted(startup.H200_STARTUP.glob(startup.H200_AB))[:2]:
+        (tmp_path / src.name).write_text(src.read_text())  # dense8w's, from before runs named their checkpoint
+    steps = [
+        {"round": r, "concurrency": c, "first": "tqdeploy" if (r + i) % 2 == 0 else "plain", "ratio": 1.0,
+         "tqdeploy": {"output_tokens_per_s": 100.0 * c}, "plain": {"output_tokens_per_s": 100.0 * c}}
+        for r in range(4) for i, c in enumerate((1, 8, 64))
+    ]  # fmt: skip
+    dense32 = {"a": "tqdeploy", "b": "plain", "tolerance": 0.02, "steps": steps, "started_first": "plain",
+               "models": {"tqdeploy": "dense32w", "plain": "/tmp/tq-startup/build/models/dense32w"}}  # fmt: skip
+    (tmp_path / "ab-lease9-1.json").write_text(json.dumps(dense32))
+    monkeypatch.setattr(startup, "H200_STARTUP", tmp_path)
+    rows = startup.h200_tok_rows()
+    assert [r.name.split(", ")[1] for r in rows] == ["dense32w"] * 3 + ["dense8w"] * 3
+    assert [r.ours for r in rows[:3]] == [100.0, 800.0, 6400.0] and "over 4 steps" in rows[0].name
+    assert "per-step ratio 1.000" in rows[0].name and "1 interleaved runs (plain started first)" in rows[0].name
+    assert "2 interleaved runs (tqdeploy started first)" in rows[3].name

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Measures start-up on a GPU host (vLLM 0.25.0 on the H200) for issue 18, one phase per device call (each well
 # under 9 minutes; a call is at most 10): a keyed tqdeploy build of "dense8w" (make_dense_weights.py: real bf16
-# weights) with turboquant_k8v4, max_model_len 16384, gpu_memory_utilization 0.9, started through `tqdeploy up`.
+# weights; DENSE_LAYERS below) with turboquant_k8v4, max_model_len 16384, gpu_memory_utilization 0.9, started through
+# `tqdeploy up`.
 #   build       spec, build, weights, API key file (untimed)
 #   cold        every cache empty: fresh HOME and TMPDIR, the build's cache volume removed
 #   recreated   fresh HOME and TMPDIR, the cache volume kept: what a recreated container or pod sees
@@ -35,6 +36,9 @@ tq() { python3 -m tqdeploy "$@"; }
 . "$repo/scripts/gpu/spec.sh"
 work=/tmp/tq-startup
 b=$work/build
+# DENSE_LAYERS (default 8) picks the checkpoint: dense8w, or e.g. dense32w (make_dense_weights.py --layers 32, about
+# 14 GB), whose decode steps leave the host CPU a smaller share (dense8w's EngineCore used a core per loaded second)
+model=dense${DENSE_LAYERS:-8}w
 plain_port=18001
 # As acceptance.sh, so the figures compare; LOAD_SECONDS per step and LOAD_WARMUP untimed seconds before each step
 # (two plain starts of one server differed 26% at concurrency 1 with 6-8 s steps and no warm-up: docs/startup.md).
@@ -50,12 +54,16 @@ fresh_dirs() {  # an empty HOME and TMPDIR, as a recreated container has
 }
 
 build() {
-  [ -f "$b/tqdeploy.lock.json" ] && return
-  gpu_spec dense8w-keyed dense8w 16384 'kv_cache_dtype = "turboquant_k8v4"' '' \
+  if [ -f "$b/tqdeploy.lock.json" ]; then
+    [ -d "$b/models/$model" ] && return
+    echo "build: $b serves another checkpoint than $model: one DENSE_LAYERS per machine" >&2
+    exit 1
+  fi
+  gpu_spec "$model-keyed" "$model" 16384 'kv_cache_dtype = "turboquant_k8v4"' '' \
     'api_key_file = "./secrets/vllm-api-key"' > "$work/spec.toml"
   tq build "$work/spec.toml" --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
   [ -s "$b/secrets/vllm-api-key" ] || { echo "build created no API key file" >&2; exit 1; }  # build makes it
-  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
+  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/$model" --layers "${DENSE_LAYERS:-8}" | tee "$out/model.txt"
   fresh_dirs
   if [ -n "${CACHE_FROM:-}" ]; then  # a previous lease's volume (save-volume): the first start is then a recreated one
     python3 "$repo/scripts/gpu/volume_carry.py" unpack "$CACHE_FROM" "$b/.tqdeploy/cache" | tee "$out/volume-restored.json"
@@ -154,7 +162,7 @@ plain_start() {  # $1 phase: plain `vllm serve` in a session of its own; sets pl
     export VLLM_CACHE_ROOT=$b/.tqdeploy/cache/vllm HF_HOME=$b/.tqdeploy/cache/huggingface HOME=$work/home TMPDIR=$work/tmp
     eval "$(grep -E '^export (TRITON|TORCHINDUCTOR|FLASHINFER|CUDA_CACHE|CUTE_DSL|XDG|HF_HUB_OFFLINE)' "$b/serve.sh")"
     unset VLLM_WORKER_MULTIPROC_METHOD VLLM_API_KEY
-    exec setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/dense8w" "${flags[@]}" \
+    exec setsid python3 -m vllm.entrypoints.cli.main serve "$b/models/$model" "${flags[@]}" \
       --api-key "$(cat "$b/secrets/vllm-api-key")" --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1
   ) &
   plain_pid=$!
@@ -206,7 +214,7 @@ os.execvp(sys.argv[2], sys.argv[2:])' "$LOAD_CPUS" "$@"
 
 load_on() {  # $1 port, $2 phase, $3 server log: the same load on a ready server, its profile.json kept
   pinned python3 -m tqdeploy profile --url "http://127.0.0.1:$1" --api-key-file "$b/secrets/vllm-api-key" --log "$3" \
-    --model "$b/models/dense8w" "${load_args[@]}" --out "$work/load-$2" > "$out/$2-load.json" 2> "$out/$2-load.err"
+    --model "$b/models/$model" "${load_args[@]}" --out "$work/load-$2" > "$out/$2-load.json" 2> "$out/$2-load.err"
 }
 
 load_figures() {  # $1 phase: '"tok_s": {...}, ' from its load (nothing when it had none)

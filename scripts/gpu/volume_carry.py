@@ -9,8 +9,9 @@ and driver it was filled on, so the next lease can tell a miss from a hit.
 Usage: volume_carry.py pack VOLUME DEST --key-file F [--gpu TEXT] [--part-mib 15]
        volume_carry.py unpack SRC VOLUME
 pack writes DEST/volume.json and DEST/cache.tar.xz.NN parts (a device call returns at most 8 files of 16 MiB,
-64 MiB in all); it refuses when a file on the volume holds the API key. unpack checks every part against the manifest and extracts
-with tarfile's "data" filter (no links or paths out of VOLUME) into an empty or missing VOLUME only.
+64 MiB in all); it refuses when a file on the volume holds the API key. unpack checks every part against the
+manifest and extracts with tarfile's "data" filter (no links or paths out of VOLUME) into a VOLUME that holds no
+files (missing, or folders only).
 Exit codes: 0 done, 2 bad input (one line naming it and the fix).
 """
 

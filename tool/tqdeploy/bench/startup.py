@@ -43,6 +43,7 @@ H200_STARTUP = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0" / "
 H200_RECORDS = (H200_STARTUP / "records-lease4.jsonl", H200_STARTUP / "records-lease5.jsonl")
 # the interleaved tokens/s runs (startup.sh ab), every lease's: ab-lease6-1.json, ab-lease7-1.json, ...
 H200_AB = "ab-lease*-[0-9].json"
+H200_FIRST_CHECKPOINT = "dense8w"  # what every interleaved run served before paired results named it
 PLAIN = "python -m vllm.entrypoints.openai.api_server, vLLM's defaults"
 
 
@@ -159,14 +160,22 @@ def h200_rows() -> list[Row]:
 
 
 def h200_tok_rows() -> list[Row]:
-    """The recorded H200 interleaved runs, pooled (each run a factor beside the order: paired.pool), one row per
-    concurrency: the median step's tokens/s of each side, and in the name the per-step ratio with its interval
-    and both readings against 2% (within +-2%; at most 2% slower)."""
+    """The recorded H200 interleaved runs, pooled per checkpoint (each run a factor beside the order: paired.pool),
+    one row per checkpoint and concurrency: the median step's tokens/s of each side, and in the name the per-step
+    ratio with its interval and both readings against 2% (within +-2%; at most 2% slower)."""
+    from tqdeploy.profile.paired import checkpoint
+
+    by_checkpoint: dict[str, list[dict]] = {}
+    for path in sorted(H200_STARTUP.glob(H200_AB)):
+        result = json.loads(path.read_text())
+        # runs that recorded no checkpoint all served dense8w (startup.sh before DENSE_LAYERS)
+        by_checkpoint.setdefault(checkpoint(result, "plain") or H200_FIRST_CHECKPOINT, []).append(result)
+    return [row for name, results in sorted(by_checkpoint.items()) for row in _pooled_rows(name, results)]
+
+
+def _pooled_rows(served: str, results: list[dict]) -> list[Row]:
     from tqdeploy.profile.paired import pool
 
-    results = [json.loads(p.read_text()) for p in sorted(H200_STARTUP.glob(H200_AB))]
-    if not results:
-        return []
     pooled = pool(results)
     first = sorted({r.get("started_first") or "tqdeploy" for r in results})  # lease 6 started tqdeploy's first
     rows = []
@@ -175,8 +184,8 @@ def h200_tok_rows() -> list[Row]:
         adjusted = c["adjusted"]
         low, high = adjusted["ci95"]
         name = (
-            f"H200 recorded, {len(results)} interleaved runs ({'/'.join(first)} started first): tokens/s c={conc}, "
-            f"per-step ratio {adjusted['geomean']:.3f}, 95% {low:.3f}-{high:.3f} over {len(steps)} steps "
+            f"H200 recorded, {served}, {len(results)} interleaved runs ({'/'.join(first)} started first): tokens/s "
+            f"c={conc}, per-step ratio {adjusted['geomean']:.3f}, 95% {low:.3f}-{high:.3f} over {len(steps)} steps "
             f"(+-2%: {adjusted['verdict']}; -2% margin: {adjusted['margin']})"
         )
         ours = statistics.median(s["tqdeploy"]["output_tokens_per_s"] for s in steps)

@@ -20,7 +20,7 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -171,6 +171,13 @@ def pool(results: list[dict]) -> dict:
     for r in results[1:]:
         if (r.get("a"), r.get("b"), r.get("tolerance")) != (first.get("a"), first.get("b"), first.get("tolerance")):
             raise TQError("the runs compare different servers or tolerances", "pool runs of one comparison only")
+    for label in (first["a"], first["b"]):
+        served = sorted({name for r in results if (name := checkpoint(r, label))})
+        if len(served) > 1:
+            raise TQError(
+                f"the runs' {label} servers served different checkpoints ({', '.join(served)})",
+                "pool the runs of one checkpoint only",
+            )
     steps = [{**s, "run": n} for n, r in enumerate(results) for s in r.get("steps", [])]
     return {
         "a": first["a"],
@@ -179,6 +186,13 @@ def pool(results: list[dict]) -> dict:
         "runs": len(results),
         "by_concurrency": summarize(steps, first["tolerance"], first["a"]),
     }
+
+
+def checkpoint(result: Mapping, label: str) -> str | None:
+    """The last path part of the model a side served in a run (a served name or a checkpoint's path): what tells a
+    run of one checkpoint from another's. None when the run recorded none (runs written before `models` was)."""
+    served = (result.get("models") or {}).get(label)
+    return str(served).rstrip("/").rsplit("/", 1)[-1] if served else None
 
 
 def compare(
@@ -247,6 +261,7 @@ def _result(
         "rounds_asked": asked or rounds,
         "complete": complete,
         "spec": dataclasses.asdict(spec),
+        "models": {a.label: a.model, b.label: b.model},
         "steps": list(steps),
         "by_concurrency": summarize(steps, tolerance, a.label),
     }
