@@ -166,10 +166,13 @@ plain_start() {  # $1 phase: plain `vllm serve` in a session of its own; sets pl
       --api-key "$(cat "$b/secrets/vllm-api-key")" --host 127.0.0.1 --port $plain_port > "$out/$1-plain.log" 2>&1
   ) &
   plain_pid=$!
-  plain_ready=$(python3 - "$plain_port" "$t0" "$plain_pid" <<'PY'
+  # PLAIN_WAIT_S (default 520, at most 570: a call is 600 s) bounds the wait; a start not ready by then is stopped by
+  # the caller, and what its cold start had cached by then stays on the volume for the next start
+  plain_ready=$(python3 - "$plain_port" "$t0" "$plain_pid" "${PLAIN_WAIT_S:-520}" <<'PY'
 import os, sys, time, urllib.request
 port, t0, pid = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
-while time.time() - t0 < 520:
+wait_s = min(max(float(sys.argv[4]), 10.0), 570.0)
+while time.time() - t0 < wait_s:
     try:
         os.kill(pid, 0)
     except OSError:
