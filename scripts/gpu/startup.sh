@@ -38,7 +38,8 @@ work=/tmp/tq-startup
 b=$work/build
 # DENSE_LAYERS (default 8) picks the checkpoint: dense8w, or e.g. dense32w (make_dense_weights.py --layers 32, about
 # 14 GB), whose decode steps leave the host CPU a smaller share (dense8w's EngineCore used a core per loaded second)
-model=dense${DENSE_LAYERS:-8}w
+layers=${DENSE_LAYERS:-8}
+model=dense${layers}w
 plain_port=18001
 # As acceptance.sh, so the figures compare; LOAD_SECONDS per step and LOAD_WARMUP untimed seconds before each step
 # (two plain starts of one server differed 26% at concurrency 1 with 6-8 s steps and no warm-up: docs/startup.md).
@@ -63,7 +64,7 @@ build() {
     'api_key_file = "./secrets/vllm-api-key"' > "$work/spec.toml"
   tq build "$work/spec.toml" --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
   [ -s "$b/secrets/vllm-api-key" ] || { echo "build created no API key file" >&2; exit 1; }  # build makes it
-  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/$model" --layers "${DENSE_LAYERS:-8}" | tee "$out/model.txt"
+  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/$model" --layers "$layers" | tee "$out/model.txt"
   fresh_dirs
   if [ -n "${CACHE_FROM:-}" ]; then  # a previous lease's volume (save-volume): the first start is then a recreated one
     python3 "$repo/scripts/gpu/volume_carry.py" unpack "$CACHE_FROM" "$b/.tqdeploy/cache" | tee "$out/volume-restored.json"

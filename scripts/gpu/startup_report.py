@@ -16,6 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
+from tqdeploy.errors import TQError  # noqa: E402
+
 
 def seconds(rows: list[dict], phase: str) -> list[float]:
     return [r["seconds_to_ready"] for r in rows if r["phase"] == phase and r.get("seconds_to_ready")]
@@ -186,8 +188,6 @@ def pool_files(paths: list[str]) -> str:
     """`--pool FILE...`: ab result files of several sittings (e.g. two leases' runs), each summarized and all
     pooled, as the report's lines; each run is named by its path as given (two leases both have an ab-1.json) and
     by the server started first where the run recorded it."""
-    from tqdeploy.errors import TQError
-
     if not paths or len(set(paths)) != len(paths):
         raise TQError("--pool needs ab result files, each once", "e.g. --pool lease6/ab-1.json lease7/ab-1.json")
     results = {}
@@ -205,8 +205,6 @@ def pool_files(paths: list[str]) -> str:
 
 
 def main(records: str, out: str) -> None:
-    from tqdeploy.errors import TQError
-
     if not Path(out).is_dir():
         raise TQError(f"{out}: not a folder", "give startup.sh's OUT_DIR, the folder that holds records.jsonl")
     try:
@@ -229,8 +227,6 @@ def main(records: str, out: str) -> None:
 
 def cli(argv: list[str]) -> int:
     """Exit 0 done (or --help), 2 bad input: one line naming the input and the fix, never a traceback."""
-    from tqdeploy.errors import TQError
-
     if argv[:1] in (["-h"], ["--help"]):
         print(__doc__)
         return 0

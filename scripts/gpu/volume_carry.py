@@ -27,6 +27,10 @@ import sys
 import tarfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+
+from tqdeploy.errors import TQError  # noqa: E402
+
 # A device call returns at most 8 files of 16 MiB, 64 MiB in all, and the working tree that travels is at most
 # 64 MiB: the parts, the manifest and the run's own records must fit beside each other.
 MAX_PARTS = 6
@@ -34,12 +38,6 @@ MAX_PACKED = 48 << 20
 MAX_UNPACKED = 4 << 30  # bytes: the volume was 85 MB after lease 8's starts
 MANIFEST = "volume.json"
 SCHEMA = "tqdeploy.gpu-volume/1"
-
-
-class CarryError(Exception):
-    def __init__(self, message: str, fix: str) -> None:
-        super().__init__(message)
-        self.message, self.fix = message, fix
 
 
 def files_holding(volume: Path, secret: bytes) -> list[str]:
@@ -57,16 +55,16 @@ def files_holding(volume: Path, secret: bytes) -> list[str]:
 
 def pack(volume: Path, dest: Path, key_file: Path, gpu: str, part_mib: int) -> dict:
     if not volume.is_dir():
-        raise CarryError(f"{volume}: not a folder", "give the build's cache volume, BUILD/.tqdeploy/cache")
+        raise TQError(f"{volume}: not a folder", "give the build's cache volume, BUILD/.tqdeploy/cache")
     try:
         secret = key_file.read_bytes().strip()
     except OSError as err:
-        raise CarryError(f"{key_file}: unreadable ({err.strerror})", "give the build's secrets/vllm-api-key") from err
+        raise TQError(f"{key_file}: unreadable ({err.strerror})", "give the build's secrets/vllm-api-key") from err
     if not secret:
-        raise CarryError(f"{key_file}: empty", "give the build's secrets/vllm-api-key")
+        raise TQError(f"{key_file}: empty", "give the build's secrets/vllm-api-key")
     holding = files_holding(volume, secret)
     if holding:
-        raise CarryError(f"{len(holding)} file(s) on the volume hold the API key: {', '.join(holding[:5])}",
+        raise TQError(f"{len(holding)} file(s) on the volume hold the API key: {', '.join(holding[:5])}",
                          "remove them (or the key from vLLM's environment) before carrying the volume")  # fmt: skip
     buf = io.BytesIO()
     count, unpacked = 0, 0
@@ -87,7 +85,7 @@ def pack(volume: Path, dest: Path, key_file: Path, gpu: str, part_mib: int) -> d
     size = part_mib << 20
     chunks = [blob[i : i + size] for i in range(0, len(blob), size)] or [b""]
     if len(chunks) > MAX_PARTS or len(blob) > MAX_PACKED:
-        raise CarryError(
+        raise TQError(
             f"the packed volume is {len(blob) / (1 << 20):.1f} MiB in {len(chunks)} parts of {part_mib} MiB",
             f"one call returns at most {MAX_PARTS} parts and {MAX_PACKED >> 20} MiB beside its records: carry less",
         )
@@ -112,20 +110,20 @@ def unpack(src: Path, volume: Path) -> dict:
         if manifest.get("schema") != SCHEMA or not isinstance(parts, list) or not 0 < len(parts) <= MAX_PARTS:
             raise ValueError("not a volume manifest")
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise CarryError(f"{src / MANIFEST}: not a readable volume manifest ({err})",
+        raise TQError(f"{src / MANIFEST}: not a readable volume manifest ({err})",
                          "give the folder volume_carry.py pack wrote") from err  # fmt: skip
     if volume.is_symlink() or (volume.exists() and not volume.is_dir()):
-        raise CarryError(f"{volume}: not a folder", "give the build's cache volume, BUILD/.tqdeploy/cache")
+        raise TQError(f"{volume}: not a folder", "give the build's cache volume, BUILD/.tqdeploy/cache")
     if volume.exists() and any(p.is_file() or p.is_symlink() for p in volume.rglob("*")):
-        raise CarryError(f"{volume}: holds files already", "unpack into a build whose cache volume has not been used")
+        raise TQError(f"{volume}: holds files already", "unpack into a build whose cache volume has not been used")
     blob = bytearray()
     for part in parts:
         name = str(part.get("name", ""))
         if Path(name).name != name or not name.startswith("cache.tar.xz."):
-            raise CarryError(f"{src / MANIFEST}: part name {name!r} is not a part", "pack the volume again")
+            raise TQError(f"{src / MANIFEST}: part name {name!r} is not a part", "pack the volume again")
         data = (src / name).read_bytes() if (src / name).is_file() else b""
         if hashlib.sha256(data).hexdigest() != part.get("sha256"):
-            raise CarryError(f"{src / name}: missing or not the part the manifest names", "carry every part again")
+            raise TQError(f"{src / name}: missing or not the part the manifest names", "carry every part again")
         blob += data
     # extracted beside the volume and renamed into place: a failed unpack leaves no half-filled volume
     partial = volume.with_name(f".{volume.name}.partial")
@@ -137,13 +135,13 @@ def unpack(src: Path, volume: Path) -> dict:
             for member in tar:
                 total += member.size
                 if total > MAX_UNPACKED:
-                    raise CarryError(f"{src}: unpacks to over {MAX_UNPACKED >> 30} GiB", "carry a smaller volume")
+                    raise TQError(f"{src}: unpacks to over {MAX_UNPACKED >> 30} GiB", "carry a smaller volume")
                 tar.extract(member, partial, filter="data")  # refuses absolute paths, '..', links out, devices
         if volume.exists():
             shutil.rmtree(volume)  # only empty folders are left there (checked above)
         partial.rename(volume)
     except (tarfile.TarError, OSError, EOFError) as err:
-        raise CarryError(f"{src}: the parts do not unpack ({err})", "pack the volume again") from err
+        raise TQError(f"{src}: the parts do not unpack ({err})", "pack the volume again") from err
     finally:
         shutil.rmtree(partial, ignore_errors=True)
     return {"files": manifest.get("files"), "unpacked_bytes": total, "gpu": manifest.get("gpu")}
@@ -165,15 +163,15 @@ def main(argv: list[str]) -> int:
     try:
         if args.verb == "pack":
             if not 1 <= args.part_mib <= 16:
-                raise CarryError(f"--part-mib {args.part_mib} is outside 1..16", "e.g. --part-mib 15")
+                raise TQError(f"--part-mib {args.part_mib} is outside 1..16", "e.g. --part-mib 15")
             result = pack(args.volume, args.dest, args.key_file, args.gpu, args.part_mib)
             result = {k: result[k] for k in ("files", "unpacked_bytes", "packed_bytes")} | {
                 "parts": len(result["parts"])
             }
         else:
             result = unpack(args.src, args.volume)
-    except CarryError as exc:
-        print(f"volume_carry: error: {exc.message}\n  fix: {exc.fix}", file=sys.stderr)
+    except TQError as exc:
+        print(f"volume_carry: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
         return 2
     print(json.dumps(result))
     return 0
