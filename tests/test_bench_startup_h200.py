@@ -10,28 +10,36 @@ import statistics
 from tqdeploy.bench import startup
 
 
-def test_the_interleaved_h200_runs_give_one_row_per_concurrency_from_every_lease():
+def test_the_interleaved_h200_runs_give_one_row_per_checkpoint_and_concurrency_from_every_lease():
     files = sorted(startup.H200_STARTUP.glob(startup.H200_AB))
-    assert {f.name for f in files} >= {"ab-lease6-1.json", "ab-lease6-2.json", "ab-lease7-1.json"}
+    assert {f.name for f in files} >= {"ab-lease6-1.json", "ab-lease7-1.json", "ab-lease9-1.json"}
     assert not any(f.name.endswith("-cpu.json") for f in files)  # the CPU accounting beside a run is no run
-    runs = [json.loads(f.read_text()) for f in files]
+    by_checkpoint: dict[str, list[dict]] = {}
+    for f in files:  # runs before lease 9 named no checkpoint: they all served dense8w
+        run = json.loads(f.read_text())
+        by_checkpoint.setdefault((run.get("models") or {}).get("plain", "dense8w"), []).append(run)
+    assert sorted(by_checkpoint) == ["dense32w", "dense8w"]
     rows = startup.h200_tok_rows()
-    assert [r.name.split("tokens/s ")[1].split(",")[0] for r in rows] == ["c=1", "c=8", "c=64"]
-    for row, conc in zip(rows, (1, 8, 64), strict=True):
-        steps = [s for r in runs for s in r["steps"] if s["concurrency"] == conc and s["ratio"]]
-        assert f"over {len(steps)} steps" in row.name
-        assert row.ours == statistics.median(s["tqdeploy"]["output_tokens_per_s"] for s in steps)
-        assert row.theirs == statistics.median(s["plain"]["output_tokens_per_s"] for s in steps)
-        # the pooled per-step ratio: the geometric mean of each (run, first) cell's geometric mean
-        cells: dict = {}
-        for n, r in enumerate(runs):
-            for s in r["steps"]:
-                if s["concurrency"] == conc and s["ratio"]:
-                    cells.setdefault((n, s["first"]), []).append(math.log(s["ratio"]))
-        geo = math.exp(statistics.fmean(statistics.fmean(c) for c in cells.values()))
-        assert f"per-step ratio {geo:.3f}" in row.name, row.name
-        assert "+-2%: " in row.name and "-2% margin: " in row.name
-    assert "plain/tqdeploy started first" in rows[0].name  # lease 7 started plain's server first, lease 6 tqdeploy's
+    assert [(r.name.split(", ")[1], r.name.split("tokens/s ")[1].split(",")[0]) for r in rows] == [
+        (name, f"c={conc}") for name in ("dense32w", "dense8w") for conc in (1, 8, 64)
+    ]
+    for n, (name, runs) in enumerate(sorted(by_checkpoint.items())):
+        for row, conc in zip(rows[3 * n : 3 * n + 3], (1, 8, 64), strict=True):
+            steps = [s for r in runs for s in r["steps"] if s["concurrency"] == conc and s["ratio"]]
+            assert f"{len(runs)} interleaved runs" in row.name and f"over {len(steps)} steps" in row.name
+            assert row.ours == statistics.median(s["tqdeploy"]["output_tokens_per_s"] for s in steps)
+            assert row.theirs == statistics.median(s["plain"]["output_tokens_per_s"] for s in steps)
+            # the pooled per-step ratio: the geometric mean of each (run, first) cell's geometric mean
+            cells: dict = {}
+            for i, r in enumerate(runs):
+                for s in r["steps"]:
+                    if s["concurrency"] == conc and s["ratio"]:
+                        cells.setdefault((i, s["first"]), []).append(math.log(s["ratio"]))
+            geo = math.exp(statistics.fmean(statistics.fmean(c) for c in cells.values()))
+            assert f"per-step ratio {geo:.3f}" in row.name, (name, row.name)
+            assert "+-2%: " in row.name and "-2% margin: " in row.name
+    # both start orders in each series: lease 7 started plain's server first, lease 6 tqdeploy's; lease 9 both
+    assert all("plain/tqdeploy started first" in r.name for r in rows)
 
 
 def test_the_recorded_start_up_pairs_stay_in_the_bench():
