@@ -23,6 +23,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+
+from tqdeploy.errors import TQError, report_error  # noqa: E402
+
 KINDS = ("cpu", "launch", "gemv")
 
 
@@ -95,16 +99,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
     kinds = [k for k in args.kinds.split(",") if k]
-    problem = None
-    if not kinds or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
-        problem = (f"--kinds {args.kinds!r} is not a list of {', '.join(KINDS)}", "e.g. --kinds cpu,gemv")
-    elif not 2 <= args.windows <= 100:
-        problem = (f"--windows {args.windows} is outside 2..100", "e.g. --windows 8")
-    elif not 0.05 <= args.seconds <= 60:
-        problem = (f"--seconds {args.seconds} is outside 0.05..60", "e.g. --seconds 4")
-    if problem:
-        print(f"jitter: error: {problem[0]}\n  fix: {problem[1]}", file=sys.stderr)
-        return 2
+    try:
+        if not kinds or any(k not in KINDS for k in kinds) or len(set(kinds)) != len(kinds):
+            raise TQError(f"--kinds {args.kinds!r} is not a list of {', '.join(KINDS)}", "e.g. --kinds cpu,gemv")
+        if not 2 <= args.windows <= 100:
+            raise TQError(f"--windows {args.windows} is outside 2..100", "e.g. --windows 8")
+        if not 0.05 <= args.seconds <= 60:
+            raise TQError(f"--seconds {args.seconds} is outside 0.05..60", "e.g. --seconds 4")
+    except TQError as exc:
+        return report_error(exc, "jitter")
     result = measure(kinds, args.windows, args.seconds)
     text = json.dumps(result, indent=1)
     if args.out:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
-from tqdeploy.errors import TQError  # noqa: E402
+from tqdeploy.errors import TQError, report_error  # noqa: E402
 from tqdeploy.profile.load import load_spec  # noqa: E402
 from tqdeploy.profile.paired import compare, side  # noqa: E402
 
@@ -61,8 +61,7 @@ def main(argv: list[str]) -> int:
         result = compare(a, b, spec, args.rounds, args.tolerance, lambda part: _write(args.out, part, extra),
                          args.max_seconds)  # fmt: skip
     except TQError as exc:
-        print(f"paired_load: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
-        return 2
+        return report_error(exc, "paired_load")
     _write(args.out, result, extra)
     for conc, c in result["by_concurrency"].items():
         adjusted = c.get("adjusted") or {}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
-from tqdeploy.errors import TQError  # noqa: E402
+from tqdeploy.errors import TQError, report_error  # noqa: E402
 
 
 def seconds(rows: list[dict], phase: str) -> list[float]:
@@ -240,8 +240,7 @@ def cli(argv: list[str]) -> int:
                 f"{len(argv)} argument(s) given", "startup_report.py RECORDS.jsonl OUT_DIR, or --pool AB.json..."
             )
     except TQError as exc:
-        print(f"startup_report: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
-        return 2
+        return report_error(exc, "startup_report")
     return 0
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
 
-from tqdeploy.errors import TQError  # noqa: E402
+from tqdeploy.errors import TQError, report_error  # noqa: E402
 
 # A device call returns at most 8 files of 16 MiB, 64 MiB in all, and the working tree that travels is at most
 # 64 MiB: the parts, the manifest and the run's own records must fit beside each other.
@@ -171,8 +171,7 @@ def main(argv: list[str]) -> int:
         else:
             result = unpack(args.src, args.volume)
     except TQError as exc:
-        print(f"volume_carry: error: {exc.message}\n  fix: {exc.remediation}", file=sys.stderr)
-        return 2
+        return report_error(exc, "volume_carry")
     print(json.dumps(result))
     return 0
 

@@ -44,22 +44,22 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else ""
 
 
-def report_error(err: BaseException) -> int:
-    """Print the error to stderr and return the exit code.
+def report_error(err: BaseException, prog: str = "tqdeploy") -> int:
+    """Print the error to stderr, under prog (the command or script that failed), and return the exit code.
 
     A TQError is one line (two with its fix) and exits with its own code (2 unless it says otherwise).
     Anything else is a bug in tqdeploy: one line naming the exception, exit 3; TQDEPLOY_DEBUG=1 adds
     the traceback.
     """
     if isinstance(err, TQError):
-        line = f"tqdeploy: error: {err.message}"
+        line = f"{prog}: error: {err.message}"
         if err.remediation:
             line += f"\n  fix: {err.remediation}"
         code = err.exit_code
     else:
         detail = _first_line(str(err))
         name = type(err).__name__
-        line = f"tqdeploy: internal error: {name}: {detail}" if detail else f"tqdeploy: internal error: {name}"
+        line = f"{prog}: internal error: {name}: {detail}" if detail else f"{prog}: internal error: {name}"
         if not debug_enabled():
             line += f" (a bug in tqdeploy; re-run with {DEBUG_ENV}=1 for a traceback)"
         code = EXIT_INTERNAL
