@@ -29,10 +29,12 @@ from support.up_builds import (
     tq,
 )
 from support.vllm_server import vllm_available
+from tqdeploy.buildfolder import BuildFolder
 
 pytestmark = pytest.mark.vllm
 SMALL_KV = ["--kv-cache-memory-bytes", str(64 << 20)]
 MAX_REQUESTS = 4000
+BLUE_CPU, GREEN_CPU = 0, 1
 
 
 @pytest.fixture
@@ -72,6 +74,14 @@ def _start_nginx(exe, root, port, upstream_conf):
     subprocess.run([exe, "-c", str(main), "-p", str(root)], check=True, capture_output=True, timeout=30)
 
 
+def _log_tail(build, lines=40):
+    """The end of a build's server log, for a failed start's message."""
+    log = BuildFolder(build).current_log
+    if not log.is_file():
+        return f"\n(no server log at {log})"
+    return f"\n--- {log} ---\n" + "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+
+
 class ClientLoop(threading.Thread):
     """Completions through nginx, one at a time, until stopped or MAX_REQUESTS; every outcome recorded."""
 
@@ -107,7 +117,12 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
     shutil.copy(blue / "nginx.conf", upstream_conf)
     loop = ClientLoop(f"http://127.0.0.1:{nginx_port}/v1/completions", key_headers(blue))
     try:
-        rc, up, out = tq("up", str(blue), "--json")
+        # Each server's OpenMP threads on a core of its own, named, not left to vLLM's "auto" binding: auto takes
+        # one logical CPU per physical core and keeps one back for the scheduler, so on two cores it binds CPU 0,
+        # but on one core with two SMT threads it binds CPU 1 and keeps none back (ompmultiprocessing.py
+        # _get_autobind_cpu_ids; seen here with lscpu reporting both CPUs on core 0): green, confined to CPU 1
+        # below, would then start on the core where blue's worker spins.
+        rc, up, out = tq("up", str(blue), "--json", extra_env={"VLLM_CPU_OMP_THREADS_BIND": str(BLUE_CPU)})
         assert rc == 0, out[-2000:]
         _start_nginx(exe, root, nginx_port, upstream_conf)
         loop.start()
@@ -123,7 +138,10 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
             "--drain-timeout",
             "30",
             # On a loaded two-core machine the second server's imports alone have taken minutes: let the
-            # overall timeout decide, not up's 300 s default stall limit.
+            # overall timeout decide, not up's 300 s default stall limit. That timeout is up's own, inside the
+            # subprocess's, so a slow start ends with up's answer (phase, last log line), not a bare kill.
+            "--timeout",
+            str(UP_TIMEOUT_S),
             "--stall-timeout",
             str(UP_TIMEOUT_S),
             "--json",
@@ -133,10 +151,11 @@ def test_replace_switches_nginx_to_the_new_build_with_zero_failed_requests(tmp_p
             # mask in turn (at::init_num_threads, seen with strace), and the move onto core 0, where the
             # first server's worker spins under the client loop, did not complete for 7 minutes on this
             # machine's kernel (stack: sched_setaffinity -> affine_move_task; CI stop 15 failed so).
-            extra_env={"VLLM_CPU_OMP_THREADS_BIND": "1"},
-            cpus={1},
+            extra_env={"VLLM_CPU_OMP_THREADS_BIND": str(GREEN_CPU)},
+            cpus={GREEN_CPU},
+            timeout=UP_TIMEOUT_S + 180,  # room for the drain and the old server's stop after a late ready
         )
-        assert rc == 0, out[-2000:]
+        assert rc == 0, out[-2000:] + _log_tail(green)
         ok_until_replaced = loop.ok
         time.sleep(3)  # requests after the switch reach green
         loop.stop.set()
