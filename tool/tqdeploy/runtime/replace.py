@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass, field
@@ -22,8 +21,6 @@ from typing import Any
 from tqdeploy.errors import TQError
 from tqdeploy.runtime import http
 from tqdeploy.runtime.procs import PROC, alive, read_proc
-
-_UPSTREAM = re.compile(r"(upstream\s+\w+_vllm\s*\{[^}]*?\bserver\s+)([^;\s]+)(\s*;)", re.S)
 
 
 @dataclass
@@ -39,33 +36,35 @@ class SwitchReport:
         return self.__dict__.copy()
 
 
+@dataclass(frozen=True)
+class SwitchPlan:
+    """What `up --replace` checked before starting anything: the conf to rewrite and the nginx that reads it."""
+
+    conf: Path
+    pid_file: Path
+    master: int
+    old_upstream: str
+
+
+def plan_switch(conf: Path, pid_file: Path) -> SwitchPlan:
+    """Every precondition of the switch, refused in one line before the new server starts: the conf is a regular
+    file with one live `upstream <name>_vllm` block, and the pid file names the nginx master that includes it."""
+    from tqdeploy.runtime.nginxconf import find_upstream, proven_master, read_conf
+
+    conf = Path(os.path.realpath(conf))  # a sites-enabled link: the file it names is the one rewritten
+    upstream = find_upstream(read_conf(conf), conf)
+    return SwitchPlan(conf, Path(pid_file), proven_master(Path(pid_file), conf), upstream.address)
+
+
 def rewrite_upstream(conf: Path, new: str) -> str:
-    """Point the conf's vLLM upstream at new (host:port); returns the old server. Atomic rename."""
-    text = conf.read_text(encoding="utf-8")
-    match = _UPSTREAM.search(text)
-    if match is None:
-        raise TQError(
-            f"{conf} has no `upstream <name>_vllm {{ server ...; }}` block", "pass the nginx.conf build rendered"
-        )
-    tmp = conf.with_name(f".{conf.name}.tqdeploy-{os.getpid()}")
-    tmp.write_text(text[: match.start(2)] + new + text[match.end(2) :], encoding="utf-8")
-    os.chmod(tmp, conf.stat().st_mode & 0o777)
-    os.replace(tmp, conf)
-    return match.group(2)
+    """Point the conf's live vLLM upstream at new (host:port); returns the old server. Atomic rename."""
+    from tqdeploy.fsutil import atomic_write_text
+    from tqdeploy.runtime.nginxconf import find_upstream, read_conf
 
-
-def nginx_master(pid_file: Path) -> int:
-    try:
-        pid = int(pid_file.read_text().strip())
-    except (OSError, ValueError):
-        raise TQError(
-            f"no nginx master pid in {pid_file}", "pass --nginx-pid with the pid file of the running nginx"
-        ) from None
-    if not alive(pid):
-        raise TQError(
-            f"nginx master {pid} (from {pid_file}) is not running", "start nginx, or pass the right --nginx-pid"
-        )
-    return pid
+    text = read_conf(conf)
+    found = find_upstream(text, conf)
+    atomic_write_text(conf, text[: found.start] + new + text[found.end :], mode=os.stat(conf).st_mode & 0o777)
+    return found.address
 
 
 def workers(master: int) -> list[int]:
@@ -117,10 +116,13 @@ def _reloaded(master: int, before: list[int], timeout: float = 10.0) -> bool:
 
 
 def switch_and_drain(
-    conf: Path, pid_file: Path, new_upstream: str, old_base_url: str, drain_timeout: float, old_key: str | None = None
+    plan: SwitchPlan, new_upstream: str, old_base_url: str, drain_timeout: float, old_key: str | None = None
 ) -> SwitchReport:
     """``old_key``: the old deployment's API key, sent to its own origin only (net.Client)."""
-    master = nginx_master(pid_file)
+    from tqdeploy.runtime.nginxconf import proven_master
+
+    conf = plan.conf
+    master = proven_master(plan.pid_file, conf)  # again, right before the signal: nginx may have restarted
     before = workers(master)
     old = rewrite_upstream(conf, new_upstream)
     os.kill(master, signal.SIGHUP)  # nginx's reload: re-read the conf, start new workers, retire the old

@@ -198,6 +198,8 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         result.findings.append(already_running(dep.build_dir, st))
         return result
     old = _replace_target(dep, replace) if replace is not None else None
+    # --replace: the conf and nginx are proven before anything starts (a refusal leaves nothing running).
+    switch = _switch_plan(old, nginx_conf, nginx_pid) if old is not None else None
     # A runtime may stand in for the one asked on such a build (multinode for process with multinode.json).
     runtime = registry.for_start(o.runtime, dep.build_dir)
     prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
@@ -221,23 +223,31 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
     result.findings += prepared.findings  # the runtime's warnings (TQ423: capped container limits)
     result = _start(dep, result, runtime, prepared, o)
-    if old is not None and result.status == "ready":
-        _take_over(dep, result, old, o.grace, nginx_conf, nginx_pid, drain_timeout)
+    if old is not None and switch is not None and result.status == "ready":
+        _take_over(dep, result, old, o.grace, switch, drain_timeout)
     return result
 
 
-def _take_over(dep: Deployment, result: UpResult, old: dict[str, Any], grace, nginx_conf, nginx_pid, drain_timeout):
-    """--replace: switch nginx to the new deployment, drain the old one, stop it."""
+def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path):
+    from tqdeploy.runtime.replace import plan_switch
+
+    return plan_switch(nginx_conf or folder(old["build_dir"]).nginx_conf, nginx_pid)
+
+
+def _take_over(dep: Deployment, result: UpResult, old: dict[str, Any], grace, plan, drain_timeout):
+    """--replace: switch nginx to the new deployment, drain the old one, stop it. A switch that fails leaves
+    nginx and the old deployment as they were, and stops the new one again: nothing of this `up` is left."""
     from tqdeploy.runtime.down import down
     from tqdeploy.runtime.interrupt import ignored
     from tqdeploy.runtime.replace import old_key, switch_and_drain
 
-    conf = nginx_conf or folder(old["build_dir"]).nginx_conf
     key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
     with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
-        switch = switch_and_drain(
-            conf, nginx_pid, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key
-        )
+        try:
+            switch = switch_and_drain(plan, f"{dep.connect_host}:{dep.port}", old["base_url"], drain_timeout, key)
+        except TQError:
+            down(dep.build_dir, timeout=grace)
+            raise
         stopped = down(Path(old["build_dir"]), timeout=grace)
     result.replaced = {"old": old["build_dir"], "switch": switch.to_dict(), "old_stopped": stopped.status}
     result.findings += stopped.findings
