@@ -263,7 +263,7 @@ def test_a_broken_vllm_build_is_not_a_missing_vllm():
     assert classify_exit([line], 1, CTX).id == "TQ419"
 
 
-def test_the_marker_names_the_folder_itself_not_its_path_or_contents(tmp_path):
+def test_the_marker_names_the_folder_by_its_resolved_path_not_its_contents(tmp_path):
     import shutil
 
     from tqdeploy.runtime.marker import trust_state
@@ -277,8 +277,9 @@ def test_the_marker_names_the_folder_itself_not_its_path_or_contents(tmp_path):
     assert state.deployment_marker(tmp_path / "copy") != state.deployment_marker(build)
     moved = tmp_path / "moved"
     build.rename(moved)
-    (tmp_path / "build").mkdir()  # a new folder at the old path is another deployment
-    assert state.deployment_marker(tmp_path / "build") != state.deployment_marker(moved)
+    old_marker = state.deployment_marker(link)
+    (tmp_path / "build").mkdir()  # built again where it was: the same deployment (its old server is found)
+    assert state.deployment_marker(tmp_path / "build") == old_marker != state.deployment_marker(moved)
     state.new_state(moved, marker=state.deployment_marker(moved), started_at=1e9)
     own = state.read_record(moved)  # parsed and validated once: trust_state takes the typed record
     assert own is not None and own.marker == state.deployment_marker(moved)

@@ -1,7 +1,7 @@
 """Which deployment a build folder is, and what of its state.json may be acted on.
 
-The marker (runtime/folderid.py) names the folder itself, not its contents: a `cp -a` copy (same state.json,
-other inode) is another deployment and a folder moved back and forth keeps none of its old processes. `up`
+The marker (runtime/folderid.py) names the folder by its resolved path, not its contents: a `cp -a` copy (same
+state.json, another path) is another deployment, and a folder built again where it was is the same one. `up`
 records it in state.json; a state whose recorded marker is not this folder's was written for another folder,
 and its pids and times are not trusted. The state comes in as the typed record that state.read_record parsed
 and validated once for the command (runtime/record.py), never as the file's dict.
