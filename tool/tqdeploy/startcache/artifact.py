@@ -1,0 +1,157 @@
+"""export_build / import_build: a build's start-up caches to one artifact and back, with the results the
+`tqdeploy cache` command prints (human and --json, schemas tqdeploy.cache-export/1 and tqdeploy.cache-import/1).
+
+The volume is the build's VLLM_CACHE_ROOT: BUILD/.tqdeploy/cache/vllm for the process runtime (runtime/process.py),
+or the folder --volume names (the compose service's and the init container's /cache/vllm). The build's
+interpreter (--python, TQDEPLOY_VLLM_PYTHON, the last `up`'s) answers for torch and vLLM.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+from tqdeploy.startcache.compare import Difference, differences, refusals
+
+
+@dataclass
+class BuildContext:
+    build: Path
+    volume: Path
+    python: str
+    key: str | None
+    lock: dict[str, Any]
+    model_dir: Path
+
+
+def context(build_dir: Path, volume: Path | None, python: str | None) -> BuildContext:
+    from tqdeploy.buildfolder import folder, read_lock
+    from tqdeploy.runtime.deployment import load_deployment
+    from tqdeploy.runtime.process import resolve_python
+    from tqdeploy.safeio import read_key_file
+
+    dep = load_deployment(build_dir)
+    key = read_key_file(dep.api_key_file, within=None) if dep.api_key_file and dep.api_key_file.is_file() else None
+    return BuildContext(
+        build=dep.build_dir,
+        volume=Path(volume).resolve() if volume else folder(dep.build_dir).vllm_cache,
+        python=resolve_python(python, _previous_python(dep.build_dir)),
+        key=key,
+        lock=read_lock(dep.build_dir),
+        model_dir=dep.model_dir,
+    )
+
+
+def _previous_python(build: Path) -> str | None:
+    from tqdeploy.runtime.state import read_state
+
+    try:
+        state = read_state(build)
+    except (TQError, OSError):
+        return None
+    python = state.get("python") if state else None
+    return python if isinstance(python, str) else None
+
+
+@dataclass
+class ExportResult:
+    archive: str
+    files: int
+    unpacked_bytes: int
+    packed_bytes: int
+    seconds: float
+    facts: dict[str, str]
+    left_behind: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": "tqdeploy.cache-export/1", **self.__dict__, "seconds": round(self.seconds, 3)}
+
+    def render(self, console) -> None:
+        console.print(
+            f"exported {self.files} files, {self.unpacked_bytes / 1e6:.1f} MB -> {self.archive} "
+            f"({self.packed_bytes / 1e6:.1f} MB, {self.seconds:.1f} s)"
+        )
+        f = self.facts
+        console.print(
+            f"valid for: vLLM {f.get('vllm')}, torch {f.get('torch')}, {f.get('device')} "
+            f"(capability {f.get('capability')}, ISA {f.get('cpu_isa')}), driver {f.get('driver')}"
+        )
+        if self.left_behind:
+            console.print(f"left behind {len(self.left_behind)} link(s): {', '.join(self.left_behind[:5])}")
+
+
+def export_build(ctx: BuildContext, out: Path) -> ExportResult:
+    from tqdeploy.startcache import hostfacts, pack, secrets
+
+    started = time.monotonic()
+    if not ctx.volume.is_dir() or not pack.walk(ctx.volume)[1]:
+        raise TQError(
+            f"{ctx.volume} holds no caches to export",
+            "start the build once (`tqdeploy up BUILD`, then `tqdeploy down BUILD`) so its caches fill",
+        )
+    facts, model_files = hostfacts.gather(ctx.python, ctx.lock, ctx.model_dir)
+    extra = {"cpu_model": hostfacts.cpu_model(), "build": str(ctx.lock.get("name", ""))[:100]}
+    manifest = pack.build_manifest(ctx.volume, facts, model_files, extra)
+    held = secrets.files_holding(ctx.volume, [e.path for e in manifest.files], secrets.needles(ctx.key))
+    if held:
+        shown = ", ".join(f"{p} ({why})" for p, why in held[:3])
+        raise TQError(
+            f"{len(held)} cache file(s) hold a secret, nothing exported: {shown}",
+            "remove those files (or the secret from vLLM's environment) and export again",
+        )
+    size = pack.write_archive(ctx.volume, manifest, out)
+    return ExportResult(str(out), len(manifest.files), manifest.total_bytes, size, time.monotonic() - started,
+                        facts, list(manifest.left_behind))  # fmt: skip
+
+
+@dataclass
+class ImportResult:
+    archive: str
+    volume: str
+    imported: bool
+    forced: bool
+    files: int
+    unpacked_bytes: int
+    seconds: float
+    differences: list[Difference]
+
+    @property
+    def exit_code(self) -> int:
+        return 0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "differences"}
+        return {"schema": "tqdeploy.cache-import/1", **d, "seconds": round(self.seconds, 3),
+                "differences": [x.to_dict() for x in self.differences]}  # fmt: skip
+
+    def render(self, console) -> None:
+        for d in self.differences:
+            word = "forced past" if d.refuses else "note"
+            console.print(f"{word}: {d.line()}" + ("" if d.refuses else " (vLLM's own compile cache misses)"))
+        console.print(
+            f"imported {self.files} files, {self.unpacked_bytes / 1e6:.1f} MB from {self.archive} into "
+            f"{self.volume} ({self.seconds:.1f} s)"
+        )
+
+
+def import_build(ctx: BuildContext, archive: Path, force: bool = False) -> ImportResult:
+    from tqdeploy.startcache import hostfacts, secrets, unpack
+
+    started = time.monotonic()
+    manifest = unpack.read_manifest(archive)
+    facts, model_files = hostfacts.gather(ctx.python, ctx.lock, ctx.model_dir)
+    diffs = differences(manifest, facts, model_files)
+    refused = refusals(diffs)
+    if refused and not force:
+        raise TQError(
+            f"{archive} was made for another build or host: {'; '.join(d.line() for d in refused[:6])}"
+            + (f" (and {len(refused) - 6} more)" if len(refused) > 6 else ""),
+            "export the caches on a host and build that match (or, knowing the difference enters no cache key, "
+            "import with --force: those caches then miss and vLLM rebuilds them)",
+        )
+    done = unpack.extract(archive, manifest, ctx.volume, secrets.needles(ctx.key))
+    return ImportResult(str(archive), str(ctx.volume), True, bool(refused), done["files"], done["bytes"],
+                        time.monotonic() - started, diffs)  # fmt: skip
