@@ -20,6 +20,7 @@ EXIT_INTERNAL = 3
 EXIT_INTERRUPTED = 130
 
 DEBUG_ENV = "TQDEPLOY_DEBUG"
+MESSAGE_LIMIT = 2000  # characters of one error line; a message quoting a 900 KB field is cut, its length said
 
 
 class TQError(Exception):
@@ -51,13 +52,15 @@ def report_error(err: BaseException, prog: str = "tqdeploy") -> int:
     Anything else is a bug in tqdeploy: one line naming the exception, exit 3; TQDEPLOY_DEBUG=1 adds
     the traceback.
     """
+    from tqdeploy.idents import shown  # messages quote names and values from outside: escaped, cut
+
     if isinstance(err, TQError):
-        line = f"{prog}: error: {err.message}"
+        line = f"{prog}: error: {shown(err.message, MESSAGE_LIMIT)}"
         if err.remediation:
-            line += f"\n  fix: {err.remediation}"
+            line += f"\n  fix: {shown(err.remediation, MESSAGE_LIMIT)}"
         code = err.exit_code
     else:
-        detail = _first_line(str(err))
+        detail = shown(_first_line(str(err)), MESSAGE_LIMIT)
         name = type(err).__name__
         line = f"{prog}: internal error: {name}: {detail}" if detail else f"{prog}: internal error: {name}"
         if not debug_enabled():

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from tqdeploy.findings import Finding, sort_worst_first
 
+TITLE_LIMIT = 1000  # characters of a finding's title or fix as printed
+
 SEVERITY_STYLE = {
     "error": "bold red",
     "warn": "yellow",
@@ -73,35 +75,41 @@ def emit(result: Result, as_json: bool) -> None:
 
 
 def format_evidence(evidence: dict[str, Any]) -> str:
+    """key=value pairs; each value (a GPU name, a path, a server's answer) escaped and cut (idents.shown)."""
+    from tqdeploy.idents import shown
+
     parts = []
     for key, value in evidence.items():
         if isinstance(value, float):
             value = f"{value:g}"
         elif isinstance(value, (list, tuple)):
-            value = ", ".join(str(v) for v in value)
-        parts.append(f"{key}={value}")
+            value = ", ".join(shown(v) for v in value[:50]) + (f", ...({len(value)} items)" if len(value) > 50 else "")
+        parts.append(f"{shown(key, 80)}={shown(value, TITLE_LIMIT)}")
     return "; ".join(parts)
 
 
 def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
     """A table worst first across all areas (an error is never below another area's passes), the area on
     every row, the fix under each problem."""
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title=title, show_lines=False, expand=False)
+    from tqdeploy.idents import shown
+
+    table = Table(title=escape(shown(title, TITLE_LIMIT)), show_lines=False, expand=False)  # it names a file
     table.add_column("id", no_wrap=True)
     table.add_column("severity", no_wrap=True)
     table.add_column("area", no_wrap=True)
     table.add_column("finding")
     rows = [f for f in sort_worst_first(findings) if show_ok or f.severity.value not in ("ok", "skipped")]
     for i, f in enumerate(rows):
-        body = Text(f.title)
+        body = Text(shown(f.title, TITLE_LIMIT))  # titles quote names from outside: escaped, cut
         ev = format_evidence(f.evidence)
         if ev:
             body.append("\n" + ev, style="dim")
         if f.remediation and f.severity.value in ("error", "warn", "info"):
-            body.append("\nfix: " + f.remediation, style="bold")
+            body.append("\nfix: " + shown(f.remediation, TITLE_LIMIT), style="bold")
         last_of_severity = i == len(rows) - 1 or rows[i + 1].severity is not f.severity
         table.add_row(
             f.id,

@@ -16,12 +16,15 @@ from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.jsonin import loads
 from tqdeploy.safeio import FileRefused, read_bytes
 from tqdeploy.snapshot_types import check_sections, check_type
 
 SCHEMA = "tqdeploy.snapshot/1"
 SNAPSHOT_LIMIT = 16 << 20  # a recorded 8-GPU host is ~200 KiB
 UNLIMITED = (-1,)  # rlimits: RLIM_INFINITY is recorded as -1 (probe/system.py)
+STRING_LIMIT = 16 << 10  # characters of one recorded string: names, paths, versions, one-line errors
+NUMBER_LIMIT = 2**63 - 1  # bytes, counts and ids all fit in 64 bits (NVML and sysfs report them so)
 
 
 @dataclass
@@ -78,9 +81,12 @@ class HostSnapshot:
     def from_dict(cls, data: dict[str, Any]) -> HostSnapshot:
         known = {f.name: f for f in fields(cls)}
         kwargs = {k: v for k, v in data.items() if k in known}
+        hints = _hints(cls)
         for name, value in kwargs.items():
             _check_shape(name, value, known[name])
-            _check_numbers(value, name, allowed=UNLIMITED if name == "limits" else ())
+            if not isinstance(value, (dict, list)):  # schema, recorded_at, tool_version, aspm_policy
+                check_type(value, hints[name], name)
+            _check_values(value, name, allowed=UNLIMITED if name == "limits" else ())
 
         check_sections(kwargs)
         kwargs["gpus"] = [_build(GPU, g) for g in data.get("gpus", [])]
@@ -97,35 +103,17 @@ class HostSnapshot:
             raise TQError(
                 f"snapshot file {p} does not exist", "record one with `tqdeploy doctor --snapshot-out FILE`"
             ) from None
+        fix = "pass a file written by `tqdeploy doctor --snapshot-out`"
         try:
             # The path is the user's own (--snapshot), so a link is followed; a FIFO, device or folder is not.
-            data = json.loads(read_bytes(p, SNAPSHOT_LIMIT, "snapshot file", follow_symlinks=True).decode("utf-8"))
+            raw = read_bytes(p, SNAPSHOT_LIMIT, "snapshot file", follow_symlinks=True)
         except FileRefused as exc:
             why = exc.message.removeprefix(f"snapshot file {p} ")
-            raise TQError(
-                f"snapshot file {p} is not a readable text file ({why})",
-                "pass a file written by `tqdeploy doctor --snapshot-out`",
-            ) from None
-        except (UnicodeDecodeError, RecursionError) as exc:
-            raise TQError(
-                f"snapshot file {p} is not a readable text file ({type(exc).__name__})",
-                "pass a file written by `tqdeploy doctor --snapshot-out`",
-            ) from exc
-        except json.JSONDecodeError as exc:
-            raise TQError(
-                f"snapshot file {p} is not JSON ({exc.msg} at line {exc.lineno})",
-                "pass a file written by `tqdeploy doctor --snapshot-out`",
-            ) from exc
-        except ValueError as exc:  # an integer of more digits than Python converts
-            raise TQError(
-                f"snapshot file {p} is not JSON ({str(exc)[:120]})",
-                "pass a file written by `tqdeploy doctor --snapshot-out`",
-            ) from None
+            raise TQError(f"snapshot file {p} is not a readable text file ({why})", fix) from None
+        # Depth-bounded: a file nested 100,000 deep is one line. NaN passes here so from_dict names its field.
+        data = loads(raw, f"snapshot file {p}", fix, constants=True)
         if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-            raise TQError(
-                f"snapshot file {p} is not a {SCHEMA} document",
-                "pass a file written by `tqdeploy doctor --snapshot-out`",
-            )
+            raise TQError(f"snapshot file {p} is not a {SCHEMA} document", fix)
         try:
             return cls.from_dict(data)
         except (TypeError, ValueError, AttributeError, RecursionError) as exc:
@@ -142,18 +130,26 @@ def _check_shape(name: str, value: Any, f) -> None:
         raise TypeError(f"section {name!r} must be a JSON {'object' if isinstance(default, dict) else 'array'}")
 
 
-def _check_numbers(value: Any, where: str, allowed: tuple[int, ...] = ()) -> None:
-    """Every number a probe records is a size, count, time or id: finite and not negative (-1 for "unlimited"
-    in limits only). A hand-edited -150000000000 once gave "TQ103 ok ... -140.4 GiB"; refuse it on load."""
+def _check_values(value: Any, where: str, allowed: tuple[int, ...] = ()) -> None:
+    """Every number a probe records is a size, count, time or id: finite, not negative (-1 for "unlimited"
+    in limits only) and within 64 bits. A hand-edited -150000000000 once gave "TQ103 ok ... -140.4 GiB", and a
+    4,000-digit memory_total an OverflowError in plan and doctor. Every string (and key) a probe records is a
+    name, path, version or one-line error: a 10 MiB GPU name once took doctor 65 s and 1.3 GB. Refused on load."""
     import math
 
     if isinstance(value, dict):
         for key, item in value.items():
-            _check_numbers(item, f"{where}.{key}", allowed)
+            _check_values(key, f"{where} (a key)", allowed)
+            _check_values(item, f"{where}.{str(key)[:40]}", allowed)
     elif isinstance(value, list):
         for i, item in enumerate(value):
-            _check_numbers(item, f"{where}[{i}]", allowed)
+            _check_values(item, f"{where}[{i}]", allowed)
+    elif isinstance(value, str):
+        if len(value) > STRING_LIMIT:
+            raise ValueError(f"{where} is a string of {len(value)} characters, more than the {STRING_LIMIT} allowed")
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if isinstance(value, int) and abs(value) > NUMBER_LIMIT:
+            raise ValueError(f"{where} = {str(value)[:20]}... ({len(str(value))} digits) is past 64 bits")
         if not math.isfinite(value) or (value < 0 and value not in allowed):
             raise ValueError(f"{where} = {repr(value)[:40]} is not a finite number >= 0")
 
@@ -161,12 +157,16 @@ def _check_numbers(value: Any, where: str, allowed: tuple[int, ...] = ()) -> Non
 def _build(cls, data: dict[str, Any]):
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
-    from typing import get_type_hints
-
     known = {f.name: f for f in fields(cls)}
-    hints = get_type_hints(cls)
+    hints = _hints(cls)
     kwargs = {k: v for k, v in data.items() if k in known}
     for name, value in kwargs.items():
         _check_shape(f"gpus[].{name}", value, known[name])
         check_type(value, hints[name], f"gpus[{data.get('index', '?')}].{name}")
     return cls(**kwargs)
+
+
+def _hints(cls) -> dict[str, Any]:
+    from typing import get_type_hints
+
+    return get_type_hints(cls)

@@ -12,12 +12,57 @@ from __future__ import annotations
 import types
 from typing import Any, Union, get_args, get_origin
 
-# Keys inside the dict sections that checks and the planner do arithmetic or comparisons on.
+_STR = str | None
+_STRS = list[str]
+# The keys of the dict sections that checks and the planner read, with the types the probes write them with
+# (probe/system.py, hostenv.py, docker_engine.py, cudalibs.py, pci.py, topology.py). A section a check reads
+# with .get() and then iterates or compares (docker.runtimes, cuda_libs.ldconfig...) once crashed that check
+# when hand-edited to another type; now the load refuses the snapshot and names the field.
 SECTION_FIELDS: dict[str, dict[str, Any]] = {
-    "driver": {"cuda_driver": int | None, "present": bool | None, "version": str | None},
-    "shm": {"total_bytes": int, "free_bytes": int},
-    "disk": {"total_bytes": int, "free_bytes": int},
-    "limits": dict.fromkeys(("memlock_soft", "memlock_hard", "nofile_soft", "nofile_hard"), int | None),
+    "driver": {"cuda_driver": int | None, "present": bool | None, "version": _STR, "nvml_version": _STR},
+    "shm": {"total_bytes": int, "free_bytes": int, "path": _STR},
+    "disk": {"total_bytes": int, "free_bytes": int, "path": _STR, "measured_at": _STR},
+    "limits": dict.fromkeys(("memlock_soft", "memlock_hard", "nofile_soft", "nofile_hard"), int | None)
+    | {"infiniband": _STRS | None},
+    "container": {"in_container": bool, "markers": _STRS | None},
+    "kernel": {"release": _STR, "wsl": bool | None},
+    "docker": {
+        "sdk": _STR,
+        "reachable": bool | None,
+        "error": _STR,
+        "server_version": _STR,
+        "runtimes": _STRS | None,
+        "default_runtime": _STR,
+        "cdi_specs": dict[str, _STRS] | None,
+        "nvidia_ctk": _STR,
+        "docker_cli": _STR,
+        "cdi_spec_dirs_engine": _STRS | None,
+    },
+    "env": {"hf_token_present": bool | None, "hf_endpoint": _STR, "hf_cache": _STR, "hf_hub_offline": _STR},
+    "mirror": {
+        "endpoint": _STR,
+        "proxy": _STR,
+        "reachable": bool | None,
+        "status": int | None,
+        "error": _STR,
+        "seconds": float | None,
+    },
+    "cuda_libs": {"wheels": dict[str, str] | None, "python_env": _STR, "ldconfig": dict[str, _STRS] | None},
+}
+# Sections that hold one such object per entry: pci (per bus id) and topology (per GPU pair).
+ENTRY_FIELDS: dict[str, dict[str, Any]] = {
+    "pci": {
+        "present": bool | None,
+        "current_link_speed": _STR,
+        "max_link_speed": _STR,
+        "current_link_width": int | str | None,
+        "max_link_width": int | str | None,
+        "current_gen": int | None,
+        "max_gen": int | None,
+        "aer": dict[str, dict[str, int]] | None,
+        "l1_aspm": bool | None,
+    },
+    "topology": {"a": int, "b": int, "level": _STR, "p2p_read": _STR, "p2p_nvlink": _STR},
 }
 
 
@@ -62,11 +107,22 @@ def check_type(value: Any, hint: Any, where: str) -> None:
         raise TypeError(f"{where} = {repr(value)[:40]} must be {_describe(hint)}")
 
 
+def _check_keys(values: dict[str, Any], keys: dict[str, Any], where: str) -> None:
+    for key, hint in keys.items():
+        if key in values:
+            check_type(values[key], hint, f"{where}.{key}")
+
+
 def check_sections(data: dict[str, Any]) -> None:
     for section, keys in SECTION_FIELDS.items():
         values = data.get(section)
-        if not isinstance(values, dict):
-            continue
-        for key, hint in keys.items():
-            if key in values:
-                check_type(values[key], hint, f"{section}.{key}")
+        if isinstance(values, dict):
+            _check_keys(values, keys, section)
+    for section, keys in ENTRY_FIELDS.items():
+        entries = data.get(section)
+        items = entries.items() if isinstance(entries, dict) else enumerate(entries or [])
+        for name, entry in items:
+            where = f"{section}[{str(name)[:40]!r}]"
+            if not isinstance(entry, dict):
+                raise TypeError(f"{where} must be an object")
+            _check_keys(entry, keys, where)

@@ -85,8 +85,6 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise ValueError(f"not a tar.gz archive ({exc})") from None
     if "manifest.json" not in files:
         raise ValueError("no manifest.json in it")
-    try:
-        manifest = json.loads(files.pop("manifest.json"))
-    except ValueError as exc:
-        raise ValueError(f"manifest.json is not JSON ({exc})") from None
-    return manifest, files
+    from tqdeploy.bundle.manifest import parse_manifest
+
+    return parse_manifest(files.pop("manifest.json"), str(path)), files  # depth and shape checked

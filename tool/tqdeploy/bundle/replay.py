@@ -6,7 +6,6 @@ format stays here, in bundle/; HostSnapshot (tqdeploy.snapshot) reads JSON only.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +38,10 @@ def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
             f"bundle {p} holds no {SNAPSHOT_MEMBER} (its doctor collector did not run)",
             "run `tqdeploy bundle --inspect FILE` to see which collectors failed; record a new bundle",
         )
-    try:
-        data = json.loads(files[SNAPSHOT_MEMBER])
-    except ValueError as exc:
-        raise TQError(f"{SNAPSHOT_MEMBER} in bundle {p} is not JSON ({exc})", "record a new bundle") from None
+    from tqdeploy.jsonin import loads
+
+    where, fix = f"{SNAPSHOT_MEMBER} in bundle {p}", "record a new bundle"
+    data = loads(files[SNAPSHOT_MEMBER], where, fix, constants=True)  # depth-bounded; NaN named by from_dict
     return data if isinstance(data, dict) else {}
 
 
@@ -58,4 +57,6 @@ def load_host_snapshot(path: str | Path) -> HostSnapshot:
     try:
         return HostSnapshot.from_dict(data)
     except (TypeError, ValueError, AttributeError) as exc:
-        raise TQError(f"the snapshot in bundle {p} has a malformed section ({exc})", "record a new bundle") from None
+        raise TQError(
+            f"the snapshot in bundle {p} has a malformed section ({str(exc)[:200]})", "record a new bundle"
+        ) from None

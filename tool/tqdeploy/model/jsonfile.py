@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.jsonin import nesting_depth
 
 MAX_CONFIG_BYTES = 8 << 20  # real config.json files are a few KiB; id2label-heavy ones stay under 1 MiB
 MAX_INDEX_BYTES = 64 << 20  # model.safetensors.index.json of the largest checkpoints is ~ 10 MiB
@@ -61,28 +61,9 @@ def parse_json(data: bytes | str, where: str, fix: str) -> Any:
         raise TQError(f"{where} is too large to parse", fix) from None
     except (ValueError, UnicodeDecodeError) as err:  # JSONDecodeError, NaN/Infinity, over 4300-digit integers
         raise TQError(f"{where} is not valid JSON ({str(err)[:120]})", fix) from None
-    if nesting_depth(value) > MAX_DEPTH:
+    if nesting_depth(value, MAX_DEPTH) > MAX_DEPTH:
         raise TQError(f"{where} nests deeper than {MAX_DEPTH} levels: not a checkpoint's JSON", fix)
     return value
-
-
-def nesting_depth(value: Any) -> int:
-    """Deepest nesting of lists/dicts, iteratively (no recursion to exhaust)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children: Iterable[Any]
-        if isinstance(item, dict):
-            children = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        deepest = max(deepest, depth)
-        if deepest > MAX_DEPTH:
-            return deepest
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
 
 
 def read_json_file(path: Path, max_bytes: int = MAX_CONFIG_BYTES, fix: str = "restore the checkpoint's file") -> Any:

@@ -10,6 +10,17 @@ from tqdeploy.plan.rows import PlanRow, as_finding, flagged, problem_dict
 from tqdeploy.plan.table import render_rows
 from tqdeploy.units import GiB
 
+
+def _safe(value: object) -> str:
+    """A value from a snapshot, config or model id inside rich markup: control characters escaped and cut
+    (idents.shown), and brackets escaped so a GPU named "[blink]" is text, not a style."""
+    from rich.markup import escape
+
+    from tqdeploy.idents import shown
+
+    return escape(shown(value, 1000))
+
+
 SCHEMA = "tqdeploy.plan/1"
 
 
@@ -61,9 +72,9 @@ class Plan:
     def render(self, console) -> None:
         m, b = self.model, self.budget
         console.print(
-            f"[bold]{m['source']}[/] ({m.get('architecture') or m.get('model_type')}, "
+            f"[bold]{_safe(m['source'])}[/] ({_safe(m.get('architecture') or m.get('model_type'))}, "
             f"{len(m['kv_layers'])} KV layers of {m['num_hidden_layers']}"
-            f"{', hybrid' if m['is_hybrid'] else ''}) on {self.host.get('description', '')}, "
+            f"{', hybrid' if m['is_hybrid'] else ''}) on {_safe(self.host.get('description', ''))}, "
             f"TP={self.tp}, max-model-len {self.max_model_len:,}, vLLM {self.vllm_version}"
         )
         reserve = b["activation_bytes"] + b["cuda_graph_bytes"] + b["nccl_bytes"] + b["context_bytes"]
@@ -84,12 +95,14 @@ class Plan:
         for code, dtypes in seen.items():
             p = as_finding(row_problems[code])
             console.print(
-                f"[{_colour(p)}]{p.severity.value} {p.id}[/] ({', '.join(dtypes)}): {p.title}\n  fix: {p.remediation}"
+                f"[{_colour(p)}]{p.severity.value} {p.id}[/] ({', '.join(dtypes)}): {_safe(p.title)}\n"
+                f"  fix: {_safe(p.remediation)}"
             )
         for p in map(as_finding, self.problems):
-            console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {p.title}\n  fix: {p.remediation}")
+            title, fix = _safe(p.title), _safe(p.remediation)
+            console.print(f"[{_colour(p)}]{p.severity.value} {p.id}[/]: {title}\n  fix: {fix}")
         for n in self.notes:
-            console.print(f"[dim]note: {n}[/]")
+            console.print(f"[dim]note: {_safe(n)}[/]")
         if blocked:  # vLLM would not start as planned: no recommendation to act on yet
             console.print(f"[bold red]no recommendation[/]: {_no_recommendation(blocked)}")
         elif self.recommended:
