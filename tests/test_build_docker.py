@@ -200,7 +200,7 @@ def test_entrypoint_fails_fast_when_the_model_is_missing(docker_client, built):
     try:
         assert _wait_exit(c) == 66
         logs = c.logs().decode()
-        assert "serve.sh: model missing: /models/tiny has no config.json" in logs
+        assert "serve.sh: exit 66 (model-missing): /models/tiny has no config.json" in logs
         assert "fix: run ./download.sh" in logs
     finally:
         c.remove(force=True)

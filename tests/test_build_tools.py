@@ -262,7 +262,7 @@ def test_serve_sh_fails_fast_when_the_model_is_missing(builds, tmp_path):
         },
     )
     assert res.returncode == 66
-    assert res.stderr.splitlines()[0] == f"serve.sh: model missing: {tmp_path / 'absent'} has no config.json"
+    assert res.stderr.splitlines()[0] == f"serve.sh: exit 66 (model-missing): {tmp_path / 'absent'} has no config.json"
 
 
 def test_a_multi_node_worker_fails_fast_on_a_missing_model_too(builds, tmp_path):
@@ -270,7 +270,7 @@ def test_a_multi_node_worker_fails_fast_on_a_missing_model_too(builds, tmp_path)
         builds["multinode"] / "serve.sh",
         {"TQ_ROLE": "worker", "TQ_MODEL_DIR": str(tmp_path / "absent"), "LWS_LEADER_ADDRESS": "leader.example"},
     )
-    assert res.returncode == 66 and "model missing" in res.stderr
+    assert res.returncode == 66 and "(model-missing)" in res.stderr
 
 
 def test_serve_sh_refuses_to_start_without_its_api_key(builds, tmp_path):

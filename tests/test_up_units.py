@@ -69,8 +69,10 @@ def test_a_clean_start_log_has_no_failure_signature():
         (-9, [], "TQ408"),
         (0, ["RuntimeError: Engine core initialization failed. See root cause above."], "TQ407"),
         (0, ["INFO shutting down"], "TQ411"),
-        (66, ["serve.sh: model missing: /models/tiny has no config.json"], "TQ412"),
-        (67, [], "TQ413"),
+        (66, ["serve.sh: exit 66 (model-missing): /models/tiny has no config.json"], "TQ412"),
+        (67, ["launch_vllm.py: exit 67 (key-file): API key file /k holds a space"], "TQ413"),
+        (67, [], "TQ419"),  # an exit status alone says nothing about why (issue 35)
+        (68, ["launch_vllm.py: exit 68 (environment): VLLM_RUST_FRONTEND_PATH is set"], "TQ427"),
         (3, ["ValueError: something else"], "TQ419"),
         (2, ["api_server.py: error: unrecognized arguments: --no-such-flag"], "TQ405"),
         (1, ["OSError: [Errno 98] Address already in use"], "TQ401"),

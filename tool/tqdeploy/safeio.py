@@ -143,24 +143,20 @@ def key_file_mode(path: Path) -> KeyFileMode:
 
 
 def read_key_file(path: Path, within: Path | None = None) -> str:
-    """The API key held in ``path``: a regular file of at most 4 KiB holding one printable line.
+    """The API key held in ``path``: a regular file of at most 4 KiB holding one line of printable ASCII without
+    spaces; trailing newlines (CR or LF) are allowed. launch_vllm.py (templates/) applies this very rule when the
+    server starts, so a key file `up` accepts is never refused at the start (a trailing space once was).
 
     The key is for requests only; callers never print it. A folder, FIFO, empty or binary file is refused
     with one line naming the file, before any server is asked.
     """
     raw = read_bytes(path, KEY_FILE_LIMIT, "the API key file", within, follow_symlinks=within is None)
-    try:
-        key = raw.decode("ascii").strip()
-    except UnicodeDecodeError:
-        key = ""
-        binary = True
-    else:
-        binary = any(ord(c) < 0x21 or ord(c) > 0x7E for c in key)
-    if binary:
-        raise FileRefused(
-            f"the API key file {path} holds binary or control characters, not a key",
-            "write the key as one line of printable characters, e.g. `openssl rand -hex 32 > FILE`",
-        )
+    key = raw.rstrip(b"\r\n")
     if not key:
         raise FileRefused(f"the API key file {path} is empty", "put the server's API key in it (one line)")
-    return key
+    if any(c < 0x21 or c > 0x7E for c in key):
+        raise FileRefused(
+            f"the API key file {path} holds binary or control characters, a space or more than one line: not a key",
+            "write the key as one line of printable ASCII, e.g. `openssl rand -hex 32 > FILE`",
+        )
+    return key.decode("ascii")

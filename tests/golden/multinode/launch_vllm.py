@@ -28,6 +28,7 @@ from typing import NoReturn
 
 KEY_MAX_BYTES = 4096
 EXIT_KEY = 67  # as serve.sh: the key file is missing, empty or not a key
+EXIT_REFUSED = 68  # the environment or the flags would put the key where others read it
 
 
 class _Key(str):
@@ -40,13 +41,16 @@ class _Key(str):
         return "[redacted]"
 
 
+def _exit(code: int, reason: str, message: str, fix: str) -> NoReturn:
+    # The first line is the reason line `tqdeploy up` classifies a failed start by (runtime/exitreason.py):
+    # `<script>: exit <code> (<reason>): <message>`; an exit status alone says nothing about why.
+    print(f"launch_vllm.py: exit {code} ({reason}): {message}", file=sys.stderr)
+    print(f"  fix: {fix}", file=sys.stderr)
+    sys.exit(code)
+
+
 def _fail(message: str) -> NoReturn:
-    print(f"launch_vllm.py: {message}", file=sys.stderr)
-    print(
-        "  fix: put the key (one line, printable, <= 4 KiB) in that file; it never goes on the command line",
-        file=sys.stderr,
-    )
-    sys.exit(EXIT_KEY)
+    _exit(EXIT_KEY, "key-file", message, "put the key (one line of printable ASCII, no spaces, <= 4 KiB) in that file")
 
 
 def read_key(path: str) -> str:
@@ -64,13 +68,14 @@ def read_key(path: str) -> str:
         os.close(fd)
     if len(data) > KEY_MAX_BYTES:
         _fail(f"API key file {path} is larger than {KEY_MAX_BYTES} bytes")
-    try:
-        key = data.decode("utf-8").rstrip("\r\n")
-    except UnicodeDecodeError:
-        _fail(f"API key file {path} is not UTF-8 text")
-    if not key or not key.isprintable() or key != key.strip():
-        _fail(f"API key file {path} is empty or holds more than one printable line")
-    return key
+    # The rule tqdeploy's pre-flight applies too (safeio.read_key_file): one line of printable ASCII without
+    # spaces, a trailing newline allowed. A key that passed one and failed the other was a start that failed late.
+    key = data.rstrip(b"\r\n")
+    if not key:
+        _fail(f"API key file {path} is empty")
+    if any(c < 0x21 or c > 0x7E for c in key):
+        _fail(f"API key file {path} holds a space, a control or non-ASCII character, or more than one line")
+    return key.decode("ascii")
 
 
 # How the EngineCore process starts. "spawn" is what `vllm serve` does (cli_env_setup): a fresh interpreter that
@@ -149,7 +154,12 @@ def main(argv: list) -> None:
     os.environ.pop("VLLM_API_KEY", None)  # one source for the key: the file
     if os.environ.get("VLLM_RUST_FRONTEND_PATH"):
         # vllm/v1/utils.py hands the Rust frontend the non-default args as JSON on its command line.
-        _fail("VLLM_RUST_FRONTEND_PATH is set: that frontend gets the arguments, the key too, in argv; unset it")
+        _exit(
+            EXIT_REFUSED,
+            "environment",
+            "VLLM_RUST_FRONTEND_PATH is set: that frontend gets the arguments, the key too, in argv",
+            "unset VLLM_RUST_FRONTEND_PATH in the environment `tqdeploy up` runs in",
+        )
 
     forkserver = engine_start() == "forkserver" and "--numa-bind" not in argv  # NUMA binding needs spawn (vLLM)
     if forkserver:
@@ -172,7 +182,12 @@ def main(argv: list) -> None:
         configure_logging(args)
     serve.validate(args)
     if args.api_key:
-        _fail("--api-key is on the command line: drop it, the key comes from $TQ_API_KEY_FILE")
+        _exit(
+            EXIT_REFUSED,
+            "arguments",
+            "--api-key is on the command line",
+            "drop it from the spec's extra_args: the key comes from $TQ_API_KEY_FILE",
+        )
     args.api_key = [_Key(key)]
     if forkserver:
         route_engine_through_forkserver()

@@ -34,14 +34,15 @@ export VLLM_USE_AOT_COMPILE="${VLLM_USE_AOT_COMPILE:-0}"
 export HF_HUB_OFFLINE=1
 
 if [ ! -f "$MODEL_DIR/config.json" ]; then
-  echo "serve.sh: model missing: $MODEL_DIR has no config.json" >&2
+  # `<script>: exit <code> (<reason>): ...` is the reason line `tqdeploy up` classifies a failed start by.
+  echo "serve.sh: exit 66 (model-missing): $MODEL_DIR has no config.json" >&2
   echo "  fix: run ./download.sh, or mount the model directory at $MODEL_DIR, then start again" >&2
   exit 66
 fi
 
 API_KEY_FILE="${TQ_API_KEY_FILE:-/run/secrets/vllm-api-key}"
 if [ ! -s "$API_KEY_FILE" ]; then
-  echo "serve.sh: API key file $API_KEY_FILE is missing or empty" >&2
+  echo "serve.sh: exit 67 (key-file): API key file $API_KEY_FILE is missing or empty" >&2
   echo "  fix: put the key in that file (compose secret or Kubernetes Secret); it never goes on the command line" >&2
   exit 67
 fi

@@ -49,6 +49,12 @@ def profile(
         raise TQError(f"--log {log}: no such file", "pass the path of a saved vLLM log")
     if load and url is None and build is None:
         raise TQError("--load needs a server", "pass --url http://127.0.0.1:PORT or a BUILD folder")
+    if out is not None and (out.is_symlink() or (out.exists() and not out.is_dir())):
+        # Before anything is profiled (a start can take minutes): --out is a folder, never a file to replace.
+        raise TQError(
+            f"--out {out} is {'a symlink' if out.is_symlink() else 'an existing file'}, not a folder",
+            "pass a folder for profile.json and profile.png (a new or existing one), e.g. --out profile-run",
+        )
     inputs = Inputs(
         log=log,
         url=check_loopback(url) if url else None,

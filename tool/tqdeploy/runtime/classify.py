@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.runtime.exitreason import ExitReason, last_reason
 from tqdeploy.vllmfacts import logpatterns as logs
 from tqdeploy.vllmfacts.logpatterns import KV_ESTIMATE_FIGURE, KV_NEED_FIGURES, NO_CACHE_MEMORY
 
@@ -178,6 +179,31 @@ def root_cause(lines: list[str]) -> str | None:
     return None
 
 
+def _said(said: ExitReason, ctx: StartContext, log_hint: str) -> Finding:
+    """A start the rendered scripts ended on purpose: the finding is what their reason line says."""
+    evidence = {"exit_code": said.code, "reason": said.reason, "said": f"{said.script}: {said.message}"}
+    if said.reason == "model-missing":
+        return _error(
+            "TQ412",
+            "the model is missing where serve.sh expects it",
+            evidence,
+            f"run {ctx.build_dir}/download.sh (or `tqdeploy download`), or point TQ_MODEL_DIR at it",
+        )
+    if said.reason == "key-file":
+        return _error(
+            "TQ413",
+            f"the API key file was refused: {said.message}",
+            evidence,
+            "write the key (one line of printable ASCII, no spaces) into the file server.api_key_file names",
+        )
+    return _error(
+        "TQ427",
+        f"{said.script} refused to start vLLM ({said.reason}): {said.message}",
+        evidence,
+        f"do what the log's `fix:` line below it says; {log_hint}",
+    )
+
+
 def classify_exit(lines: list[str], exit_code: int | None, ctx: StartContext) -> Finding:
     """A start that ended with the process gone: the most specific finding for it."""
     specific = classify_log(lines, ctx)
@@ -187,20 +213,9 @@ def classify_exit(lines: list[str], exit_code: int | None, ctx: StartContext) ->
     cause = root_cause(lines)
     engine_died = any(logs.ENGINE_DIED.search(line) for line in lines)
     log_hint = f"read {ctx.build_dir}/.tqdeploy/logs/server.log (`tqdeploy logs {ctx.build_dir}`)"
-    if exit_code == 66:  # serve.sh: model missing
-        return _error(
-            "TQ412",
-            "the model is missing where serve.sh expects it",
-            {"exit_code": 66},
-            f"run {ctx.build_dir}/download.sh (or `tqdeploy download`), or point TQ_MODEL_DIR at it",
-        )
-    if exit_code == 67:  # serve.sh: API key file missing or empty
-        return _error(
-            "TQ413",
-            "the API key file is missing or empty",
-            {"exit_code": 67},
-            "write the key into the file server.api_key_file names (never on the command line)",
-        )
+    said = last_reason(lines)
+    if said is not None and said.code == exit_code:
+        return _said(said, ctx, log_hint)
     if exit_code is not None and exit_code < 0:
         name = signal.Signals(-exit_code).name if -exit_code in signal.Signals._value2member_map_ else str(-exit_code)
         evidence = {"signal": name, "exit_code": exit_code}

