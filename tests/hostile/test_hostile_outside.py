@@ -1,0 +1,212 @@
+"""Hostile round three, the input side (issue 35): strings from outside printed raw, readers that crash or
+run without bound on a crafted snapshot or bundle, and mirrors that answer with hostile listings.
+
+Each case is named by its kind and runs the real CLI (in-process; a subprocess where a memory cap matters).
+Held to what every hostile case is held to (test_hostile_inputs.check_outcome): no traceback or internal
+error, the exit code, a one-line error naming the input; and here also: no raw escape character reaches
+stdout or stderr, and what must be shown (an escaped name) is.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import tarfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hostile.seeds import TESTS, model_dir
+from hostile.test_hostile_inputs import IN_PROCESS_LIMIT_S, Case, check_outcome, run_subprocess
+
+ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m"  # set the title, clear the screen, turn red
+
+
+@dataclass
+class Shown(Case):
+    shows: str = ""  # must appear in stdout or stderr (the escaped form of a hostile name)
+    limit_chars: int = 0  # stdout + stderr at most this long (0: no bound checked)
+
+
+def _snapshot(tmp: Path, edit: Callable[[dict], None]) -> Path:
+    data = json.loads((TESTS / "fixtures" / "hosts" / "h200-1gpu.json").read_text())
+    edit(data)
+    path = tmp / "host.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def _bundle(tmp: Path, files: dict[str, bytes], manifest: dict | None = None, raw_manifest: bytes | None = None):
+    """A bundle as `tqdeploy bundle` lays it out (tar.gz, manifest.json first), with any manifest at all."""
+    if manifest is None:
+        manifest = {
+            "schema": "tqdeploy.bundle/1",
+            "tool_version": "0.1.0",
+            "created_at": "2026-12-04T00:00:00+00:00",
+            "redacted": True,
+            "redactions": {},
+            "collectors": [{"name": "logs", "status": "ok", "seconds": 0.1}],
+            "files": {n: {"sha256": hashlib.sha256(d).hexdigest(), "size": len(d)} for n, d in files.items()},
+        }
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for name, data in [("manifest.json", raw_manifest or json.dumps(manifest).encode()), *files.items()]:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    path = tmp / "b.tar.gz"
+    path.write_bytes(gzip.compress(buf.getvalue()))
+    return path
+
+
+# ---------------------------------------------------------------- terminal injection, echoed whole
+
+
+def escape_in_snapshot_gpu_name_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(name="NVIDIA H200" + ESC))
+    return Shown(["doctor", "--snapshot", str(snap)], code=0, shows="\\x1b[2J")
+
+
+def escape_in_snapshot_gpu_name_plan(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(name="NVIDIA H200" + ESC + "[blink]"))
+    return Shown(["plan", "--model", str(model_dir(tmp)), "--snapshot", str(snap)], code=0, shows="\\x1b[2J")
+
+
+def escape_in_archive_member_name_inspect(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {f"logs/x{ESC}.log": b"a quiet line\n"})
+    return Shown(["bundle", "--inspect", str(bundle)], code=0, shows="logs/x\\x1b]0;owned\\x07")
+
+
+def newline_in_archive_member_name_inspect(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {"logs/a.log\nproblem: none, looks clean": b"line\n"})
+    return Shown(["bundle", "--inspect", str(bundle)], code=0, shows="logs/a.log\\nproblem")
+
+
+def manifest_8mib_tool_version_inspect(tmp: Path) -> Case:
+    data = b"line\n"
+    manifest = {"schema": "tqdeploy.bundle/1", "tool_version": "9" * (8 << 20), "files": {}}
+    bundle = _bundle(tmp, {"logs/a.log": data}, manifest)
+    return Shown(["bundle", "--inspect", str(bundle)], needle="tool_version is 8388608 characters", limit_chars=4000)
+
+
+def lock_900kb_name_rebuild(tmp: Path) -> Case:
+    from tqdeploy.cli import main
+
+    out = tmp / "b"
+    assert main(["build", "--embedded", "tiny-cpu-demo", "--out", str(out)]) == 0
+    lock = out / "tqdeploy.lock.json"
+    data = json.loads(lock.read_text())
+    data["name"] = "n" * 900_000
+    lock.write_text(json.dumps(data))
+    argv = ["build", "--embedded", "tiny-cpu-demo", "--out", str(out)]
+    return Shown(argv, needle="the deployment 'nnnn", shows="chars)", limit_chars=6000)
+
+
+# ---------------------------------------------------------------- snapshots: bounded, typed, one line
+
+
+def snapshot_memory_total_4000_digits_plan(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(memory_total=int("9" * 4000)))
+    argv = ["plan", "--model", str(model_dir(tmp)), "--snapshot", str(snap)]
+    return Case(argv, needle="gpus[0].memory_total = 99999")
+
+
+def snapshot_memory_total_4000_digits_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(memory_total=int("9" * 4000)))
+    return Case(["doctor", "--snapshot", str(snap)], needle="(4000 digits) is past 64 bits")
+
+
+def snapshot_gpu_name_10mib_doctor(tmp: Path) -> Case:
+    snap = _snapshot(tmp, lambda d: d["gpus"][0].update(name="H" * (10 << 20)))
+    return Case(["doctor", "--snapshot", str(snap)], needle="gpus[0].name is a string of 10485760 characters")
+
+
+def _wrong_type(section: str, key: str, value) -> Callable[[Path], Case]:
+    def case(tmp: Path) -> Case:
+        def edit(d: dict) -> None:
+            target = d.setdefault(section, {})
+            if section == "pci":  # one object per bus id
+                target = target.setdefault(next(iter(target), "0000:00:06.0"), {})
+            target[key] = value
+
+        snap = _snapshot(tmp, edit)
+        return Case(["doctor", "--snapshot", str(snap)], needle=f".{key} = ")
+
+    return case
+
+
+snapshot_wrong_type_container = _wrong_type("container", "markers", 5)
+snapshot_wrong_type_docker = _wrong_type("docker", "runtimes", 7)
+snapshot_wrong_type_env = _wrong_type("env", "hf_endpoint", ["a"])
+snapshot_wrong_type_kernel = _wrong_type("kernel", "release", 5)
+snapshot_wrong_type_mirror = _wrong_type("mirror", "status", "200")
+snapshot_wrong_type_cuda_libs = _wrong_type("cuda_libs", "ldconfig", {"cudnn": 3})
+snapshot_wrong_type_pci = _wrong_type("pci", "aer", ["fatal"])
+
+
+def bundle_snapshot_nested_100000_doctor(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {"host/snapshot.json": b"[" * 100_000 + b"]" * 100_000})
+    return Case(["doctor", "--snapshot", str(bundle)], needle="nests deeper than 64 levels")
+
+
+# ---------------------------------------------------------------- bundle manifests: schema before use
+
+
+def manifest_nested_100000_inspect(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {"logs/a.log": b"x\n"}, raw_manifest=b'{"files": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    return Case(["bundle", "--inspect", str(bundle)], needle="nests deeper than 64 levels")
+
+
+def manifest_files_list_inspect(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {"logs/a.log": b"x\n"}, {"schema": "tqdeploy.bundle/1", "files": ["logs/a.log"]})
+    return Case(["bundle", "--inspect", str(bundle)], needle="files = ['logs/a.log'] must be an object")
+
+
+def manifest_files_strings_inspect(tmp: Path) -> Case:
+    bundle = _bundle(tmp, {"logs/a.log": b"x\n"}, {"schema": "tqdeploy.bundle/1", "files": {"logs/a.log": "abc"}})
+    return Case(["bundle", "--inspect", str(bundle)], needle="files = {'logs/a.log': 'abc'} must be an object")
+
+
+def manifest_odd_collectors_inspect(tmp: Path) -> Case:
+    manifest = {"schema": "tqdeploy.bundle/1", "files": {}, "collectors": [{"name": 5, "status": ["ok"]}]}
+    bundle = _bundle(tmp, {}, manifest)
+    return Case(["bundle", "--inspect", str(bundle)], needle="collectors[0].name = 5 must be a string")
+
+
+CASES = {name: fn for name, fn in globals().items() if callable(fn) and getattr(fn, "__module__", "") == __name__}
+CASES = {n: f for n, f in CASES.items() if not n.startswith(("_", "test_")) and n not in ("Shown", "ESC")}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_hostile_outside_input(name, tmp_path, run_cli, monkeypatch):
+    monkeypatch.delenv("HF_ENDPOINT", raising=False)
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    case = CASES[name](tmp_path)
+    started = time.monotonic()
+    if case.subprocess:
+        code, out, err = run_subprocess(case, tmp_path)
+    else:
+        monkeypatch.chdir(tmp_path)
+        code, out, err = run_cli(*case.argv)
+        assert time.monotonic() - started < IN_PROCESS_LIMIT_S, f"{name} took {time.monotonic() - started:.1f} s"
+    check_outcome(case, tmp_path, code, out, err)
+    assert "\x1b" not in out + err and "\x07" not in out + err, (out + err)[:2000]
+    if isinstance(case, Shown):
+        assert case.shows in out + err, (out + err)[:3000]
+        assert not case.limit_chars or len(out + err) <= case.limit_chars, len(out + err)
+
+
+def test_inspect_of_a_log_of_4m_short_lines_is_linear(tmp_path, run_cli):
+    """Every line was scanned on its own: 46 s here before (53 s in the issue); halving spans: ~4 s."""
+    log = b"x\n" * 4_000_000 + b"token sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD\n"
+    bundle = _bundle(tmp_path, {"logs/vllm.log": log})
+    started = time.monotonic()
+    code, out, err = run_cli("bundle", "--inspect", str(bundle))
+    took = time.monotonic() - started
+    assert code == 1 and "secret in logs/vllm.log line 4000001" in out, (out, err)
+    assert took < 20, f"--inspect took {took:.1f} s"
