@@ -30,7 +30,7 @@ CASES = [
     (
         "TQ302",
         f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_5bit {SAFE}",
-        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_3bit_nc {SAFE}",
+        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_3bit_nc --no-enable-prefix-caching {SAFE}",
     ),
     (
         "TQ303",
@@ -81,7 +81,8 @@ CASES = [
     (
         "TQ320",
         f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TRITON_ATTN {SAFE}",
-        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TURBOQUANT {SAFE}",
+        "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --attention-backend TURBOQUANT "
+        f"--no-enable-prefix-caching {SAFE}",
     ),
     (
         "TQ321",
@@ -94,7 +95,8 @@ CASES = [
         "TQ321",  # --enforce-eager was #40831's workaround; on 0.32 it does not make the combination safe
         "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc "
         f'--speculative-config \'{{"method": "mtp", "num_speculative_tokens": 1}}\' --enforce-eager {SAFE}',
-        f"vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --enforce-eager {SAFE}",
+        "vllm serve Qwen/Qwen3.6-27B --kv-cache-dtype turboquant_4bit_nc --enforce-eager "
+        f"--no-enable-prefix-caching {SAFE}",
     ),
     (
         "TQ322",

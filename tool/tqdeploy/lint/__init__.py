@@ -66,6 +66,7 @@ def _lint(
     host,
     live: bool | None,
     variables: dict[str, str] | None = None,
+    variant: str | None = None,
 ) -> LintReport:
     from tqdeploy.lint import catalogue
 
@@ -90,6 +91,7 @@ def _lint(
         live=live,
         target=target,
         text_advice=text_advice,
+        variant=variant,
     )
     if inv.kind in VLLM_KINDS:
         ctx.parsed = parse_vllm_args(inv.argv, inv.vllm_start, inv.vllm_end, ctx.schema, variables)
@@ -130,15 +132,23 @@ def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
 
 
 def lint_command(
-    argv: list[str], *, vllm_version: str | None = None, model=None, host=None, live: bool | None = None
+    argv: list[str],
+    *,
+    vllm_version: str | None = None,
+    model=None,
+    host=None,
+    live: bool | None = None,
+    variant: str | None = None,
 ) -> LintReport:
-    """Lint one command line (already split into argv); live=None validates with vLLM when importable."""
+    """Lint one command line (already split into argv); live=None validates with vLLM when importable; variant is
+    the spec's ("gpu"/"cpu") when a build lints the command it renders (the argv alone does not say)."""
+    opts = {"vllm_version": vllm_version, "model": model, "host": host, "live": live, "variant": variant}
     wrapped = _shell_wrapper(list(argv))
     if wrapped is None:
-        return _lint(list(argv), " ".join(argv), {}, vllm_version=vllm_version, model=model, host=host, live=live)
+        return _lint(list(argv), " ".join(argv), {}, **opts)
 
     prefix, inner = wrapped
-    report = _lint(inner, argv[2], {}, vllm_version=vllm_version, model=model, host=host, live=live)
+    report = _lint(inner, argv[2], {}, **opts)
     changed = report.changed
     report.command = [*prefix, argv[2]]
     report.fixed_argv = [*prefix, shell_join(report.fixed_argv)] if changed else list(report.command)

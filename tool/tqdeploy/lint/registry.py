@@ -39,6 +39,7 @@ class LintContext:
     target: list[Finding] = field(default_factory=list)  # how the vLLM version was chosen (TQ311)
     text_advice: list[Finding] = field(default_factory=list)  # false advice anywhere in the text (TQ310)
     snippet: Any = None  # a Python snippet's (calls, API schema): tqdeploy.lint.pysnippet (TQ315)
+    variant: str | None = None  # the spec's variant ("gpu" or "cpu") when a build lints its own command (TQ348)
 
     @cached_property
     def advice(self) -> list[Finding]:

@@ -24,7 +24,9 @@ class FlagCheck:
 
 def check_flags(spec: Spec, model=None) -> FlagCheck:
     """Lint the spec's vLLM command; with model facts, also against the checkpoint (TP, max-model-len, TQ)."""
-    report = lint_command(spec.lint_argv(), vllm_version=spec.vllm_version, model=model, live=False)
+    report = lint_command(
+        spec.lint_argv(), vllm_version=spec.vllm_version, model=model, live=False, variant=spec.variant
+    )
     out = FlagCheck(findings=list(report.findings))
     for f in report.findings:
         if _severity(f) != "error":

@@ -4,7 +4,7 @@ and gives run_rules.
 arguments   TQ301-TQ309, TQ312, TQ314  vLLM's own arguments as its parser reads them
 advice      TQ310                      the false-advice catalogue (checks/false_advice.json)
 image       TQ311, TQ313               which image / vLLM release the command runs
-turboquant  TQ320, TQ321               TurboQuant KV dtypes with other options
+turboquant  TQ320, TQ321, TQ348, TQ349 TurboQuant KV dtypes with other options and platforms
 exposure    TQ322, TQ323               who can reach the server, credentials on argv
 cachekey    TQ344                      VLLM_API_KEY in vLLM's environment where it enters the compile cache
 docker      TQ330-TQ334                docker run options around a vLLM image
