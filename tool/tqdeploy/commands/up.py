@@ -30,7 +30,12 @@ def up(
     nginx_conf: Path | None = typer.Option(
         None, "--nginx-conf", help="--replace: the nginx.conf nginx includes (default: the old build's nginx.conf)."
     ),
-    nginx_pid: Path = typer.Option(Path("/run/nginx.pid"), "--nginx-pid", help="--replace: nginx's pid file."),
+    nginx_pid: Path = typer.Option(
+        Path("/run/nginx.pid"),
+        "--nginx-pid",
+        help="--replace: nginx's pid file; its pid is signalled only when it is the nginx master that wrote it and "
+        "includes the conf.",
+    ),
     drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
     as_json: bool = options.as_json("tqdeploy.up/1"),
 ) -> int:
@@ -96,4 +101,6 @@ def _check_runtime(runtime: str, image: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    app.command("up")(up)
+    from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
+
+    app.command("up", help=f"{up.__doc__}\n\n{help_text()}")(up)

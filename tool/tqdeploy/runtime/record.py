@@ -40,6 +40,7 @@ class StateRecord:
     python: str | None = None
     gpu_baseline: list[dict[str, Any]] | None = None
     marker: str | None = None
+    env_overrides: dict[str, str] | None = None  # the caller's TQ_* variables serve.sh read (runtime/callerenv.py)
     present: frozenset[str] = field(default=frozenset(), repr=False)  # the fields the file held
 
     @classmethod

@@ -204,6 +204,18 @@ def _gpu_baseline(value: Any, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     return value
 
 
+def _env_overrides(value: Any, ctx: dict[str, Any]) -> dict[str, str]:
+    """The caller's TQ_* variables `up` passed on (runtime/callerenv.py): status prints them."""
+    if not isinstance(value, dict) or len(value) > 16:
+        raise BadField("must be an object of at most 16 TQ_* variables")
+    for name, val in value.items():
+        if not re.fullmatch(r"TQ_[A-Z_]{1,40}", str(name)) or not isinstance(val, str):
+            raise BadField("must map TQ_* names to strings")
+        if len(val) > 400 or not val.isprintable():
+            raise BadField("must hold printable values of at most 400 characters")
+    return value
+
+
 CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "schema": _text,
     "runtime": _runtime,
@@ -230,6 +242,7 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "python": _path_text,
     "gpu_baseline": _gpu_baseline,
     "marker": _text,
+    "env_overrides": _env_overrides,
 }
 
 

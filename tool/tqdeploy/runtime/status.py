@@ -128,6 +128,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "exit_code": st.exit_code,
         "log_path": st.log_path,
         "spec_sha256": st.spec_sha256,
+        "env_overrides": st.env_overrides or {},  # the caller's TQ_* variables serve.sh read (callerenv.py)
         "processes": [p.to_dict() for p in now.processes],
         "health": health,
         "container": now.extra,

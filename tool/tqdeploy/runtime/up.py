@@ -11,7 +11,7 @@ from typing import Any
 from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.runtime import gpu, http, preflight, registry, state
+from tqdeploy.runtime import callerenv, gpu, http, preflight, registry, state
 from tqdeploy.runtime.base import Prepared, Runtime, Started, StartOptions, StopRequest
 from tqdeploy.runtime.classify import AREA, StartContext
 from tqdeploy.runtime.deployment import Deployment, load_deployment
@@ -219,6 +219,9 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
             o.on_doctor(result.doctor)
         result.findings.append(verdict)
     result.findings += preflight.host_findings(dep)
+    overridden = callerenv.overrides()
+    if overridden:  # passed on to serve.sh, never silently (runtime/callerenv.py says why)
+        result.findings.append(callerenv.warning(overridden))
     blocking = [f for f in result.findings if f.severity == Severity.ERROR and (not o.force or f.id in preflight.HARD)]
     if blocking:
         return result
@@ -310,6 +313,7 @@ def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Pa
         restarts=_previous_restarts(dep.build_dir),
         gpu_baseline=baseline,
         marker=state.deployment_marker(dep.build_dir),
+        env_overrides=callerenv.overrides() or None,
         **prepared.record,
     )
 
@@ -356,6 +360,7 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
     result.status = "failed"
     if outcome.finding is not None:
         outcome.finding.evidence.setdefault("log_path", str(log_path))
+        callerenv.blame(outcome.finding, callerenv.overrides())
         result.findings.append(outcome.finding)
     _stop_failed(dep, result, runtime, started, st, baseline, o.grace)
     state.update_state(

@@ -58,6 +58,8 @@ def render_status(console, result) -> None:
     if d.get("base_url"):
         line += f" {d['served_model_name']} at {d['base_url']}"
     console.print(line)
+    for name, value in (d.get("env_overrides") or {}).items():  # what serve.sh read instead of the build's own
+        console.print(f"environment: {name}={value} (set by the caller of `up`)", markup=False)
     if d.get("restarts"):
         console.print(f"restarts: {d['restarts']}")
     for p in d["processes"]:
