@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -124,6 +125,42 @@ class BuildFolder:
     @property
     def profile(self) -> Path:
         return self.state_dir / "profile"
+
+
+def own_dir(build_dir: Path | str, path: Path | str, mode: int = 0o755) -> Path:
+    """``path``, a folder inside the build (e.g. BUILD/.tqdeploy/nodes), made where missing; TQError when it or any
+    folder between the build and it is a symlink or not a folder.
+
+    Every folder tqdeploy writes under .tqdeploy comes through here: a `.tqdeploy/nodes` that was a link once had
+    `up` write node folders and worker records at the link's target, outside the build. The build folder itself
+    may be reached through links (it is resolved); below it nothing is followed.
+    """
+    import stat
+
+    root = Path(build_dir).resolve()
+    target = Path(path) if Path(path).is_absolute() else root / path
+    try:
+        parts = target.relative_to(root).parts
+    except ValueError:
+        raise TQError(f"{target} is outside the build {root}", "tqdeploy writes only inside the build") from None
+    here = root
+    for part in parts:
+        here = here / part
+        try:
+            st = os.lstat(here)
+        except FileNotFoundError:
+            try:
+                os.mkdir(here, mode)
+            except FileExistsError:  # made meanwhile (another tqdeploy process): looked at below
+                pass
+            st = os.lstat(here)
+        if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+            what = f"a symlink (to {os.readlink(here)})" if stat.S_ISLNK(st.st_mode) else "not a folder"
+            raise TQError(
+                f"{here} is {what}: tqdeploy writes under {root / STATE_DIR} only into folders of the build itself",
+                f"remove {here} (tqdeploy makes the folder again)",
+            )
+    return here
 
 
 def folder(build_dir: Path | str) -> BuildFolder:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import own_dir
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.nodefile import RECORD_LIMIT, RECORD_NAME, build_record
 from tqdeploy.runtime.classify import AREA, root_cause
@@ -70,8 +71,7 @@ def node_tmp(build_dir: Path, rank: int, marker: str) -> Path:
 
     tmp = nodes_dir(build_dir) / f"node-{rank}" / "tmp"
     if len(str(tmp)) <= IPC_DIR_MAX:
-        tmp.mkdir(parents=True, exist_ok=True)
-        return tmp
+        return own_dir(build_dir, tmp)
     short = Path(tempfile.gettempdir()) / f"tqdeploy-{marker[:12]}-node{rank}"
     try:
         short.mkdir(mode=0o700)
@@ -89,7 +89,7 @@ def node_tmp(build_dir: Path, rank: int, marker: str) -> Path:
 def start_workers(build_dir: Path, env: dict[str, str], record: dict[str, Any]) -> list[int]:
     """Start node 1..N-1 under their supervisors, each in a new session; their pids (= process group ids)."""
     build_dir = Path(build_dir).resolve()
-    nodes_dir(build_dir).mkdir(parents=True, exist_ok=True)
+    own_dir(build_dir, nodes_dir(build_dir))  # a link there once put node folders and records outside the build
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     pids = []
     for rank in range(1, record["nodes"]):
@@ -119,6 +119,7 @@ def start_workers(build_dir: Path, env: dict[str, str], record: dict[str, Any]) 
 
 def _write_record(build_dir: Path, rank: int, data: dict[str, Any]) -> None:
     path = record_path(build_dir, rank)
+    own_dir(build_dir, path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, sort_keys=True) + "\n", encoding="utf-8")
     os.replace(tmp, path)

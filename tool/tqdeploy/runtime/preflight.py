@@ -40,10 +40,10 @@ def start_lock(build_dir: Path) -> Iterator[None]:
     """One `up` at a time per build: an flock on BUILD/.tqdeploy held from the running check until the
     start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
     port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
+    from tqdeploy.buildfolder import own_dir
     from tqdeploy.fsutil import exclusive_dir
 
-    directory = folder(build_dir).state_dir
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = own_dir(build_dir, folder(build_dir).state_dir)
     with exclusive_dir(directory, StartBusy()):
         yield
 

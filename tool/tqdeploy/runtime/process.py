@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
 from tqdeploy.runtime.supervisor import CHILD_PYTHONPATH_ENV
@@ -88,8 +88,7 @@ def write_shims(build_dir: Path, python: str) -> Path:
     The paths are shell-quoted (shlex.quote: one single-quoted word): a `$(...)`, backtick, quote, space or
     newline in --python's path or the build path is part of the name, never run.
     """
-    bin_dir = folder(build_dir).bin
-    bin_dir.mkdir(parents=True, exist_ok=True)
+    bin_dir = own_dir(build_dir, folder(build_dir).bin)
     shims = {"python3": f'exec {shlex.quote(python)} "$@"\n'}
     own_vllm = Path(python).parent / "vllm"
     if own_vllm.is_file() and os.access(own_vllm, os.X_OK):
@@ -119,8 +118,9 @@ def serve_env(
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)
     where = folder(build_dir)
-    env.setdefault("VLLM_CACHE_ROOT", str(where.vllm_cache))
-    env.setdefault("HF_HOME", str(where.hf_home))
+    for name, cache in (("VLLM_CACHE_ROOT", where.vllm_cache), ("HF_HOME", where.hf_home)):
+        if name not in env:  # the build's own caches: serve.sh's `mkdir -p` would follow a link out of it
+            env[name] = str(own_dir(build_dir, cache))
     env.setdefault("TQ_MODEL_DIR", str(model_dir))
     if api_key_file is not None:
         env.setdefault("TQ_API_KEY_FILE", str(api_key_file))
@@ -145,8 +145,7 @@ def pump_env(build_dir: Path) -> dict[str, str]:
 
 def new_log(build_dir: Path) -> Path:
     """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
-    directory = folder(build_dir).logs
-    directory.mkdir(parents=True, exist_ok=True)
+    directory = own_dir(build_dir, folder(build_dir).logs)
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     path = directory / f"server-{stamp}.log"
     n = 1

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.folderid import MARKER_ENV as MARKER_ENV  # re-exported: callers name state.MARKER_ENV
 from tqdeploy.runtime.folderid import deployment_marker as deployment_marker  # and state.deployment_marker
@@ -125,7 +125,7 @@ def parsed_record(data: object, build_dir: Path) -> StateRecord:
 @contextmanager
 def _locked(build_dir: Path):
     where = folder(build_dir)
-    where.state_dir.mkdir(parents=True, exist_ok=True)
+    own_dir(where.root, where.state_dir)  # never through a link out of the build (buildfolder.own_dir)
     with open(where.state_lock, "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
