@@ -108,6 +108,19 @@ def _free_memory(m, line, ctx):
     )
 
 
+def _profiling_race(m, line, ctx):
+    """vLLM's memory profiling saw free GPU memory grow (gpu_worker.py determine_available_memory): another process
+    on the GPU released memory meanwhile, as a second vLLM starting beside it does (measured on the H200)."""
+    initial, current = _gib(m.group(1)), _gib(m.group(2))
+    return (
+        "another process on the GPU released memory while vLLM profiled its own: two servers started on one GPU "
+        "at once",
+        {"initial_free_gib": initial, "current_free_gib": current, "line": line},
+        "start servers on one GPU one at a time: wait until the other answers GET /health with 200 (on the H200, "
+        "starts 35 s apart worked), then `tqdeploy up` again; or give each server its own GPU (resources.gpus)",
+    )
+
+
 def _simple(title: str, remediation: str):
     def build(m, line, ctx):
         return title, {"line": line}, remediation.format(ctx=ctx)
@@ -119,6 +132,7 @@ SIGNATURES: list[tuple[str, logs.re.Pattern[str], Any]] = [
     ("TQ401", logs.PORT_IN_USE, _port),
     ("TQ402", logs.KV_TOO_SMALL, _kv_small),
     ("TQ403", logs.FREE_MEMORY_LOW, _free_memory),
+    ("TQ426", logs.MEMORY_PROFILING_RACE, _profiling_race),
     (
         "TQ404",
         logs.CUDA_OOM,

@@ -16,6 +16,7 @@ from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import gpu
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.startrace import start_race_finding, starting_neighbours
 from tqdeploy.runtime.stop import port_free
 
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
@@ -143,7 +144,8 @@ def key_file_findings(path: Path) -> list[Finding]:
 
 
 def gpu_findings(dep: Deployment) -> list[Finding]:
-    """vLLM refuses to start when free memory < gpu_memory_utilization x total (v1/worker/utils.py)."""
+    """vLLM refuses to start when free memory < gpu_memory_utilization x total (v1/worker/utils.py); another vLLM
+    still starting on the same GPU can make either start fail (TQ426, runtime/startrace.py)."""
     if dep.variant == "cpu":
         return []
     gpus = gpu.gpu_memory()
@@ -168,7 +170,8 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
                     "stop the processes holding it (pids in evidence) or lower vllm.gpu_memory_utilization",
                 )
             )
-    return out
+    race = start_race_finding(starting_neighbours(gpus, wanted, set()))
+    return out + ([race] if race else [])
 
 
 def _name(pid: int) -> str | None:

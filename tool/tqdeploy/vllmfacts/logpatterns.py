@@ -240,6 +240,13 @@ BACKEND_UNSUPPORTED = re.compile(  # TQ406
     r"No valid attention backend found|kv_cache_dtype not supported"
     r"|Unknown TurboQuant cache dtype|Invalid attention backend"
 )
+# v1/worker/gpu_worker.py determine_available_memory asserts that free GPU memory did not grow while it profiled
+# (0.25.0 line 511, 0.32.0 line 720): "Error in memory profiling. Initial free memory %s GiB, current free memory
+# %s GiB. This happens when other processes sharing the same container release GPU memory while vLLM is profiling
+# during initialization. ..." Seen on the H200 (0.25.0) when two servers started on one GPU within seconds.
+MEMORY_PROFILING_RACE = re.compile(  # TQ426
+    r"Error in memory profiling\. Initial free memory ([\d.]+) GiB, current free memory ([\d.]+) GiB"
+)
 # CPython's runpy (`python3 -m vllm...` without vLLM): "Error while finding module specification for
 # 'vllm.entrypoints.cli.main' (ModuleNotFoundError: No module named 'vllm')", or "No module named vllm"
 # for a top-level -m; an import: "ModuleNotFoundError: No module named 'vllm'". Seen on the H200
