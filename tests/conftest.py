@@ -13,6 +13,9 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 # tests/support/ is imported as `support.*` by the test modules.
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# The real trained model served by the CPU vLLM, one per session, for every test that judges answers.
+from support.real_model import real_vllm_server  # noqa: E402, F401
+
 
 @pytest.fixture
 def run_cli(capsys):

@@ -93,7 +93,9 @@ def write_key_file(path: Path) -> Path:
     return path
 
 
-def start_server(model_dir: Path, extra_args: list[str], log_path: Path, *, keyed: bool = True) -> VllmServer:
+def start_server(
+    model_dir: Path, extra_args: list[str], log_path: Path, *, keyed: bool = True, max_model_len: int = 512
+) -> VllmServer:
     port = free_port()
     args = [
         str(VLLM_PYTHON),
@@ -106,7 +108,7 @@ def start_server(model_dir: Path, extra_args: list[str], log_path: Path, *, keye
         "--port",
         str(port),
         "--max-model-len",
-        "512",
+        str(max_model_len),
         "--dtype",
         "bfloat16",
         # On the CPU build this is the share of RAM for the KV cache; the 0.92 default fails here.
