@@ -55,6 +55,16 @@ def make_build(
     return build, port
 
 
+def no_answer_check() -> tuple[str, ...]:
+    """`up --no-check` where this tqdeploy checks answers after ready: a stand-in server (tests/hostile) answers
+    /health and /v1/models only, so its `up` tests the start, not the answers."""
+    import inspect
+
+    from tqdeploy.commands.up import up
+
+    return ("--no-check",) if "check" in inspect.signature(up).parameters else ()
+
+
 def build_key(build: Path) -> str | None:
     """The key `tqdeploy build` wrote for this build (None: unkeyed)."""
     path = build / KEY_FILE
@@ -79,7 +89,10 @@ def tq(
     *args: str, timeout: float = UP_TIMEOUT_S + 60, extra_env: dict | None = None, cpus: set[int] | None = None
 ) -> tuple[int, dict | None, str]:
     """Run the real CLI; (exit code, parsed JSON stdout or None, stderr). `cpus`: the CPU affinity it and
-    everything it starts inherit (what `taskset -c` would give)."""
+    everything it starts inherit (what `taskset -c` would give). `up` gets --no-check unless the test asks for
+    --check: the tiny model has random weights, its answers are garbage by design (docs/answers.md)."""
+    if args and args[0] == "up" and not {"--check", "--no-check"} & set(args):
+        args = ("up", "--no-check", *args[1:])
     proc = subprocess.run(
         [str(TQDEPLOY), *args],
         capture_output=True,
