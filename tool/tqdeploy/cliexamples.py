@@ -52,6 +52,11 @@ EXAMPLES: dict[str, list[str]] = {
     "connect": ["tqdeploy connect openai build", "tqdeploy connect claude-code build --check"],
     "up": ["tqdeploy up build/demo --python .venv-vllm/bin/python", "tqdeploy up build --json"],
     "status": ["tqdeploy status build/demo", "tqdeploy status build --json"],
+    "check": [
+        "tqdeploy check build/demo",
+        "tqdeploy check --url http://127.0.0.1:8000 --api-key-file key --json",
+        "tqdeploy check build/demo --record-reference",
+    ],
     "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
     "down": ["tqdeploy down build/demo", "tqdeploy down build --grace-period 30 --json"],
     "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],

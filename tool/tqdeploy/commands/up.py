@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,9 +38,14 @@ def up(
         "includes the conf.",
     ),
     drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
+    check: bool = typer.Option(
+        True, "--check/--no-check", help="After ready, check the answers (tqdeploy check); a failure exits 1."
+    ),
+    check_timeout: float = typer.Option(30.0, "--check-timeout", help="Seconds for the answer check in all."),
     as_json: bool = options.as_json("tqdeploy.up/1"),
 ) -> int:
-    """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start."""
+    """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start, then check its
+    answers (docs/answers.md). A failed check leaves the server running for inspection, not ready: exit 1."""
     import sys
 
     from tqdeploy.output import emit
@@ -47,7 +53,12 @@ def up(
     from tqdeploy.runtime.progress import ProgressLine
 
     _check_runtime(runtime, image)
-    for name, value in (("--timeout", timeout), ("--stall-timeout", stall_timeout), ("--drain-timeout", drain_timeout)):
+    for name, value in (
+        ("--timeout", timeout),
+        ("--stall-timeout", stall_timeout),
+        ("--drain-timeout", drain_timeout),
+        ("--check-timeout", check_timeout),
+    ):
         options.check_seconds(name, value, example="600")
     # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
     with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
@@ -67,6 +78,7 @@ def up(
             nginx_conf=nginx_conf,
             nginx_pid=nginx_pid,
             drain_timeout=drain_timeout,
+            answer_check=partial(_answer_check, timeout=check_timeout) if check and wait else None,
         )
     emit(result, as_json)
     if result.interrupted_by:  # one line on stderr also with --json: why it stopped and what it stopped
@@ -84,6 +96,14 @@ def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list:
     from tqdeploy.doctor import run_doctor
 
     return run_doctor(vllm_version=vllm_version, offline=True, serving=dict(serving)).findings
+
+
+def _answer_check(build_dir: Path, *, timeout: float):
+    """`tqdeploy check BUILD` on the fresh server: passed into runtime, which stands below answers in the layers."""
+    from tqdeploy.answers.run import run_check
+    from tqdeploy.answers.target import for_build
+
+    return run_check(for_build(build_dir, None, None, None), budget=timeout)
 
 
 def _check_runtime(runtime: str, image: str | None) -> None:

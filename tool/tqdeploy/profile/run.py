@@ -100,6 +100,7 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
         )
     kv, findings = kv_figures(log_text, cache_config, facts) if log_text else (dict(cache_config), [])
     result = ProfileResult(start, timeline, kv=kv, findings=findings + server_findings, context=context)
+    context["answer_check"] = _answer_check(inputs.build_dir)
     if log_text:
         from tqdeploy.profile.failed import failed_start
 
@@ -123,6 +124,19 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
 
         apply_disk(result, measure_residency(inputs.model), "after the load", measure_direct_read(inputs.model))
     return result
+
+
+def _answer_check(build_dir: Path | None) -> dict | None:
+    """The answer check `up` ran after ready (state.json answer_check, validated by the one state reader)."""
+    from tqdeploy.runtime.state import read_record
+
+    if build_dir is None:
+        return None
+    try:
+        st = read_record(build_dir)
+    except TQError:
+        return None  # a corrupt state is `status`'s to report, not profile's
+    return st.answer_check if st is not None else None
 
 
 def _refused(findings: list) -> bool:

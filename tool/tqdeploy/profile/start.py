@@ -87,7 +87,8 @@ def start(build: Path, mode: str) -> Started:
         failed = _failed(proc.stdout)
         if failed is not None:
             raise failed
-    if proc.returncode != 0:
+    # A server whose answers failed up's check is running: its start is profiled, the check is in the state.
+    if proc.returncode != 0 and not _check_failed(proc.stdout):
         raise TQError(
             f"tqdeploy up {build} failed (exit {proc.returncode}): {_why(proc.stdout, proc.stderr)}",
             f"run `tqdeploy up {build}` and `tqdeploy logs {build}` to see why",
@@ -131,6 +132,14 @@ def _failed(stdout: str) -> StartFailed | None:
     if data.get("status") not in ("failed", "refused") or not any(f.severity.value == "error" for f in findings):
         return None
     return StartFailed(findings, Path(log) if isinstance(log, str) and log else None)
+
+
+def _check_failed(stdout: str) -> bool:
+    try:
+        data = json.loads(stdout)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("status") == "check-failed"
 
 
 def _why(stdout: str, stderr: str) -> str:

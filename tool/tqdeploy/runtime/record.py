@@ -36,6 +36,7 @@ class StateRecord:
     api_key_file: str | None = None
     restarts: int | None = None
     last_error: dict[str, Any] | None = None
+    answer_check: dict[str, Any] | None = None  # `tqdeploy check` after ready (answers/result.py summary)
     exit_code: int | None = None
     python: str | None = None
     gpu_baseline: list[dict[str, Any]] | None = None

@@ -192,6 +192,28 @@ def _last_error(value: Any, ctx: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
+def _answer_check(value: Any, ctx: dict[str, Any]) -> dict[str, Any]:
+    """The answer check's summary after ready (answers/result.py CheckResult.summary): status shows it."""
+    if not isinstance(value, dict):
+        raise BadField("must be the answer check's summary (an object)")
+    _choice(frozenset({"pass", "fail"}))(value.get("status"), ctx)
+    for key in ("checked_at", "seconds", "perplexity"):
+        number = value.get(key)
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) or number < 0
+        ):
+            raise BadField(f"{key} must be a number >= 0")
+    for key in ("kv_cache_dtype", "reference"):
+        if value.get(key) is not None:
+            text(value[key])
+    findings = value.get("findings")
+    if not isinstance(findings, list) or len(findings) > 64:
+        raise BadField("findings must be a list of at most 64 findings")
+    for f in findings:
+        _last_error(f, ctx)
+    return value
+
+
 def _gpu_baseline(value: Any, ctx: dict[str, Any]) -> list[dict[str, Any]]:
     """GPU memory before `up`, as runtime.gpu.gpu_memory() returned it; `down` compares against it."""
     if not isinstance(value, list) or len(value) > 1024:
@@ -238,6 +260,7 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "api_key_file": _text,
     "restarts": _restarts,
     "last_error": _last_error,
+    "answer_check": _answer_check,
     "exit_code": _exit_code,
     "python": _path_text,
     "gpu_baseline": _gpu_baseline,

@@ -104,10 +104,12 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     server = ServerAnswers.ask(build_dir, st.base_url) if (probe and live) else ServerAnswers()
     health = server.health
     # `up --no-wait` never records ready: what /health answers now is the truth.
-    ready = bool(live and health == 200)
+    # A server whose answers failed `up`'s check serves, but is not ready (runtime/up.py _check_answers).
+    check_failed = bool(st.answer_check and st.answer_check.get("status") == "fail")
+    ready = bool(live and health == 200 and not check_failed)
     started = st.started_at
     if live:
-        label = "ready" if ready else ("unhealthy" if st.ready else "starting")
+        label = "ready" if ready else "check-failed" if check_failed else ("unhealthy" if st.ready else "starting")
     else:
         label = str(st.phase) if st.phase in ("stopped", "failed") else "exited"
     data = {
@@ -125,6 +127,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "uptime_s": round(time.time() - started, 1) if (live and started) else None,
         "restarts": st.restarts if "restarts" in st.present else 0,
         "last_error": st.last_error,
+        "answer_check": st.answer_check,
         "exit_code": st.exit_code,
         "log_path": st.log_path,
         "spec_sha256": st.spec_sha256,

@@ -24,7 +24,7 @@ SCHEMA = "tqdeploy.up/1"
 class UpResult:
     build_dir: str
     runtime: str
-    status: str  # ready | failed | started | refused | interrupted
+    status: str  # ready | check-failed | failed | started | refused | interrupted
     base_url: str | None = None
     served_model_name: str | None = None
     pid: int | None = None
@@ -39,6 +39,7 @@ class UpResult:
     started: bool = False  # whether this `up` got as far as starting processes
     stopped: list[dict[str, Any]] = field(default_factory=list)  # what an interrupt stopped
     exit_status: int | None = None  # 130 / 143 after an interrupt
+    answer_check: dict[str, Any] | None = None  # the answer check's summary after ready (None: not run)
 
     @property
     def exit_code(self) -> int:
@@ -63,6 +64,7 @@ class UpResult:
             "findings": [f.to_dict() for f in self.findings],
             "replaced": self.replaced,
             "interrupted_by": self.interrupted_by,
+            "answer_check": self.answer_check,
         }
 
     def render(self, console) -> None:
@@ -129,18 +131,22 @@ def up(
     nginx_conf: Path | None = None,
     nginx_pid: Path = Path("/run/nginx.pid"),
     drain_timeout: float = 60.0,
+    answer_check: Callable[[Path], Any] | None = None,
 ) -> UpResult:
     """Start BUILD_DIR's serve.sh (process runtime); with wait, return once ready or failed (and stopped).
 
     One `up` per build at a time (preflight.start_lock); SIGINT/SIGTERM stop what it started (interrupt.py).
     doctor: the host's doctor findings for a vLLM version (`tqdeploy up` passes tqdeploy.doctor's); None runs no
-    doctor (no TQ417, result.doctor stays None).
+    doctor (no TQ417, result.doctor stays None). answer_check: run on the build once it is ready (`tqdeploy up`
+    passes tqdeploy.answers' check, a result with findings, passed and summary()); None checks no answers.
     """
     from tqdeploy.runtime.interrupt import Interrupted, raising
 
     dep = load_deployment(build_dir)
     result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
-    opts = _Options(python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, doctor, runtime, image)
+    opts = _Options(
+        python, wait, timeout, stall_timeout, force, grace, on_progress, on_doctor, doctor, runtime, image, answer_check
+    )
     try:
         with raising(), preflight.start_lock(dep.build_dir):
             try:
@@ -168,6 +174,7 @@ class _Options:
     doctor: preflight.HostDoctor | None
     runtime: str
     image: str | None
+    answer_check: Callable[[Path], Any] | None = None
 
 
 def _state_or_empty(build_dir: Path) -> StateRecord:
@@ -356,6 +363,8 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
     if outcome.ready:
         result.status, result.seconds_to_ready = "ready", outcome.seconds
         state.update_state(dep.build_dir, phase="ready", ready=True, ready_at=time.time())
+        if o.answer_check is not None:
+            _check_answers(dep, result, o.answer_check)
         return result
     result.status = "failed"
     if outcome.finding is not None:
@@ -371,6 +380,18 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
         last_error=outcome.finding.to_dict() if outcome.finding else None,
     )
     return result
+
+
+def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Path], Any]) -> None:
+    """Ready means answers verified. A failed check leaves the server running, so the operator can look at what
+    it answers (`tqdeploy check`, the log), but the deployment is not ready: state.json says so, `status` exits 1,
+    `--replace` does not switch traffic to it, and `tqdeploy down` stops it."""
+    checked = answer_check(dep.build_dir)
+    result.answer_check = checked.summary()
+    result.findings += [f for f in checked.findings if f.severity in (Severity.ERROR, Severity.WARN)]
+    if not checked.passed:
+        result.status = "check-failed"
+    state.update_state(dep.build_dir, answer_check=result.answer_check, ready=checked.passed)
 
 
 def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: StateRecord, baseline, grace) -> None:

@@ -17,17 +17,33 @@ def render_up(console, result) -> None:
             f"[green]ready[/green] {result.served_model_name} at {result.base_url} "
             f"in {result.seconds_to_ready:.1f} s (pid {result.pid}, group {result.pgid})"
         )
+    elif result.status == "check-failed":
+        console.print(
+            f"[bold red]check failed[/bold red]: {result.served_model_name} at {result.base_url} serves wrong answers; "
+            f"left running for inspection, not ready (`tqdeploy down {result.build_dir}` stops it)"
+        )
     elif result.status == "interrupted":
         console.print(f"[bold red]interrupted[/bold red] ({result.interrupted_by}): {result.build_dir} is not serving")
     elif result.status == "started":
         console.print(f"started {result.served_model_name} (group {result.pgid}); `tqdeploy status` follows it")
     else:
         console.print(f"[bold red]{result.status}[/bold red]: {result.build_dir} is not serving")
+    if result.answer_check:
+        render_answer_check(console, result.answer_check)
     problems = _problems(result.findings)
     if problems:
         render_findings(console, problems, title="tqdeploy up", show_ok=False)
     if result.log_path:
         console.print(f"log: {result.log_path}")
+
+
+def render_answer_check(console, summary: dict) -> None:
+    """One line for the answer check's summary (state.json answer_check): up and status print it."""
+    ppl = summary.get("perplexity")
+    figure = f", perplexity {ppl:g}" if isinstance(ppl, (int, float)) else ""
+    failed = [f"{f['id']} {f['title']}" for f in summary.get("findings") or [] if f.get("severity") == "error"]
+    word = "[green]passed[/green]" if summary.get("status") == "pass" else "[bold red]failed[/bold red]"
+    console.print(f"answer check {word} in {summary.get('seconds')} s{figure}" + "".join(f"\n  {t}" for t in failed))
 
 
 def render_down(console, result) -> None:
@@ -71,6 +87,8 @@ def render_status(console, result) -> None:
         )
     for g in d.get("gpus") or []:
         console.print(f"GPU {g['index']} {g['name']}: {g['used_mib']} / {g['total_mib']} MiB used")
+    if d.get("answer_check"):
+        render_answer_check(console, d["answer_check"])
     err = d.get("last_error")
     if err:
         console.print(f"[red]last error[/red] {err['id']}: {err['title']}")

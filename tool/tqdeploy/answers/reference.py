@@ -1,0 +1,175 @@
+"""The reference: what the same checkpoint answered with an unquantized KV cache, and the fingerprint that says
+which deployment it belongs to. A reference whose fingerprint differs from the server's in any field is refused
+(TQ486), never used as an approximation: another vLLM release, other model files or another dtype change the
+perplexity by as much as the bounds allow.
+
+The fingerprint: the model files (name, size and sha256 of each file vLLM reads: weights, config, tokenizer),
+the vLLM release the server reports (/version), the model dtype and the flags that change answers. The KV dtype
+is not in it: the reference is always recorded with kv_cache_dtype auto, and checked against any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tqdeploy.errors import TQError
+
+SCHEMA = "tqdeploy.answers-reference/1"
+REFERENCE_LIMIT = 1 << 20
+# What vLLM reads from a checkpoint folder: weights, configs, tokenizer and chat template. READMEs, images and
+# the download's own records do not change an answer.
+MODEL_SUFFIXES = (".safetensors", ".json", ".jinja", ".model", ".txt", ".bin", ".tiktoken")
+SKIPPED_NAMES = frozenset({".tqdeploy", "README.md", ".gitattributes"})
+MAX_MODEL_FILES = 4096
+
+
+def model_files_digest(model_dir: Path) -> dict[str, Any]:
+    """{"files": {name: {"size", "sha256"}}, "sha256": one digest over them}; TQError for a folder that cannot be
+    read. Regular files only (a symlink is followed only when it stays inside the folder), so nothing outside
+    the model is read."""
+    root = Path(model_dir).resolve()
+    if not root.is_dir():
+        raise TQError(f"model folder {model_dir} not found", "pass the build whose model is downloaded")
+    files: dict[str, dict[str, Any]] = {}
+    for path in sorted(root.iterdir()):
+        if path.name in SKIPPED_NAMES or not path.name.endswith(MODEL_SUFFIXES):
+            continue
+        real = path.resolve()
+        if not real.is_file() or (path.is_symlink() and root not in real.parents):
+            continue
+        if len(files) >= MAX_MODEL_FILES:
+            raise TQError(f"model folder {model_dir} holds more than {MAX_MODEL_FILES} files", "point at the model")
+        files[path.name] = {"size": real.stat().st_size, "sha256": _sha256(real)}
+    if not files:
+        raise TQError(f"model folder {model_dir} holds no model files", "pass the build whose model is downloaded")
+    overall = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return {"files": files, "sha256": overall}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    model_sha256: str | None  # None: the model files could not be read here (a remote server)
+    vllm_version: str | None
+    dtype: str | None
+    flags: dict[str, str] = field(default_factory=dict)  # flags that change answers, as vLLM takes them
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model_sha256": self.model_sha256,
+            "vllm_version": self.vllm_version,
+            "dtype": self.dtype,
+            "flags": dict(sorted(self.flags.items())),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Fingerprint:
+        if not isinstance(data, dict):
+            raise ValueError("fingerprint is not an object")
+        flags = data.get("flags") or {}
+        if not isinstance(flags, dict) or not all(isinstance(v, str) for v in flags.values()):
+            raise ValueError("fingerprint.flags is not an object of strings")
+        model, version, dtype = (data.get(k) for k in ("model_sha256", "vllm_version", "dtype"))
+        if not all(v is None or isinstance(v, str) for v in (model, version, dtype)):
+            raise ValueError("fingerprint fields are not strings")
+        return cls(model, version, dtype, {str(k): v for k, v in flags.items()})
+
+    def differences(self, other: Fingerprint) -> dict[str, list[Any]]:
+        """Each field that differs, or that either side could not establish: {field: [reference, server]}."""
+        mine, theirs = self.to_dict(), other.to_dict()
+        out: dict[str, list[Any]] = {}
+        for name in ("model_sha256", "vllm_version", "dtype"):
+            if mine[name] is None or theirs[name] is None or mine[name] != theirs[name]:
+                out[name] = [mine[name], theirs[name]]
+        for flag in sorted(set(self.flags) | set(other.flags)):
+            if self.flags.get(flag) != other.flags.get(flag):
+                out[f"flags.{flag}"] = [self.flags.get(flag), other.flags.get(flag)]
+        return out
+
+
+@dataclass
+class Reference:
+    fingerprint: Fingerprint
+    text_sha256: str  # the passage the perplexity was measured on
+    tokens: int  # how many of its tokens were scored
+    perplexity: float
+    answers: dict[str, str] = field(default_factory=dict)  # prompt id -> the greedy answer's text
+    recorded_at: str = ""
+    source: str = ""  # where it was loaded from (not stored)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "fingerprint": self.fingerprint.to_dict(),
+            "text_sha256": self.text_sha256,
+            "tokens": self.tokens,
+            "perplexity": round(self.perplexity, 4),
+            "answers": self.answers,
+            "recorded_at": self.recorded_at,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str) -> Reference:
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ValueError(f"not a {SCHEMA} file")
+        ppl, tokens = data.get("perplexity"), data.get("tokens")
+        if isinstance(ppl, bool) or not isinstance(ppl, (int, float)) or not 1.0 <= ppl < 1e9:
+            raise ValueError("perplexity is not a number >= 1")
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or not 1 <= tokens <= 1 << 20:
+            raise ValueError("tokens is not a count")
+        answers = data.get("answers") or {}
+        if not isinstance(answers, dict) or not all(isinstance(v, str) for v in answers.values()):
+            raise ValueError("answers is not an object of strings")
+        text_sha = data.get("text_sha256")
+        if not isinstance(text_sha, str):
+            raise ValueError("text_sha256 is missing")
+        return cls(
+            Fingerprint.from_dict(data.get("fingerprint")),
+            text_sha,
+            tokens,
+            float(ppl),
+            {str(k)[:64]: v[:4096] for k, v in answers.items()},
+            str(data.get("recorded_at", ""))[:64],
+            source,
+        )
+
+
+def load_reference(path: Path) -> Reference:
+    """A reference file, bounded and validated; TQError naming the file otherwise."""
+    from tqdeploy.safeio import read_bytes
+
+    fix = "record one with `tqdeploy check BUILD --record-reference`, or pass another --reference"
+    raw = read_bytes(path, REFERENCE_LIMIT, "reference file", follow_symlinks=True)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        return Reference.from_dict(data, str(path))
+    except (ValueError, UnicodeDecodeError) as err:
+        raise TQError(f"reference {path} is not usable: {err}", fix) from None
+
+
+def save_reference(ref: Reference, path: Path) -> None:
+    """Written to a temp file beside it and renamed into place: never half a reference."""
+    from tqdeploy.fsutil import atomic_write_text
+
+    atomic_write_text(path, json.dumps(ref.to_dict(), indent=2, sort_keys=True) + "\n")
+
+
+def shipped_references() -> list[Path]:
+    """The references that ship with tqdeploy (the demo model's, per vLLM release)."""
+    from tqdeploy.resources import package_data
+
+    folder = package_data("tqdeploy.answers", "data") / "references"
+    return sorted(folder.glob("*.json")) if folder.is_dir() else []
