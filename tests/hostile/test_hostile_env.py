@@ -12,22 +12,14 @@ import json
 import subprocess
 
 from hostile.test_hostile_procs import needs_vllm_python, standin_build
-from support.up_builds import TQDEPLOY, assert_nothing_left, env, kill_leftovers, make_build, no_answer_check, tq
+from support.up_builds import TQDEPLOY, assert_nothing_left, env, kill_leftovers, make_build, tq
 
 
 @needs_vllm_python
 def test_env_bind_host_is_warned_recorded_and_shown_by_status(tmp_path):
     build, port = standin_build(tmp_path / "demo")
     try:
-        rc, up, out = tq(
-            "up",
-            str(build),
-            "--json",
-            "--force",
-            *no_answer_check(),
-            extra_env={"TQ_BIND_HOST": "0.0.0.0"},
-            timeout=180,
-        )
+        rc, up, out = tq("up", str(build), "--json", "--force", extra_env={"TQ_BIND_HOST": "0.0.0.0"}, timeout=180)
         assert rc == 0 and up["status"] == "ready", out[-2000:]
         (warn,) = [f for f in up["findings"] if f["id"] == "TQ427"]
         assert warn["severity"] == "warn" and "TQ_BIND_HOST=0.0.0.0" in warn["title"]

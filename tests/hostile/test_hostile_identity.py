@@ -10,7 +10,7 @@ from __future__ import annotations
 import shutil
 
 from hostile.test_hostile_procs import needs_vllm_python, standin_build
-from support.up_builds import assert_nothing_left, kill_leftovers, live_members, no_answer_check, tq
+from support.up_builds import assert_nothing_left, kill_leftovers, live_members, tq
 
 
 @needs_vllm_python
@@ -19,12 +19,12 @@ def test_identity_a_rebuilt_folder_finds_and_stops_its_old_server(tmp_path):
     pristine = tmp_path / "pristine"
     shutil.copytree(build, pristine, symlinks=True)
     try:
-        rc, up, out = tq("up", str(build), "--json", "--force", *no_answer_check(), timeout=180)
+        rc, up, out = tq("up", str(build), "--json", "--force", timeout=180)
         assert rc == 0 and up["status"] == "ready", out[-2000:]
         shutil.rmtree(build)  # removed while it serves, then built again at the same path
         shutil.copytree(pristine, build, symlinks=True)
         assert live_members(build), "the old server is still this build's by its marker"
-        rc, again, out = tq("up", str(build), "--json", "--force", *no_answer_check(), timeout=120)
+        rc, again, out = tq("up", str(build), "--json", "--force", timeout=120)
         assert rc == 1 and again["status"] == "refused", out[-2000:]
         refusal = next(f for f in again["findings"] if f["id"] == "TQ414")
         assert "down --force" in refusal["remediation"] and refusal["evidence"]["processes"]

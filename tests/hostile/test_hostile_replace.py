@@ -135,7 +135,7 @@ def test_replace_refuses_every_precondition_before_the_new_server_starts(tmp_pat
     root = tmp_path / "nginx"
     conf, pid_file = _nginx(root, UPSTREAM % (blue_port, free_port()))
     try:
-        rc, up, out = tq("up", str(blue), "--json", "--force", *no_answer_check(), timeout=180)
+        rc, up, out = tq("up", str(blue), "--json", "--force", timeout=180)
         assert rc == 0 and up["status"] == "ready", out[-2000:]
         no_upstream = tmp_path / "plain.conf"
         no_upstream.write_text("server { listen 8080; }\n")
@@ -149,7 +149,7 @@ def test_replace_refuses_every_precondition_before_the_new_server_starts(tmp_pat
             (conf, junk, "holds no pid"),
         ):
             args = ("--replace", str(blue), "--nginx-conf", str(conf_arg), "--nginx-pid", str(pid_arg))
-            rc, _, err = tq("up", str(green), "--force", *no_answer_check(), *args, timeout=120)
+            rc, _, err = tq("up", str(green), "--force", *args, timeout=120)
             assert rc == 2 and needle in err and "Traceback" not in err, err[-1500:]
             _never_started(green)
         # nginx dies while the new server starts: the switch is refused, and the new server is stopped again.
