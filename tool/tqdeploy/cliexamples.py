@@ -38,6 +38,7 @@ EXAMPLES: dict[str, list[str]] = {
         "tqdeploy build --embedded tiny-cpu-demo --out build/demo",
         "tqdeploy build --check build",
     ],
+    "demo-model": ["tqdeploy demo-model", "tqdeploy demo-model --to build/demo/models/smollm2 --json"],
     "download": [
         "tqdeploy download Qwen/Qwen3.6-27B@main --to models/Qwen--Qwen3.6-27B",
         "tqdeploy download --spec tqdeploy.toml --offline",
