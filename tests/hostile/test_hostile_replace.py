@@ -175,3 +175,28 @@ def test_replace_refuses_every_precondition_before_the_new_server_starts(tmp_pat
         tq("down", str(blue), "--json", timeout=60)
         kill_leftovers(green)
         kill_leftovers(blue)
+
+
+@needs_nginx
+@needs_vllm_python
+def test_replace_with_every_precondition_met_switches_and_stops_the_old(tmp_path):
+    """The positive control of the cases above: the same proof lets the real switch through."""
+    blue, blue_port = standin_build(tmp_path / "blue")
+    green, green_port = standin_build(tmp_path / "green")
+    conf, pid_file = _nginx(tmp_path / "nginx", COMMENTED + UPSTREAM % (blue_port, free_port()))
+    try:
+        rc, up, out = tq("up", str(blue), "--json", "--force", timeout=180)
+        assert rc == 0 and up["status"] == "ready", out[-2000:]
+        args = ("--replace", str(blue), "--nginx-conf", str(conf), "--nginx-pid", str(pid_file), "--drain-timeout", "5")
+        rc, new, out = tq("up", str(green), "--json", "--force", *args, timeout=180)
+        assert rc == 0 and new["status"] == "ready", out[-2000:]
+        assert new["replaced"]["switch"]["new_upstream"] == f"127.0.0.1:{green_port}"
+        assert new["replaced"]["old_stopped"] == "stopped"
+        text = conf.read_text()
+        assert text.startswith(COMMENTED) and f"server 127.0.0.1:{green_port};" in text
+        assert_nothing_left(blue, up["pgid"], blue_port)
+    finally:
+        _stop_nginx(pid_file)
+        tq("down", str(green), "--json", timeout=60)
+        kill_leftovers(green)
+        kill_leftovers(blue)
