@@ -21,6 +21,11 @@ def doctor(
     fail_on: str = options.fail_on(),
     vllm_version: str | None = options.vllm_version(),
     offline: bool = typer.Option(False, "--offline", help="Skip the mirror (HF_ENDPOINT) reachability test."),
+    variant: str = typer.Option(
+        "gpu",
+        "--variant",
+        help="The build that will run here, as a spec's variant: gpu, or cpu (the CPU build: GPU checks skipped).",
+    ),
     model: str | None = options.model("Also audit a checkpoint"),
     cuda: str | None = typer.Option(
         None,
@@ -67,6 +72,7 @@ def doctor(
         read_snapshot=load_host_snapshot,
         multinode=multinode,
         python=python,
+        variant=variant,
     )
     emit(result, as_json)
     return result.exit_code

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.doctor.report import DoctorResult
+from tqdeploy.doctor.variant import split_for_variant, validate_variant
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.snapshot import HostSnapshot
 
@@ -71,6 +72,7 @@ def run_doctor(
     read_snapshot: Callable[[Path], HostSnapshot] | None = None,
     multinode: Path | None = None,
     python: str | None = None,
+    variant: str = "gpu",
 ) -> DoctorResult:
     """serving: what vLLM will be asked for (tensor_parallel_size, max_model_len, kv_cache_dtype, ...);
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values;
@@ -79,6 +81,7 @@ def run_doctor(
     from tqdeploy.doctor.registry import CheckContext, run_checks
 
     validate_options(vllm_version, fail_on, image_cuda)
+    validate_variant(variant)
     if snapshot_out is not None:
         check_snapshot_out(snapshot_out, force)
     model_facts, model_error = _load_model(model) if model else (None, None)
@@ -92,7 +95,7 @@ def run_doctor(
         source = "this host"
     if snapshot_out is not None:
         _save(host, snapshot_out)
-    options = {"vllm_version": vllm_version, "offline": offline}
+    options = {"vllm_version": vllm_version, "offline": offline, "variant": variant}
     if image_cuda:
         options["image_cuda"] = image_cuda
     flag_findings: list[Finding] = []
@@ -111,7 +114,8 @@ def run_doctor(
     ctx = CheckContext(host=host, model=model_facts, options=options)
     import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
 
-    findings = run_checks(ctx, select_checks(ctx)) + flag_findings + ([model_error] if model_error else [])
+    ids, moot = split_for_variant(select_checks(ctx), variant)
+    findings = run_checks(ctx, ids) + moot + flag_findings + ([model_error] if model_error else [])
     return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
 
 
