@@ -23,6 +23,7 @@ import pytest
 
 from hostile.seeds import TESTS, model_dir
 from hostile.test_hostile_inputs import IN_PROCESS_LIMIT_S, Case, check_outcome, run_subprocess
+from support.hubmirror import clean_hub_env, repo  # noqa: F401 (fixtures)
 
 ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m"  # set the title, clear the screen, turn red
 
@@ -210,3 +211,82 @@ def test_inspect_of_a_log_of_4m_short_lines_is_linear(tmp_path, run_cli):
     took = time.monotonic() - started
     assert code == 1 and "secret in logs/vllm.log line 4000001" in out, (out, err)
     assert took < 20, f"--inspect took {took:.1f} s"
+
+
+# ---------------------------------------------------------------- mirrors: hostile listings, bounded reads
+
+
+def _add_file(name: str) -> Callable[[dict], None]:
+    return lambda body: body["siblings"].append({"rfilename": name, "size": 3, "blobId": "0" * 40})
+
+
+def _lfs(key: str, value) -> Callable[[dict], None]:
+    def edit(body: dict) -> None:
+        for s in body["siblings"]:
+            if "lfs" in s:
+                s["lfs"][key] = value
+
+    return edit
+
+
+LISTINGS = {
+    "listing_name_with_nul": (_add_file("a\x00b.json"), "holds a control character"),
+    "listing_name_with_newline": (_add_file("tokenizer.json\nmodel.safetensors"), "holds a control character"),
+    "listing_name_with_escape": (_add_file(f"x{ESC}.json"), "x\\x1b]0;owned\\x07"),
+    "listing_lfs_size_abc": (_lfs("size", "abc"), "size 'abc' is not a byte count"),
+    "listing_lfs_sha256_number": (_lfs("sha256", 12345), "LFS sha256 12345 is not 64 hex characters"),
+    "listing_commit_path_traversal": (
+        lambda body: body.update(sha="../../../../etc/x" + "y" * 5000),
+        "its commit ../../../../etc/xyyy",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(LISTINGS))
+def test_a_hostile_listing_is_refused_in_one_line(kind, run_cli, repo, tmp_path, clean_hub_env):
+    from support.hubmirror import Faults, HubMirror
+
+    edit, needle = LISTINGS[kind]
+    dest = tmp_path / "d"
+    with HubMirror(repo, Faults(api_edit=edit)) as m:
+        code, out, err = run_cli("download", "org/tiny@main", "--to", str(dest), "--mirror", m.url)
+    errors = [line for line in err.splitlines() if line.startswith("tqdeploy: error:")]
+    assert code == 1 and len(errors) == 1 and needle in errors[0], err[-3000:]
+    assert "no mirror could list org/tiny@main" in errors[0] and len(errors[0]) < 3000
+    assert "Traceback" not in err and not any(c in out + err for c in "\x00\x1b\x07"), err[-3000:]
+    written = [p for p in dest.rglob("*") if p.is_file() and ".tqdeploy" not in p.parts] if dest.exists() else []
+    assert written == [], written  # no shard, no manifest holding the commit
+
+
+def test_an_endless_listing_is_read_to_its_bound_only(repo, tmp_path, clean_hub_env):
+    from support.hubmirror import Faults, HubMirror
+    from tqdeploy.download.listing_http import LISTING_LIMIT
+    from tqdeploy.download.remote import list_repo
+    from tqdeploy.errors import TQError
+
+    started = time.monotonic()
+    with HubMirror(repo, Faults(api_endless=True)) as m, pytest.raises(TQError) as err:
+        list_repo([m.url], "org/tiny", "main", False, lambda e: None)
+    assert f"its listing is larger than {LISTING_LIMIT} bytes" in err.value.message
+    assert time.monotonic() - started < 30
+
+
+def test_a_listing_sent_a_byte_at_a_time_is_given_up_on_at_the_minimum_rate(repo, tmp_path, clean_hub_env):
+    """The minimum-rate rule covered transfers only: a listing at 1 byte every 2 s ran past 60 s."""
+    from support.hubmirror import Faults, HubMirror
+    from tqdeploy.download.remote import list_repo
+    from tqdeploy.download.transfer import RetryPolicy
+    from tqdeploy.errors import TQError
+
+    policy = RetryPolicy(attempts=1, rate_window_s=1.0, min_bytes_per_s=1000.0)
+    started = time.monotonic()
+    with HubMirror(repo, Faults(api_trickle_s=0.05)) as m, pytest.raises(TQError) as err:
+        list_repo([m.url], "org/tiny", "main", False, lambda e: None, policy=policy)
+    assert "it sends its listing at" in err.value.message and "under 1000 B/s" in err.value.message
+    assert time.monotonic() - started < 10
+
+
+def test_the_default_download_deadline_is_hours_not_a_day():
+    from tqdeploy.download.transfer import DEFAULT_DEADLINE_S, RetryPolicy
+
+    assert DEFAULT_DEADLINE_S == RetryPolicy().deadline_s == 6 * 3600

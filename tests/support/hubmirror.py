@@ -30,6 +30,7 @@ import struct
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -154,6 +155,9 @@ class Faults:
     ignore_blobs: bool = False  # the revision API answers siblings with names only, as if ?blobs=true were unknown
     tree_status: int | None = None  # the tree API answers this error status instead of the listing
     trickle_s: float | None = None  # content is sent one byte every trickle_s seconds
+    api_edit: Callable[[dict], None] | None = None  # changes the revision API's answer (a hostile listing)
+    api_endless: bool = False  # the revision API's answer is JSON that never ends
+    api_trickle_s: float | None = None  # the revision API's answer is sent one byte every api_trickle_s seconds
 
     def take(self, table: dict[str, int], path: str) -> bool:
         if table.get(path, 0) > 0:
@@ -230,7 +234,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "private": False,
                 "siblings": [repo.sibling(p, blobs) for p in repo.files],
             }
-            return self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"}, head)
+            return self._revision_answer(body, head)
         m = re.fullmatch(r"/cdn/([0-9a-f]{64})/(.+)", path)
         if m:  # same host as the API: huggingface_hub follows the redirect and reads these headers here
             return self._content(m.group(2), head, {"X-Repo-Commit": repo.commit})
@@ -312,6 +316,38 @@ class _Handler(BaseHTTPRequestHandler):
         if self.server.faults.tree_status:
             return self._error(self.server.faults.tree_status, "Injected", "no tree API here")
         return self._send(200, json.dumps(repo.tree()).encode(), {"Content-Type": "application/json"}, head)
+
+    def _revision_answer(self, body: dict, head: bool) -> None:
+        faults = self.server.faults
+        if faults.api_edit:
+            faults.api_edit(body)
+        if faults.api_endless or faults.api_trickle_s:
+            return self._api_without_end(json.dumps(body).encode())
+        return self._send(200, json.dumps(body).encode(), {"Content-Type": "application/json"}, head)
+
+    def _api_without_end(self, body: bytes, most: int = 1 << 31) -> None:
+        """An answer without Content-Length: JSON that never closes (until the client hangs up, or 2 GiB), or
+        the listing a byte at a time."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        faults, sent = self.server.faults, 0
+        try:
+            if faults.api_trickle_s:
+                for i in range(len(body)):
+                    self.wfile.write(body[i : i + 1])
+                    self.wfile.flush()
+                    time.sleep(faults.api_trickle_s)
+                return
+            self.wfile.write(b'{"siblings": [')
+            piece = b'{"rfilename": "a.json"},' * 4096
+            while sent < most:
+                self.wfile.write(piece)
+                sent += len(piece)
+        except OSError:  # the client gave up: what the fault is for
+            return
 
     def _trickle(self, piece: bytes) -> bytes:
         """With the trickle fault, one byte of the piece after a pause; else the piece."""

@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 
 from tqdeploy.download.listing import RemoteFile
+from tqdeploy.download.listing_http import remote_file
 
 TREE = "tree API (/api/models/{repo}/tree/{commit})"
 HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"
@@ -62,7 +63,7 @@ def _from_tree(api, repo: str, revision: str) -> dict[str, RemoteFile]:
             raise Unverifiable(f"{e.path} has no size or LFS sha256")
         if lfs is None and not (isinstance(e.blob_id, str) and _SHA1.match(e.blob_id)):
             raise Unverifiable(f"{e.path} has no git blob id")
-        files[e.path] = RemoteFile(e.path, size, sha256, e.blob_id, lfs is not None)
+        files[e.path] = remote_file(e.path, size, sha256, e.blob_id, lfs is not None)  # path and hashes checked
     return files
 
 
@@ -83,9 +84,9 @@ def _from_heads(
         if not isinstance(meta.size, int):
             raise Unverifiable(f"HEAD {name}: no size")
         if _SHA256.match(etag):
-            files[name] = RemoteFile(name, meta.size, etag, None, True)
+            files[name] = remote_file(name, meta.size, etag, None, True)
         elif _SHA1.match(etag):
-            files[name] = RemoteFile(name, meta.size, None, etag, False)
+            files[name] = remote_file(name, meta.size, None, etag, False)
         else:
             raise Unverifiable(f"HEAD {name}: its ETag is neither a sha256 nor a git blob id")
     return files, commit

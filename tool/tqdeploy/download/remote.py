@@ -1,8 +1,9 @@
 """The repository as a mirror describes it: commit, files, sizes, LFS sha256 and blob ids.
 
-One call per mirror, retried on 408/429/5xx like a file (transfer.RetryPolicy):
-HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True), which is
-GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_api.py). Mirrors
+One call per mirror, retried on 408/429/5xx like a file (transfer.RetryPolicy): the request
+HfApi(endpoint=...).model_info(repo, revision=..., files_metadata=True) sends,
+GET {endpoint}/api/models/{repo}/revision/{rev}?blobs=true (huggingface_hub hf_api.py), read with bounds
+in bytes and time and checked before use (listing_http.py). Mirrors
 are asked in order; one that is down or errors is reported and the next is asked. A mirror that
 answers "no such revision / repository" is believed only when every mirror agrees.
 """
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 
 from tqdeploy.download.listing import RemoteFile, RepoListing
+from tqdeploy.download.listing_http import ListingRefused, check_commit, get_revision, remote_file
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 from tqdeploy.net.urls import check_endpoint, shown_url
@@ -50,6 +52,7 @@ def list_repo(
 
     redact_hub_logs()
 
+    policy = policy or RetryPolicy()
     not_found: list[str] = []
     failures: list[str] = []
     unreachable: list[str] = []
@@ -58,11 +61,16 @@ def list_repo(
         api = HfApi(endpoint=endpoint, token=token)
         try:
             info = _with_retries(
-                lambda api=api: api.model_info(repo, revision=revision, files_metadata=True, timeout=timeout_s),
-                policy or RetryPolicy(),
+                lambda e=endpoint: get_revision(e, repo, revision, token, timeout_s, policy),
+                policy,
                 lambda m, s=shown: on_event(f"mirror {s}: {m}"),
                 sleep,
             )
+            ctx = (api, endpoint, repo, revision, token, timeout_s)
+            listing = _listing(info, ctx, tuple(unreachable), lambda m, s=shown: on_event(f"mirror {s}: {m}"))
+        except ListingRefused as err:  # too large, too slow, or not a listing to take: this mirror fails
+            failures.append(f"{shown}: {err.reason}")
+            reason = err.reason
         except RevisionNotFoundError:
             not_found.append(f"{shown}: no revision {revision!r}")
             reason = "revision not found"
@@ -81,8 +89,6 @@ def list_repo(
             unreachable.append(endpoint)
             reason = f"unreachable ({type(err).__name__})"
         else:
-            ctx = (api, endpoint, repo, revision, token, timeout_s)
-            listing = _listing(info, ctx, tuple(unreachable), lambda m, s=shown: on_event(f"mirror {s}: {m}"))
             if isinstance(listing, RepoListing):
                 return listing
             failures.append(f"{shown}: {listing}")
@@ -134,7 +140,7 @@ def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing |
     ?blobs=true, the sizes and hashes are asked where huggingface_hub asks (download/fallback.py)."""
     api, endpoint, repo, revision, token, timeout_s = ctx
     if info.sha and info.siblings is not None and all(_complete(s) for s in info.siblings):
-        return RepoListing(repo, revision, info.sha, _files(info.siblings), endpoint, unreachable)
+        return RepoListing(repo, revision, check_commit(info.sha), _files(info.siblings), endpoint, unreachable)
     from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 
     try:
@@ -142,7 +148,7 @@ def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing |
     except Unverifiable as why:
         return f"answer lacks the commit, file sizes or hashes ({why})"
     on_event(f"the revision API has no sizes or hashes; they come from the {source}")
-    return RepoListing(repo, revision, commit, files, endpoint, unreachable, source)
+    return RepoListing(repo, revision, check_commit(commit), files, endpoint, unreachable, source)
 
 
 def _complete(sibling) -> bool:
@@ -155,11 +161,7 @@ def _files(siblings) -> dict[str, RemoteFile]:
     files = {}
     for s in siblings:
         lfs = s.lfs is not None
-        files[s.rfilename] = RemoteFile(
-            path=s.rfilename,
-            size=int(s.lfs["size"] if lfs else (s.size or 0)),
-            sha256=s.lfs["sha256"] if lfs else None,
-            git_oid=s.blob_id,
-            lfs=lfs,
-        )
+        size = s.lfs["size"] if lfs else (s.size or 0)
+        sha256 = s.lfs["sha256"] if lfs else None
+        files[s.rfilename] = remote_file(s.rfilename, size, sha256, s.blob_id, lfs)  # checked: ListingRefused
     return files

@@ -26,7 +26,9 @@ from pathlib import Path
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
-DEFAULT_DEADLINE_S = 86_400.0  # 24 h: 55.6 GB at 1 MB/s takes 15 h; a run past a day is stuck, not slow
+# 6 h: the largest embedded checkpoint (55.6 GB) arrives in it at 2.6 MB/s (21 Mbit/s); a user on a slower link
+# says so with --deadline. 24 h let a mirror trickling just above the minimum rate hold a terminal for a day.
+DEFAULT_DEADLINE_S = 21_600.0
 
 
 @dataclass(frozen=True)
