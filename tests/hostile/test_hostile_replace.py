@@ -147,8 +147,10 @@ def test_replace_refuses_every_precondition_before_the_new_server_starts(tmp_pat
             (no_upstream, pid_file, "has no `upstream"),
             (conf, fifo, "is a FIFO"),
             (conf, junk, "holds no pid"),
+            (conf, pid_file, "--replace needs --wait"),
         ):
             args = ("--replace", str(blue), "--nginx-conf", str(conf_arg), "--nginx-pid", str(pid_arg))
+            args += ("--no-wait",) if "--wait" in needle else ()
             rc, _, err = tq("up", str(green), "--force", *args, timeout=120)
             assert rc == 2 and needle in err and "Traceback" not in err, err[-1500:]
             _never_started(green)

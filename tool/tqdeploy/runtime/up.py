@@ -210,7 +210,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         return result
     old = _replace_target(dep, replace) if replace is not None else None
     # --replace: the conf and nginx are proven before anything starts (a refusal leaves nothing running).
-    switch = _switch_plan(old, nginx_conf, nginx_pid) if old is not None else None
+    switch = _switch_plan(old, nginx_conf, nginx_pid, o.wait) if old is not None else None
     # A runtime may stand in for the one asked on such a build (multinode for process with multinode.json).
     runtime = registry.for_start(o.runtime, dep.build_dir)
     prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
@@ -262,9 +262,11 @@ def _unrecorded(build_dir: Path) -> Finding | None:
     )
 
 
-def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path):
+def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool):
     from tqdeploy.runtime.replace import plan_switch
 
+    if not wait:  # the switch follows ready: without the wait it would never happen
+        raise TQError("--replace needs --wait", "drop --no-wait: up switches nginx once the new deployment is ready")
     return plan_switch(nginx_conf or folder(old["build_dir"]).nginx_conf, nginx_pid)
 
 
