@@ -229,3 +229,19 @@ def test_recall_prompt_fits_a_short_context():
     full = INPUTS.recall_prompt(0.5, 100_000)
     short = INPUTS.recall_prompt(0.5, 1500)
     assert INPUTS.recall.fact in short and len(short) <= 1500 < len(full)
+
+
+def test_state_keeps_the_summary_validated(tmp_path: Path):
+    from tqdeploy.answers.result import CheckResult
+    from tqdeploy.runtime.statefields import BadField, validated
+
+    result = CheckResult("http://127.0.0.1:8000", "m", verdict(_observed(), None, LIMITS, INPUTS), 5.0)
+    result.observed = _observed()
+    summary = json.loads(json.dumps(result.summary()))
+    assert summary["status"] == "pass" and summary["perplexity"] == pytest.approx(17.41)
+    assert validated({"answer_check": summary}, tmp_path)["answer_check"] == summary
+    for bad in ({"status": "maybe", "findings": []}, {"status": "pass", "findings": [{"id": 1}]}, "pass"):
+        with pytest.raises(BadField, match="answer_check"):
+            validated({"answer_check": bad}, tmp_path)
+    failed = CheckResult("u", "m", verdict(_observed(perplexity=9000.0), None, LIMITS, INPUTS))
+    assert failed.summary()["status"] == "fail" and failed.summary()["findings"][0]["id"] == "TQ480"
