@@ -51,3 +51,42 @@ def test_env_a_stray_key_file_variable_is_named_by_the_failure(tmp_path):
         assert_nothing_left(build, up["pgid"], port)
     finally:
         kill_leftovers(build)
+
+
+KEYED_STANDIN = r"""
+import argparse, http.server, json, os
+p = argparse.ArgumentParser()
+p.add_argument("model")
+p.add_argument("--port", type=int)
+p.add_argument("--served-model-name", default="tiny")
+args, _ = p.parse_known_args()
+key = open(os.environ["TQ_API_KEY_FILE"]).read().strip()  # as launch_vllm.py: the key from the file serve.sh names
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        ok = self.path == "/health" or self.headers.get("Authorization") == f"Bearer {key}"
+        body = json.dumps({"data": [{"id": args.served_model_name}]} if ok else {"error": "Unauthorized"}).encode()
+        self.send_response(200 if ok else 401); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+print(f"Starting vLLM server on http://127.0.0.1:{args.port}", flush=True)
+http.server.HTTPServer(("127.0.0.1", args.port), H).serve_forever()
+"""
+
+
+def test_env_a_stray_key_file_that_the_server_takes_is_named_by_the_refused_key(tmp_path):
+    build, port = make_build(tmp_path / "keyed")
+    (build / "launch_vllm.py").write_text(KEYED_STANDIN)  # serve.sh runs it as it runs the launcher (`up --force`)
+    stray = tmp_path / "stray-key"
+    stray.write_text("sk-another-deployments-key\n")
+    stray.chmod(0o600)
+    try:
+        env_ = {"TQ_API_KEY_FILE": str(stray)}
+        rc, up, out = tq("up", str(build), "--json", "--force", extra_env=env_, timeout=180)
+        assert rc == 1 and up["status"] == "failed", out[-2000:]
+        refused = next(f for f in up["findings"] if f["id"] == "TQ468")
+        assert refused["evidence"]["env_overrides"] == {"TQ_API_KEY_FILE": str(stray)}
+        assert f"TQ_API_KEY_FILE={stray}" in refused["remediation"]
+        assert "sk-another" not in out
+        assert_nothing_left(build, up["pgid"], port)
+    finally:
+        kill_leftovers(build)
