@@ -22,7 +22,16 @@ from pathlib import Path
 
 import pytest
 
-from support.up_builds import TQDEPLOY, assert_nothing_left, env, kill_leftovers, live_members, make_build, tq
+from support.up_builds import (
+    TQDEPLOY,
+    assert_nothing_left,
+    env,
+    kill_leftovers,
+    live_members,
+    make_build,
+    no_answer_check,
+    tq,
+)
 from support.vllm_server import VLLM_PYTHON, vllm_available
 from tqdeploy.runtime.state import deployment_marker
 
@@ -218,7 +227,7 @@ def test_in_a_pid_namespace_pid_1_and_group_1_are_never_signalled(build):
 
 def _up(build: Path, *args: str, extra_env: dict | None = None, **popen) -> subprocess.Popen:
     return subprocess.Popen(
-        [str(TQDEPLOY), "up", str(build), "--json", "--force", *args],
+        [str(TQDEPLOY), "up", str(build), "--json", "--force", *no_answer_check(), *args],  # a stand-in: no answers
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
