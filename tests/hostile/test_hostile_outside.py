@@ -290,3 +290,84 @@ def test_the_default_download_deadline_is_hours_not_a_day():
     from tqdeploy.download.transfer import DEFAULT_DEADLINE_S, RetryPolicy
 
     assert DEFAULT_DEADLINE_S == RetryPolicy().deadline_s == 6 * 3600
+
+
+# ---------------------------------------------------------------- the bundle: one list of detectors for both sides
+
+STANDALONE_TOKENS = {  # detect-secrets' regex detectors that need no keyword (detect_secrets/plugins/*.py)
+    "stripe_live_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dQ",
+    "npm_token": "npm_Zq8dE5fG7hI9jK1-M3nO5pQ7rS9tU1vW3xY5",
+    "telegram_bot_token": "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",
+    "sendgrid_key": "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",
+    "raw_hex_key": "5e2c" * 16,
+}
+HOST_IP = "10.77.1.23"
+MIRROR_PASSWORD = "Qm8x-hunter2-zqh"
+
+
+def _build_with(root: Path, logs: dict[str, str], spec: str = "# spec\n") -> Path:
+    build = root / "build"
+    (build / ".tqdeploy" / "logs").mkdir(parents=True)
+    (build / "tqdeploy.toml").write_text(spec)
+    for name, text in logs.items():
+        (build / ".tqdeploy" / "logs" / name).write_text(text)
+    return build
+
+
+def _bundled(build: Path, out: Path):
+    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.identity import HostIdentity
+
+    names = ("state", "logs", "spec")
+    collectors = tuple(c for c in COLLECTORS if c[0] in names)
+    return build_bundle(build, out, collectors=collectors, identity=HostIdentity(hostnames=(), users=()))
+
+
+def _all_text(path: Path) -> str:
+    with tarfile.open(path, "r:gz") as tar:
+        names = "\n".join(m.name for m in tar.getmembers())
+        return names + "\n" + "\n".join(tar.extractfile(m).read().decode() for m in tar.getmembers() if m.isfile())
+
+
+@pytest.mark.parametrize("kind", sorted(STANDALONE_TOKENS))
+def test_a_token_standing_alone_in_a_log_line_is_redacted_and_inspect_finds_it(kind, tmp_path, run_cli):
+    token = STANDALONE_TOKENS[kind]
+    build = _build_with(tmp_path, {"server.log": f"INFO started\n{token}\nINFO ready\n"})
+    result = _bundled(build, tmp_path / "b.tar.gz")
+    assert token not in _all_text(result.path), kind
+    # appended to the log after bundling (hashes fixed up): --inspect must see what the bundle would redact
+    tampered = _bundle(tmp_path, {"logs/server.log": f"INFO started\n{token}\n".encode()})
+    code, out, err = run_cli("bundle", "--inspect", str(tampered))
+    assert code == 1 and "secret in logs/server.log line 2" in out, (kind, out, err)
+
+
+def test_a_digest_in_a_log_stays_and_is_not_called_a_secret(tmp_path, run_cli):
+    line = "INFO image sha256:" + "5e2c" * 16 + "\n"
+    build = _build_with(tmp_path, {"server.log": line})
+    result = _bundled(build, tmp_path / "b.tar.gz")
+    assert line in _all_text(result.path)
+    code, out, err = run_cli("bundle", "--inspect", str(_bundle(tmp_path, {"logs/server.log": line.encode()})))
+    assert code == 0, out
+
+
+def test_a_secret_noted_in_a_spec_comment_is_redacted(tmp_path, run_cli):
+    spec = f'[model]\nrepo = "org/m"\nmirrors = ["https://m.example"]  # mirror password: {MIRROR_PASSWORD}\n'
+    spec += f"# staging mirror password: {MIRROR_PASSWORD}-2\n"
+    build = _build_with(tmp_path, {"server.log": "INFO\n"}, spec=spec)
+    result = _bundled(build, tmp_path / "b.tar.gz")
+    text = _all_text(result.path)
+    assert MIRROR_PASSWORD not in text and "# mirror password: [secret-" in text, text[-2000:]
+    tampered = _bundle(tmp_path, {"build/tqdeploy.toml": spec.encode()})
+    code, out, _ = run_cli("bundle", "--inspect", str(tampered))
+    assert code == 1 and "secret in build/tqdeploy.toml line 3" in out, out
+
+
+def test_an_address_inside_a_log_file_name_is_redacted_and_inspect_finds_it(tmp_path, run_cli):
+    build = _build_with(tmp_path, {f"worker-{HOST_IP}.log": "INFO worker up\n"})
+    result = _bundled(build, tmp_path / "b.tar.gz")
+    assert HOST_IP not in _all_text(result.path) and HOST_IP not in json.dumps(result.manifest)
+    assert "logs/worker-[ip-1].log" in result.manifest["files"], result.manifest["files"]
+    tampered = _bundle(tmp_path, {f"logs/worker-{HOST_IP}.log": b"INFO worker up\n"})
+    code, out, _ = run_cli("bundle", "--inspect", str(tampered))
+    assert code == 1 and f"ip (member name) in logs/worker-{HOST_IP}.log" in out, out

@@ -13,7 +13,15 @@ from typing import Any
 
 from tqdeploy.bundle import collect_build as cb
 from tqdeploy.bundle import collect_host as ch
-from tqdeploy.bundle.archive import MAX_FILE_BYTES, MAX_TOTAL_BYTES, Entries, archive_bytes, as_text, dump_json
+from tqdeploy.bundle.archive import (
+    MAX_FILE_BYTES,
+    MAX_TOTAL_BYTES,
+    TAIL_KEPT,
+    Entries,
+    archive_bytes,
+    as_text,
+    dump_json,
+)
 from tqdeploy.bundle.context import Absent, BundleContext, read_state, state_record
 from tqdeploy.bundle.identity import HostIdentity, this_host
 from tqdeploy.bundle.knowns import mapping_path_for, seeded_redactor, write_mapping
@@ -171,11 +179,14 @@ def build_bundle(
     # member names through the same redactor, so a host name in a file name is a placeholder too.
     entries = Entries()
     for record, path, data in pending:
-        name = red.relit(red.text(path)) if redact else path
+        name = red.relit(red.path(path)) if redact else path  # an address inside a file name too
         if data is None:
             entries.drop(name, "binary content")
             continue
-        entries.add(name, red.relit(data.decode("utf-8")).encode("utf-8") if redact else data)
+        text = data.decode("utf-8")
+        if redact and path.startswith(TAIL_KEPT):  # server logs: a raw hex key standing alone too
+            text = red.log(text)
+        entries.add(name, red.relit(text).encode("utf-8") if redact else data)
         if name in entries.files:
             record["files"].append(name)
     manifest = {

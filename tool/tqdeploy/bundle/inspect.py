@@ -107,37 +107,39 @@ class Scanner:
             hostnames=identity.hostnames, usernames=identity.users, domains=identity.domains, keywords=identity.keywords
         )
 
-    def kinds(self, text: str) -> dict[str, int]:
+    def kinds(self, text: str, path: bool = False, log: bool = False) -> dict[str, int]:
+        """What a redaction would still replace in text (a member name, a log: as the bundle redacts them)."""
         from tqdeploy.redact import scan
 
-        found = dict(scan(text, self.probe))
+        found = dict(scan(text, self.probe, path, log))
         for encoding, decoded in _views(text):
             for kind, n in scan(decoded, self.probe).items():
                 key = f"{kind} ({encoding})"
                 found[key] = found.get(key, 0) + n
         return found
 
-    def _locate(self, member: str, lines: list[str], lo: int, hi: int, out: list[dict[str, Any]]) -> None:
+    def _locate(self, member: str, lines: list[str], lo: int, hi: int, out: list[dict[str, Any]], log: bool) -> None:
         """The findings of lines[lo:hi], halving only spans that hold one. Scanning every line on its own once
         took 53 s for a log of 4M short lines with one key at its end; halving costs about two scans of the
         whole text per finding, so the time grows with the text, not with its number of lines."""
-        if len(out) >= MAX_FINDINGS_PER_MEMBER or not self.kinds("\n".join(lines[lo:hi])):
+        if len(out) >= MAX_FINDINGS_PER_MEMBER or not self.kinds("\n".join(lines[lo:hi]), log=log):
             return
         if hi - lo <= LEAF_LINES:
             for number in range(lo, hi):
-                out.extend({"member": member, "line": number + 1, "kind": k} for k in sorted(self.kinds(lines[number])))
+                kinds = sorted(self.kinds(lines[number], log=log))
+                out.extend({"member": member, "line": number + 1, "kind": k} for k in kinds)
             return
         mid = (lo + hi) // 2
-        self._locate(member, lines, lo, mid, out)
-        self._locate(member, lines, mid, hi, out)
+        self._locate(member, lines, lo, mid, out, log)
+        self._locate(member, lines, mid, hi, out, log)
 
-    def lines(self, member: str, text: str) -> list[dict[str, Any]]:
+    def lines(self, member: str, text: str, log: bool = False) -> list[dict[str, Any]]:
         """Where in the member: the line of each finding (a private key block: its first line)."""
         from tqdeploy.redact.keys import drop_private_keys
 
         out: list[dict[str, Any]] = []
         all_lines = text.splitlines()
-        self._locate(member, all_lines, 0, len(all_lines), out)
+        self._locate(member, all_lines, 0, len(all_lines), out, log)
         del out[MAX_FINDINGS_PER_MEMBER:]
         if not out:  # a multi-line shape (a key body): the first line that differs once keys are dropped
             dropped, _ = drop_private_keys(text)
@@ -196,7 +198,7 @@ def _verify(result: InspectResult, top: dict[str, bytes]) -> None:
 
 
 def _scan_member(result: InspectResult, scanner: Scanner, name: str, data: bytes) -> None:
-    from tqdeploy.bundle.archive import as_text
+    from tqdeploy.bundle.archive import TAIL_KEPT, as_text
 
     if name.rsplit("/", 1)[-1].endswith("mapping.json"):
         result.problems.append(f"{name}: a placeholder mapping inside the bundle")
@@ -204,12 +206,13 @@ def _scan_member(result: InspectResult, scanner: Scanner, name: str, data: bytes
     if text is None:
         result.problems.append(f"{name}: binary content, not scanned (a bundle holds text only)")
         return
-    in_name = scanner.kinds(name)
-    in_text = scanner.kinds(text)
+    in_name = scanner.kinds(name, path=True)
+    log = name.startswith(TAIL_KEPT)  # scanned as the bundle redacts logs (a raw hex key too)
+    in_text = scanner.kinds(text, log=log)
     for kind in sorted(in_name):
         result.findings.append({"member": name, "line": 0, "kind": kind + " (member name)"})
     if in_text:
-        result.findings.extend(scanner.lines(name, text))
+        result.findings.extend(scanner.lines(name, text, log))
     found = {k: in_name.get(k, 0) + in_text.get(k, 0) for k in {*in_name, *in_text}}
     if found:
         result.suspects[name] = dict(sorted(found.items()))

@@ -110,6 +110,29 @@ class Redactor(SecretRules, NameRules):
         text = self._sub_literals(text, R.SECRET_KINDS)
         return R.TOKENS.sub(lambda m: self.secret(m.group(0)), text) if self._has_token(text) else text
 
+    def path(self, text: str) -> str:
+        """A file or member name: text(), then an IPv4 address run into a word (`worker-10.1.2.3.log`, which
+        the text rules read as a version or a file name) is an address too: in a name it says which host."""
+        text = self.text(text)
+        if not self.enabled or not self.names or "." not in text:
+            return text
+        return R.IPV4_IN_NAME.sub(lambda m: self._ipv4(m.group(0), ""), text)
+
+    def log(self, text: str) -> str:
+        """A server log: text(), then a raw 64-hex key standing alone (R.HEX_KEY), which in a log is a key
+        pasted or echoed there, not a digest (a digest is named before it: R.DIGEST_BEFORE)."""
+        text = self.text(text)
+        if not self.enabled or not R.HEX_KEY.search(text):
+            return text
+
+        def repl(m: re.Match[str]) -> str:
+            start = max(0, m.start() - 40)
+            if R.DIGEST_BEFORE.search(m.string, start, m.start()):
+                return m.group(0)
+            return self.secret(m.group(0))
+
+        return R.HEX_KEY.sub(repl, text)
+
     def relit(self, text: str) -> str:
         """Known values (and their encodings) once more: for text redacted before they were known."""
         return self._sub_literals(text, None) if self.enabled else text
@@ -210,11 +233,14 @@ class Redactor(SecretRules, NameRules):
         return self.secret(obj) if isinstance(obj, str) and obj else obj
 
 
-def scan(text: str, redactor: Redactor | None = None) -> Counter[str]:
+def scan(text: str, redactor: Redactor | None = None, path: bool = False, log: bool = False) -> Counter[str]:
     """Secret-shaped strings still in text (what a fresh redaction would replace), counted per kind;
     placeholders and masks such as vLLM's '***' do not count. With a redactor that knows the host (names,
-    users, domains), identifying names count too; without one only secrets and addresses do."""
+    users, domains), identifying names count too; without one only secrets and addresses do. ``path``: text
+    is a file or member name, scanned as the bundle redacts names (Redactor.path); ``log``: a server log
+    (Redactor.log). The same methods the bundle redacts with, so what it replaces a scan finds."""
     probe = redactor or Redactor()
     before = Counter(probe.counts)
-    probe.text(text)
+    redact = probe.path if path else probe.log if log else probe.text
+    redact(text)
     return probe.counts - before

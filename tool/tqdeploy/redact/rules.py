@@ -16,7 +16,11 @@ vLLM facts these rules rely on (vLLM 0.32.0 source):
 Token formats are the documented prefixes of each issuer (the same ones detect-secrets' plugins and
 GitHub's secret scanning match): hf_ (Hugging Face User Access Tokens), ghp_/gho_/ghu_/ghs_/ghr_ and
 github_pat_ (GitHub), glpat- and the other gl*- prefixes (GitLab), xox[abpors]- (Slack), AIza (Google API
-keys), nvapi- (NVIDIA API catalog), sk-/sk-ant-/sk-proj- (OpenAI, Anthropic), AKIA/ASIA... (AWS key ids).
+keys), nvapi- (NVIDIA API catalog), sk-/sk-ant-/sk-proj- (OpenAI, Anthropic), AKIA/ASIA... (AWS key ids);
+and the shapes of detect-secrets' regex detectors that need no keyword beside them (detect_secrets/plugins:
+stripe.py sk_live_/rk_live_, npm.py npm_, telegram_token.py DIGITS:A..., sendgrid.py SG., square_oauth.py
+sq0csp-, mailchimp.py ...-usN). Twilio's AC/SK and Discord's bot tokens have no literal a line can be picked
+by (secrets.py runs the rules only on lines with a trigger), so they are left to the named and entropy rules.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ BARE_NAMES = frozenset(SECRET_WORDS | LAST_ONLY_WORDS)
 LINE_START = re.compile(
     r"(?:\d{9,11}\.\d{3}\|)?[ \t]{0,16}(?:#|//|;|--|\*|-|\+)?[ \t]{0,16}(?:export[ \t]{1,8})?"
 )  # after a tqdeploy log stamp (EPOCH.mmm|), a comment marker, a shell trace's `+`
+# A comment's first words before a name: `# mirror password:`, `  // staging db password =`, `x = 1  # old key:`.
+COMMENT_WORDS = re.compile(r"[^\n#]{0,120}?(?:#|//)[ \t]{0,16}(?:[A-Za-z][\w.\-]{0,40}[ \t]{1,8}){1,3}")
 # A last word that makes the name about a secret, not one: api_key_file, hf_token_present, secretKeyRef.
 NOT_SECRET_LAST = frozenset(
     {"file", "path", "dir", "present", "set", "count", "len", "length", "name", "env", "ref", "id", "type", "size"}
@@ -81,7 +87,9 @@ TOKENS = re.compile(
     r"|gl(?:pat|dt|rt|ptt|ft|soat|cbt)-[A-Za-z0-9_\-]{20,256}|xox[abposre]-[A-Za-z0-9\-]{10,256}"
     r"|xapp-[A-Za-z0-9\-]{10,256}|AIza[0-9A-Za-z_\-]{30,40}|nvapi-[A-Za-z0-9_\-]{20,256}"
     r"|eyJ[A-Za-z0-9_\-]{8,4096}\.[A-Za-z0-9_\-]{8,4096}\.[A-Za-z0-9_\-]{8,4096}"
-    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,512})"
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}|npm_[A-Za-z0-9\-]{36,72}|pypi-[A-Za-z0-9_\-]{50,512}"
+    r"|[rs]k_(?:live|test)_[0-9A-Za-z]{24,247}|\d{5,16}:A[A-Za-z0-9_\-]{34}|SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}"
+    r"|sq0csp-[0-9A-Za-z_\-]{43}|[0-9a-z]{32}-us\d{1,2})"
     r"(?![A-Za-z0-9_\-])"
 )
 AUTH_SCHEME = re.compile(r"(?i)(?<![\w-])(bearer|basic)([ \t]{1,8})([A-Za-z0-9._~+/\-]{8,4096}={0,2})")
@@ -131,7 +139,7 @@ NAMED_TRIGGERS = tuple(re.compile(w + r"[\w.\-]{0,80}['\"]?[ \t]{0,8}[:=]") for 
 TOKEN_LITERALS = (
     "hf_", "sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-",
     "glft-", "glsoat-", "glcbt-", "xox", "xapp-", "AIza", "nvapi-", "eyJ", "AKIA", "ASIA", "AGPA", "AIDA", "AROA",
-    "ANPA", "ANVA", "AIPA", "npm_", "pypi-",
+    "ANPA", "ANVA", "AIPA", "npm_", "pypi-", "k_live_", "k_test_", ":A", "SG.", "sq0csp-", "-us",
 )  # fmt: skip
 QUERY = re.compile(r"([?&])([\w.\-]{1,64})=([^&\s#'\"]{1,4096})")
 QUERY_SECRET_NAMES = frozenset({"sig", "signature", "auth", "x-amz-signature", "x-amz-credential", "code", "key"})
@@ -148,6 +156,11 @@ ADDRESS = re.compile(
 )
 MAC = re.compile(r"(?i)[0-9a-f]{2}([:-])[0-9a-f]{2}(?:\1[0-9a-f]{2}){4}(?:(?:\1[0-9a-f]{2}){14})?")
 IPV4 = re.compile(r"\d{1,3}(?:\.\d{1,3}){3}")
+# A raw key in a log (`openssl rand -hex 32`): 32 bytes as hex, standing alone; not where a digest is named
+# just before it on its line (sha256 ..., digest:, "etag":, commit ...), which is how logs print hashes.
+HEX_KEY = re.compile(r"(?<![0-9A-Za-z_\-])(?:[0-9a-f]{64}|[0-9A-F]{64})(?![0-9A-Za-z_\-])")
+DIGEST_BEFORE = re.compile(r"(?i)(?:sha|digest|hash|checksum|etag|oid|fingerprint|commit|revision|blob)[^\n]{0,24}\Z")
+IPV4_IN_NAME = re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?!\.?\d)")  # worker-10.1.2.3.log, x_10.1.2.3
 DNS_NAME = re.compile(r"(?:[A-Za-z0-9][A-Za-z0-9\-]{0,62}\.){1,10}[A-Za-z]{2,24}")
 HOME = re.compile(r"(?<![\w])(/home/|/Users/|C:\\Users\\)([^/\\\s'\":\[\]]{1,64})")
 AFTER_HOST = re.compile(r"(\[host-\d+\])((?:\.[A-Za-z0-9][A-Za-z0-9\-]{0,62}){1,10})(?![\w\-]|\.[A-Za-z0-9])")
@@ -195,12 +208,14 @@ def is_reference(value: str) -> bool:
 
 
 def at_line_start(text: str, pos: int) -> bool:
-    """Only blanks, a comment marker or `export` between the line's start and pos (looking back 64 chars)."""
+    """Only blanks, a comment marker or `export` between the line's start and pos (looking back 64 chars);
+    or, inside a comment, up to three words after its marker: `# mirror password: VALUE` in a spec is a note
+    of a credential (it once reached the bundle's copy of the spec), `an API key: see below` mid-line is not."""
     lo = max(0, pos - 64)
     nl = text.rfind("\n", lo, pos)
     if nl < 0 and lo > 0:
         return False
-    return bool(LINE_START.fullmatch(text, nl + 1, pos))
+    return bool(LINE_START.fullmatch(text, nl + 1, pos) or COMMENT_WORDS.fullmatch(text, nl + 1, pos))
 
 
 def looks_like_version(before: str) -> bool:
