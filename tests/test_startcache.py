@@ -262,3 +262,40 @@ def test_compare_refuses_another_release_or_model_and_warns_on_a_path():
     )
     assert {d.fact: d.refuses for d in other} == {"vllm": True, "model_dir": False, "model file config.json": True}
     assert [d.fact for d in compare.refusals(other)] == ["vllm", "model file config.json"]
+
+
+def test_profile_marks_what_the_import_put_in_each_cache(tmp_path, artifact):
+    """profile/caches.py mark_imported: the imported inductor cache untouched by a start is an imported hit; a
+    cache the start wrote into is a miss; a cache nothing was imported into says nothing."""
+    from tqdeploy.profile import caches
+
+    out, manifest = artifact
+    volume = fresh_volume(tmp_path)
+    unpack.extract(out, manifest, volume, [])
+    where = {"inductor": volume / "torchinductor", "compile": volume / "torch_compile_cache", "xdg": volume / "xdg"}
+    before = caches.snapshot(where)
+    (volume / "torch_compile_cache" / "new-key").mkdir()
+    (volume / "torch_compile_cache" / "new-key" / "graph.py").write_text("x = 1\n")  # a start compiled anew
+    rows = caches.report(before, caches.snapshot(where))
+    caches.mark_imported(rows, volume)
+    got = {r["cache"]: (r["verdict"], r["import"], r["imported_files"]) for r in rows}
+    assert got == {"inductor": ("hit", "hit", 1), "compile": ("miss", "miss", 1), "xdg": ("absent", None, 0)}
+
+
+def test_profile_says_nothing_without_an_import(tmp_path):
+    from tqdeploy.profile import caches
+
+    volume = fresh_volume(tmp_path)
+    rows = [{"cache": "triton", "path": str(volume / "triton"), "verdict": "hit"}]
+    caches.mark_imported(rows, volume)
+    assert "import" not in rows[0]
+
+
+def test_driver_version_from_the_kernel_modules_line(tmp_path):
+    """/proc/driver/nvidia/version as recorded on the lent H200 (tests/fixtures/hosts/h200-1gpu/host.txt)."""
+    from tqdeploy.startcache.hostfacts import driver_version
+
+    host = Path(__file__).parent / "fixtures" / "hosts" / "h200-1gpu" / "host.txt"
+    line = next(x for x in host.read_text().splitlines() if x.startswith("NVRM version:"))
+    (tmp_path / "version").write_text(line + "\nGCC version: gcc 13\n")
+    assert driver_version(tmp_path / "version") == "580.159.04"

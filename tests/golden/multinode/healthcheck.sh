@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 1c0f35a07cf4c4a6ed052e2fd9137a61836ee771b7f3952c95a9dc0c286e01ee).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

@@ -1,5 +1,5 @@
 # Rendered by tqdeploy 0.1.0 from spec qwen36-multinode
-# (spec sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
+# (spec sha256 1c0f35a07cf4c4a6ed052e2fd9137a61836ee771b7f3952c95a9dc0c286e01ee).
 """Start vLLM 0.32.0's `vllm serve` with the API key read from a file into the API server alone.
 
 Usage: python3 launch_vllm.py MODEL [vllm serve flags]; the key file is $TQ_API_KEY_FILE (serve.sh sets it).

@@ -1,4 +1,4 @@
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 5e453e1506e024bb4ecdb02f5976a35a58cc51f5206517481101ee022ec9097b).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 1c0f35a07cf4c4a6ed052e2fd9137a61836ee771b7f3952c95a9dc0c286e01ee).
 # Sourced by serve.sh when resources.nodes > 1: which node this is, where the leader is, and the node flags of
 # vLLM 0.32.0's own multi-node mode (vllm/engine/arg_utils.py --nnodes/--node-rank/--master-addr/
 # --master-port; vllm/entrypoints/cli/serve.py run_headless: a node of rank > 0 runs `--headless`, its

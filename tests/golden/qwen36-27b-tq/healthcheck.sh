@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 30522d968edaf55a46b6b5f7410a026c5dc12f0aedafe119bbdff4705a00e025).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3).
 # Container health: vLLM answers GET /health with 200 when ready and 503 when its engine died.
 # Uses whichever HTTP client the image has (curl, python3, busybox wget).
 set -eu

@@ -1,5 +1,5 @@
 # Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq
-# (spec sha256 30522d968edaf55a46b6b5f7410a026c5dc12f0aedafe119bbdff4705a00e025).
+# (spec sha256 df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3).
 """Start vLLM 0.32.0's `vllm serve` with the API key read from a file into the API server alone.
 
 Usage: python3 launch_vllm.py MODEL [vllm serve flags]; the key file is $TQ_API_KEY_FILE (serve.sh sets it).

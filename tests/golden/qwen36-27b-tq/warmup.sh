@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 30522d968edaf55a46b6b5f7410a026c5dc12f0aedafe119bbdff4705a00e025).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3).
 # One-shot warm-up: fills the cache volume once, before the first production start, so that start and every
 # recreated container or pod after it find the compiled graphs, autotune results and kernel caches there
 # (serve.sh keeps all of them under VLLM_CACHE_ROOT). compose: `docker compose run --rm warmup` before

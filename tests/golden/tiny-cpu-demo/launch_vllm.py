@@ -1,5 +1,5 @@
 # Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo
-# (spec sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
+# (spec sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
 """Start vLLM 0.32.0's `vllm serve` with the API key read from a file into the API server alone.
 
 Usage: python3 launch_vllm.py MODEL [vllm serve flags]; the key file is $TQ_API_KEY_FILE (serve.sh sets it).

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.

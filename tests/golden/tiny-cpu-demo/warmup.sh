@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 879c7da8badd1b7e194e1a2998d075b345d674709441bf7eb2ae86ffbd5151c0).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
 # One-shot warm-up: fills the cache volume once, before the first production start, so that start and every
 # recreated container or pod after it find the compiled graphs, autotune results and kernel caches there
 # (serve.sh keeps all of them under VLLM_CACHE_ROOT). compose: `docker compose run --rm warmup` before

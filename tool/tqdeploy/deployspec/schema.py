@@ -80,6 +80,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "cache_dir": Key(str, "./cache", "host directory for vLLM compile cache and HF cache (kept across restarts)"),
         "models_size": Key(str, "200Gi", "Kubernetes volume size for models"),
         "cache_size": Key(str, "50Gi", "Kubernetes volume size for the caches"),
+        "cache_artifact": Key(
+            str,
+            None,
+            "start-up caches from `tqdeploy cache export` another host made; `up` imports them into an unused "
+            "cache volume before the first start, refused where they were made for another host or build",
+            "every new volume starts cold",
+        ),
     },
 }
 

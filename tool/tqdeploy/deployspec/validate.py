@@ -280,6 +280,13 @@ def _resources_problems(spec: Spec) -> list[Problem]:
         )
     if m["path"]:
         need(_plain_path(m["path"]), "model.path", "model.path must be a plain path (no quotes, $ or spaces)")
+    if sto["cache_artifact"] is not None:
+        need(
+            _plain_path(sto["cache_artifact"]) and str(sto["cache_artifact"]).endswith(".tar.xz"),
+            "storage.cache_artifact",
+            "storage.cache_artifact must be a plain path to a .tar.xz (no quotes, $ or spaces)",
+            "give the file `tqdeploy cache export` wrote, e.g. ./startcache.tar.xz",
+        )
     return p
 
 

@@ -148,6 +148,26 @@ def report(before: Mapping[str, CacheState], after: Mapping[str, CacheState]) ->
     ]
 
 
+def mark_imported(rows: list[dict], vllm_root: Path) -> None:
+    """Add to each cache's row what `tqdeploy cache import` put there (its receipt on the volume) and whether this
+    start used it: imported "hit" when the cache held the imported files and the start wrote nothing there, "miss"
+    when the start wrote there anyway (its key differed: compare the artifact's manifest), None when nothing was
+    imported into it. The receipt is untrusted: read bounded by startcache.unpack.read_receipt."""
+    from tqdeploy.startcache.unpack import read_receipt
+
+    receipt = read_receipt(vllm_root)
+    files = receipt.get("files") if receipt else None
+    if not isinstance(files, dict):
+        return
+    root = Path(os.path.realpath(vllm_root))
+    for row in rows:
+        real = Path(os.path.realpath(row["path"]))
+        rel = real.relative_to(root).as_posix() if root in real.parents else None
+        count = sum(1 for f in files if isinstance(f, str) and rel and f.startswith(rel + "/"))
+        row["imported_files"] = count
+        row["import"] = (row["verdict"] if row["verdict"] in ("hit", "miss") else "unknown") if count else None
+
+
 def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mapping[str, CacheState]) -> list:
     """TQ439 for each cache with files that lives outside the folder holding VLLM_CACHE_ROOT."""
     from tqdeploy.safeio import is_within

@@ -51,6 +51,7 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     apply_disk(result, residency, "before start", measured["direct_read"])
     after = caches.snapshot(where)  # hit, miss or absent per cache, and where each lives (profile/caches.py)
     result.context["caches"] = caches.report(before, after)
+    caches.mark_imported(result.context["caches"], where["compile"].parent)  # `cache import`'s files: hit or miss
     result.findings.extend(caches.cache_findings(build, where, after))
     result.context.update(
         compile_cache=started.compile_cache,

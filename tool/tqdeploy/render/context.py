@@ -14,6 +14,7 @@ from tqdeploy.deployspec.model import (
     Spec,
 )
 from tqdeploy.deployspec.validate import revision_is_commit
+from tqdeploy.render.cacheimport import cache_import_context
 from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
 from tqdeploy.render.env import shquote
 from tqdeploy.render.fingerprint import cache_fingerprint
@@ -160,6 +161,7 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "accel": accelerators(spec),
         "start_caches": moved_caches(),
         "fingerprint": cache_fingerprint(spec)["sha256"],
+        "cache_import": cache_import_context(spec, PATHS),  # storage.cache_artifact: render/cacheimport.py
         "fingerprint_file": FINGERPRINT_FILE,
         "fingerprint_schema": FINGERPRINT_SCHEMA,
         "gpustack": {

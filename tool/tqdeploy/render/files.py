@@ -94,6 +94,11 @@ def render_files(spec: Spec) -> dict[str, RenderedFile]:
     files: dict[str, RenderedFile] = {}
     for out, template, mode in template_plan(spec, ctx):
         files[out] = RenderedFile(env.get_template(template).render(**ctx).encode("utf-8"), mode)
+    if ctx["cache_import"]:  # the image's one-shot cache import runs tqdeploy's own checks (startcache/zipapp.py)
+        from tqdeploy.render.cacheimport import PYZ
+        from tqdeploy.startcache.zipapp import build_pyz
+
+        files[PYZ] = RenderedFile(build_pyz(), REGULAR)
     files[SPEC_FILE_NAME] = RenderedFile(_spec_copy(spec), REGULAR)
     files[LOCK_NAME] = RenderedFile(make_lock(spec, {k: v.data for k, v in files.items()}), REGULAR)
     return dict(sorted(files.items()))

@@ -39,6 +39,19 @@ def keeper_alive(record: StateRecord, trusted: Trusted) -> bool:
     return any(procs.owned(pid, trusted.marker, trusted.started_at) for pid in (record.supervisor_pid, record.pid))
 
 
+def _import_caches(dep: Deployment, python: str) -> list[Finding]:
+    """storage.cache_artifact into the volume serve.sh will use (VLLM_CACHE_ROOT as serve_env sets it), before
+    serve.sh starts: TQ442 (startcache/artifact.py import_for_up); none when the volume already holds caches."""
+    import os
+
+    from tqdeploy.buildfolder import folder
+    from tqdeploy.startcache.artifact import import_for_up
+
+    volume = Path(os.environ.get("VLLM_CACHE_ROOT") or folder(dep.build_dir).vllm_cache)
+    found = import_for_up(dep.build_dir, dep.spec["storage"]["cache_artifact"], volume, python)  # type: ignore[index]
+    return [found] if found else []
+
+
 class ProcessRuntime:
     name = "process"
     start_options = frozenset({"python"})
@@ -60,6 +73,8 @@ class ProcessRuntime:
                     AREA,
                 )
             )
+        elif dep.spec["storage"]["cache_artifact"]:  # type: ignore[index]
+            out.findings.extend(_import_caches(dep, python))
         return out
 
     def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:

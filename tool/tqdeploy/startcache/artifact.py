@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Finding
 from tqdeploy.startcache.compare import Difference, differences, refusals
 
 
@@ -155,3 +156,66 @@ def import_build(ctx: BuildContext, archive: Path, force: bool = False) -> Impor
     done = unpack.extract(archive, manifest, ctx.volume, secrets.needles(ctx.key))
     return ImportResult(str(archive), str(ctx.volume), True, bool(refused), done["files"], done["bytes"],
                         time.monotonic() - started, diffs)  # fmt: skip
+
+
+UP_ID = "TQ442"
+
+
+def import_for_up(build_dir: Path, artifact: str, volume: Path, python: str) -> Finding | None:
+    """What `up` does for a build whose spec names storage.cache_artifact (relative to the build): import_into."""
+    path = Path(artifact)
+    path = path if path.is_absolute() else Path(build_dir) / path
+    if _volume_used(volume):
+        return None  # skip before asking the interpreter anything: the common case of every later start
+    try:
+        ctx = context(build_dir, volume, python)
+    except TQError as err:
+        return _refused(path, volume, err)
+    return import_into(ctx, path)
+
+
+def _volume_used(volume: Path) -> bool:
+    from tqdeploy.startcache.pack import walk
+
+    return volume.is_dir() and bool(walk(volume)[1])
+
+
+def _refused(path: Path, volume: Path, err: TQError) -> Finding:
+    from tqdeploy.findings import Severity
+
+    return Finding(
+        UP_ID,
+        Severity.WARN,
+        f"the cache artifact was not imported, this start is cold: {err.message}",
+        {"artifact": str(path), "volume": str(volume)},
+        err.remediation,
+        "start-up",
+    )
+
+
+def import_into(ctx: BuildContext, path: Path) -> Finding | None:
+    """Import into a volume no start has written to: None when it already holds caches (an earlier import or start:
+    nothing to do); TQ442 ok with the counts when imported; TQ442 warn when refused: the start goes on, cold. The
+    same for `up` (process runtime) and the containers' one-shot import (startcache/container.py)."""
+    from tqdeploy.findings import Severity
+
+    if _volume_used(ctx.volume):
+        return None
+    try:
+        result = import_build(ctx, path)
+    except TQError as err:
+        return _refused(path, ctx.volume, err)
+    return Finding(
+        UP_ID,
+        Severity.OK,
+        f"imported {result.files} cache files ({result.unpacked_bytes / 1e6:.1f} MB) from {path.name} "
+        f"in {result.seconds:.1f} s",
+        {
+            "artifact": str(path),
+            "volume": str(ctx.volume),
+            "files": result.files,
+            "notes": [d.fact for d in result.differences],
+        },  # fmt: skip
+        "",
+        "start-up",
+    )

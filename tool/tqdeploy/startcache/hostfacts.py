@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -83,9 +84,21 @@ def interpreter_facts(python: str) -> dict[str, str]:
     return {k: str(raw.get(k, "none"))[:200] for k in FACT_KEYS}
 
 
-def driver_version() -> str:
-    """The NVIDIA driver's version through the project's NVML probe; "none" where NVML does not start."""
+_DRIVER_LINE = re.compile(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)")
+
+
+def driver_version(proc_version: Path = Path("/proc/driver/nvidia/version")) -> str:
+    """The NVIDIA driver's version: the kernel module's own line (readable in a container without NVML, e.g. an
+    init container), else the project's NVML probe; "none" where neither answers."""
     from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter
+
+    try:
+        with open(proc_version, encoding="utf-8", errors="replace") as fh:
+            m = _DRIVER_LINE.search(fh.read(4096))
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
 
     try:
         nv = load_adapter()

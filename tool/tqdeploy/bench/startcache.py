@@ -1,0 +1,68 @@
+"""Benchmark: `tqdeploy cache export` and `cache import` of the tiny CPU demo's start-up caches (issue 38, item 4),
+against `tar -cJf` / `tar -xJf` of the same volume (what an operator would reach for, without the manifest, the
+secret scan or the checks), and what the import buys: the first start of a fresh build in another folder on the
+imported caches against the cold start that filled them.
+
+One run: the embedded demo spec built twice (bench/up.py make_build), the first started once through `up` on its
+own cache volume (cold), exported, the second build imports the artifact and starts once. Sizes are the
+artifact's and the volume's; times are wall clock of the CLI (export and import each ask the build's interpreter
+for torch's facts: most of their time on this machine). TQDEPLOY_VLLM_PYTHON names the vLLM interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tqdeploy.bench import Row
+from tqdeploy.bench.doctor import VLLM_PYTHON, tqdeploy_argv
+from tqdeploy.bench.up import make_build, run_up
+
+
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, dict]:
+    t0 = time.monotonic()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    took = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[1:3])} failed ({proc.returncode}): {proc.stderr[-1500:]}")
+    return took, (json.loads(proc.stdout) if proc.stdout.strip().startswith("{") else {})
+
+
+def run() -> list[Row]:
+    python = os.environ.get("TQDEPLOY_VLLM_PYTHON", str(VLLM_PYTHON))
+    with tempfile.TemporaryDirectory(prefix="tq-bench-startcache-") as tmp:
+        root = Path(tmp)
+        (root / "a").mkdir()
+        (root / "b").mkdir()
+        first, port_a = make_build(root / "a", python)
+        second, port_b = make_build(root / "b", python)
+        env = dict(os.environ) | {"TQDEPLOY_VLLM_PYTHON": python}
+        env.pop("VLLM_CACHE_ROOT", None)  # each build on its own volume (BUILD/.tqdeploy/cache/vllm)
+        cold = run_up(first, python, env, port_a)["ready"]
+        volume = first / ".tqdeploy" / "cache" / "vllm"
+        artifact = root / "caches.tar.xz"
+        export_s, exported = _timed(
+            tqdeploy_argv() + ["cache", "export", str(first), "-o", str(artifact), "--json"], env
+        )
+        tar_t0 = time.monotonic()
+        subprocess.run(["tar", "-cJf", str(root / "plain.tar.xz"), "-C", str(volume), "."], check=True, timeout=600)
+        tar_s = time.monotonic() - tar_t0
+        import_s, imported = _timed(tqdeploy_argv() + ["cache", "import", str(second), str(artifact), "--json"], env)
+        (root / "untar").mkdir()
+        untar_t0 = time.monotonic()
+        subprocess.run(["tar", "-xJf", str(root / "plain.tar.xz"), "-C", str(root / "untar")], check=True, timeout=600)
+        untar_s = time.monotonic() - untar_t0
+        warm = run_up(second, python, env, port_b)["ready"]
+        plain_mb = (root / "plain.tar.xz").stat().st_size / 1e6
+    files = exported.get("files", 0)
+    return [
+        Row(f"cache export wall ({files} files)", export_s, tar_s, "s", "", "tar -cJf"),
+        Row("cache import wall (checked, atomic)", import_s, untar_s, "s", "", "tar -xJf"),
+        Row("cache artifact size", exported.get("packed_bytes", 0) / 1e6, plain_mb, "MB", "", "tar -cJf"),
+        Row("cache volume unpacked", imported.get("unpacked_bytes", 0) / 1e6, None, "MB"),
+        Row("first up after import vs cold up", warm, cold, "s", "< cold", "cold up of the build that exported"),
+    ]
