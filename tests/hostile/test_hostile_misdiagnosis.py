@@ -76,6 +76,26 @@ def test_misdiagnosis_up_with_a_python_that_is_no_python_is_refused_before_start
     assert "/bin/true" in finding["title"] and not (build / ".tqdeploy" / "logs").exists()
 
 
+def test_misdiagnosis_the_probe_reports_the_vllm_version_it_found(tmp_path):
+    from tqdeploy.runtime.base import StartOptions
+    from tqdeploy.runtime.deployment import load_deployment
+    from tqdeploy.runtime.process_runtime import ProcessRuntime
+
+    build, _ = make_build(tmp_path / "b", keyed=False)
+    other = tmp_path / "python"  # answers the probe as an interpreter with another vLLM release would
+    other.write_text("#!/bin/sh\necho 'tqdeploy-probe vllm=0.31.0'\n")
+    other.chmod(0o755)
+    prepared = ProcessRuntime().prepare(load_deployment(build), StartOptions(python=str(other)))
+    (finding,) = prepared.findings
+    assert finding.id == "TQ424" and finding.severity.value == "warn", finding
+    assert finding.evidence["vllm_version"] == "0.31.0" and finding.evidence["build_vllm_version"] == "0.32.0"
+    silent = tmp_path / "silent"  # exits 0 and says nothing: proves nothing
+    silent.write_text("#!/bin/sh\nexit 0\n")
+    silent.chmod(0o755)
+    (refused,) = ProcessRuntime().prepare(load_deployment(build), StartOptions(python=str(silent))).findings
+    assert refused.id == "TQ424" and refused.severity.value == "error"
+
+
 def test_misdiagnosis_profile_names_a_clock_that_goes_backwards_and_refuses_a_file_as_out(tmp_path):
     from tqdeploy.runtime.logstamp import stamp
 

@@ -77,11 +77,6 @@ def vllm_version(python: str) -> str | None:
     return m.group(1)
 
 
-def has_vllm(python: str) -> bool:
-    """Whether that interpreter proves it can import vllm (the probe's own line, not an exit status)."""
-    return vllm_version(python) is not None
-
-
 def write_shims(build_dir: Path, python: str) -> Path:
     """BUILD/.tqdeploy/bin with `python3` and `vllm` running the chosen interpreter.
 

@@ -57,11 +57,24 @@ class ProcessRuntime:
     start_options = frozenset({"python"})
 
     def prepare(self, dep: Deployment, options: StartOptions) -> Prepared:
-        from tqdeploy.runtime.process import PYTHON_ENV, has_vllm
+        from tqdeploy.runtime.process import PYTHON_ENV, vllm_version
 
         python = preflight_python(options.python, dep.build_dir)
         out = Prepared(record={"python": python}, data={"python": python})
-        if not has_vllm(python):
+        found = vllm_version(python)
+        built = str(dep.spec.vllm_version)  # type: ignore[attr-defined]
+        if found and found.split("+")[0] != built:  # the flags were checked against the build's release
+            out.findings.append(
+                Finding(
+                    "TQ424",
+                    Severity.WARN,
+                    f"{python} has vLLM {found}; the build's flags were validated against vLLM {built}",
+                    {"python": python, "vllm_version": found, "build_vllm_version": built},
+                    f"pass --python with vLLM {built}, or set vllm.version = {found!r} in the spec and build again",
+                    AREA,
+                )
+            )
+        if found is None:
             out.findings.append(
                 Finding(
                     "TQ424",
