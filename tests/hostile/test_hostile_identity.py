@@ -24,6 +24,9 @@ def test_identity_a_rebuilt_folder_finds_and_stops_its_old_server(tmp_path):
         shutil.rmtree(build)  # removed while it serves, then built again at the same path
         shutil.copytree(pristine, build, symlinks=True)
         assert live_members(build), "the old server is still this build's by its marker"
+        rc, st, out = tq("status", str(build), "--json", timeout=60)
+        assert rc == 1 and st["state"] == "unrecorded" and st["findings"][0]["id"] == "TQ414", out[-1500:]
+        assert up["pid"] in [p["pid"] for p in st["processes"]]
         rc, again, out = tq("up", str(build), "--json", "--force", timeout=120)
         assert rc == 1 and again["status"] == "refused", out[-2000:]
         refusal = next(f for f in again["findings"] if f["id"] == "TQ414")

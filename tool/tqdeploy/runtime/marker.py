@@ -109,3 +109,22 @@ def foreign_pids(st: StateRecord, trusted: Trusted, members: list[int]) -> Findi
         f"{trusted.marker} and started after started_at. If state.json was edited, `tqdeploy down --force` "
         "finds the deployment's own by that marker",
     )
+
+
+def unrecorded(build_dir: Path) -> Finding | None:
+    """TQ414 for processes that carry this build's marker though no state says they run (the folder was removed and
+    built again while its server ran): `up` refuses to start beside them, `status` shows them."""
+    from tqdeploy.runtime.procs import deployment_procs
+
+    found = deployment_procs(deployment_marker(build_dir))
+    if not found:
+        return None
+    return Finding(
+        "TQ414",
+        Severity.ERROR,
+        f"{build_dir} has {len(found)} process(es) of an earlier start still running, which its state.json does "
+        "not record (the folder was removed or rewritten while they ran)",
+        {"processes": [p.to_dict() for p in found[:20]]},
+        f"`tqdeploy down --force {build_dir}` stops them (found by the deployment marker), then start again",
+        AREA,
+    )

@@ -92,12 +92,16 @@ class StatusResult:
 
 def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     """State plus what is true now: processes alive, /health, GPU memory. A corrupt state file raises."""
-    from tqdeploy.runtime.marker import trust_state
+    from tqdeploy.runtime.marker import trust_state, unrecorded
 
     build_dir = Path(build_dir).resolve()
     st = state.read_record(build_dir)
     if st is None:
-        return StatusResult(str(build_dir), _never_started(probe))
+        data = _never_started(probe)
+        orphans = unrecorded(build_dir)  # a rebuilt folder whose old server still runs
+        if orphans is not None:
+            data |= {"state": "unrecorded", "processes": orphans.evidence["processes"], "findings": [orphans.to_dict()]}
+        return StatusResult(str(build_dir), data)
     trusted = trust_state(build_dir, st)  # only processes with this folder's marker count (runtime/procs.py)
     now = registry.get(st.runtime).facts(build_dir, st, trusted)
     live = now.live

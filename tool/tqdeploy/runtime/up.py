@@ -15,6 +15,7 @@ from tqdeploy.runtime import callerenv, gpu, http, preflight, registry, state
 from tqdeploy.runtime.base import Prepared, Runtime, Started, StartOptions, StopRequest
 from tqdeploy.runtime.classify import AREA, StartContext
 from tqdeploy.runtime.deployment import Deployment, load_deployment
+from tqdeploy.runtime.marker import unrecorded
 from tqdeploy.runtime.record import StateRecord
 
 SCHEMA = "tqdeploy.up/1"
@@ -204,7 +205,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
         return result
-    orphans = _unrecorded(dep.build_dir)
+    orphans = unrecorded(dep.build_dir)
     if orphans is not None:
         result.findings.append(orphans)
         return result
@@ -240,26 +241,6 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     if old is not None and switch is not None and result.status == "ready":
         _take_over(dep, result, old, o.grace, switch, drain_timeout)
     return result
-
-
-def _unrecorded(build_dir: Path) -> Finding | None:
-    """Processes that carry this build's marker though no state says they run (the folder was removed and built
-    again while its server ran): a start beside them would only find the port taken."""
-    from tqdeploy.runtime.folderid import deployment_marker
-    from tqdeploy.runtime.procs import deployment_procs
-
-    found = deployment_procs(deployment_marker(build_dir))
-    if not found:
-        return None
-    return Finding(
-        "TQ414",
-        Severity.ERROR,
-        f"{build_dir} has {len(found)} process(es) of an earlier start still running, which its state.json does "
-        "not record (the folder was removed or rewritten while they ran)",
-        {"processes": [p.to_dict() for p in found[:20]]},
-        f"`tqdeploy down --force {build_dir}` stops them (found by the deployment marker), then start again",
-        AREA,
-    )
 
 
 def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool):
