@@ -300,7 +300,7 @@ def test_image_build_is_refused_cleanly_when_no_engine_answers(run_cli, tmp_path
     image = json.loads(stdout)["image"]
     assert image["id"] is None and image["reason"] == "no Docker engine answers here"
     assert image["command"] == (
-        f"tar -C {tmp_path / 'b'} -c Dockerfile serve.sh healthcheck.sh warmup.sh launch_vllm.py | "
+        f"tar -C {tmp_path / 'b'} -c Dockerfile serve.sh healthcheck.sh readyprobe.py warmup.sh launch_vllm.py | "
         f"docker build --build-arg SOURCE_DATE_EPOCH=0 -t {image['tag']} -"
     )
 

@@ -214,7 +214,8 @@ def test_check_passes_on_a_fresh_build_and_names_drifted_files(run_cli, tmp_path
     out = tmp_path / "build"
     run_cli("build", "--out", str(out))
     code, stdout, _ = run_cli("build", "--check", str(out))
-    assert code == 0 and "all 16 files match" in stdout  # + warmup.sh, launch_vllm.py, k8s/warmup-job.yaml
+    # + warmup.sh, launch_vllm.py, k8s/warmup-job.yaml, readyprobe.py
+    assert code == 0 and "all 17 files match" in stdout
     with open(out / "serve.sh", "a") as fh:
         fh.write("echo tampered\n")
     (out / "k8s" / "service.yaml").unlink()

@@ -154,8 +154,13 @@ def test_deployment_carries_probes_gpu_requests_shm_and_anti_affinity(builds):
     dep = yaml.safe_load((builds["qwen36-27b-tq"] / "k8s" / "deployment.yaml").read_text())
     pod = dep["spec"]["template"]["spec"]
     c = pod["containers"][0]
-    for probe in ("startupProbe", "readinessProbe", "livenessProbe"):
+    for probe in ("startupProbe", "livenessProbe"):
         assert c[probe]["httpGet"]["path"] == "/health"
+    # readiness sends a real request (tests/test_readyprobe.py runs the script), the key read from the Secret's file
+    command = c["readinessProbe"]["exec"]["command"]
+    assert command[:2] == ["python3", "/opt/tqdeploy/readyprobe.py"] and command[2] == "--key-file"
+    mount = next(m for m in c["volumeMounts"] if m["name"] == "api-key")
+    assert command[3].startswith(mount["mountPath"] + "/") and c["readinessProbe"]["timeoutSeconds"] == 10
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 1
     assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] == 2000
     shm = next(v for v in pod["volumes"] if v["name"] == "dshm")
@@ -172,7 +177,7 @@ def test_compose_binds_loopback_and_reserves_gpus(builds):
     assert svc["deploy"]["resources"]["reservations"]["devices"] == [
         {"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}
     ]
-    assert svc["healthcheck"]["test"] == ["CMD", "/opt/tqdeploy/healthcheck.sh"]
+    assert svc["healthcheck"]["test"] == ["CMD", "python3", "/opt/tqdeploy/readyprobe.py"]  # a real request
     # compose runs one host: a multi-node spec gets none (a Ray leader would wait for workers forever)
     assert not (builds["multinode"] / "compose.yaml").exists()
     assert "compose runs on one host" in skipped_outputs(load_spec(FIX / "multinode.toml"))["compose.yaml"]

@@ -25,6 +25,7 @@ def template_plan(spec: Spec, ctx: dict) -> list[tuple[str, str, int]]:
         ("Dockerfile", f"Dockerfile.{spec.variant}.j2", REGULAR),
         ("serve.sh", "serve.sh.j2", EXECUTABLE),
         ("healthcheck.sh", "healthcheck.sh.j2", EXECUTABLE),
+        ("readyprobe.py", "readyprobe.py.j2", REGULAR),  # compose's healthcheck and k8s readiness: a real request
         ("nginx.conf", "nginx.conf.j2", REGULAR),
         ("monitoring/prometheus.yml", "monitoring/prometheus.yml.j2", REGULAR),
         ("monitoring/grafana-dashboard.json", "monitoring/grafana-dashboard.json.j2", REGULAR),

@@ -28,6 +28,7 @@ RENDERABLE = frozenset(
         "Dockerfile",
         "serve.sh",
         "healthcheck.sh",
+        "readyprobe.py",
         "warmup.sh",
         "launch_vllm.py",
         "multinode.sh",
