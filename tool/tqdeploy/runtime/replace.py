@@ -53,6 +53,11 @@ def plan_switch(conf: Path, pid_file: Path) -> SwitchPlan:
 
     conf = Path(os.path.realpath(conf))  # a sites-enabled link: the file it names is the one rewritten
     upstream = find_upstream(read_conf(conf), conf)
+    if not os.access(conf.parent, os.W_OK | os.X_OK):  # the rewrite is a temp file beside it, renamed into place
+        raise TQError(
+            f"cannot rewrite {conf}: its folder {conf.parent} is not writable by this user",
+            "run `up --replace` as the user who owns the nginx conf (e.g. with sudo)",
+        )
     return SwitchPlan(conf, Path(pid_file), proven_master(Path(pid_file), conf), upstream.address)
 
 
@@ -63,7 +68,10 @@ def rewrite_upstream(conf: Path, new: str) -> str:
 
     text = read_conf(conf)
     found = find_upstream(text, conf)
-    atomic_write_text(conf, text[: found.start] + new + text[found.end :], mode=os.stat(conf).st_mode & 0o777)
+    try:
+        atomic_write_text(conf, text[: found.start] + new + text[found.end :], mode=os.stat(conf).st_mode & 0o777)
+    except OSError as err:
+        raise TQError(f"cannot rewrite {conf}: {err.strerror}", "check the conf's folder and disk") from None
     return found.address
 
 
