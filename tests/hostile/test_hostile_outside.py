@@ -371,3 +371,36 @@ def test_an_address_inside_a_log_file_name_is_redacted_and_inspect_finds_it(tmp_
     tampered = _bundle(tmp_path, {f"logs/worker-{HOST_IP}.log": b"INFO worker up\n"})
     code, out, _ = run_cli("bundle", "--inspect", str(tampered))
     assert code == 1 and f"ip (member name) in logs/worker-{HOST_IP}.log" in out, out
+
+
+# ---------------------------------------------------------------- the linter: the Python API is the same arguments
+
+PY_SNIPPETS = {
+    "llm_quantization_turboquant": ('LLM(model="m", quantization="turboquant")', "FA001"),
+    "engine_args_quantization_turbo": ('EngineArgs(model="m", quantization="turbo")', "FA001"),
+    "llm_kv_cache_dtype_not_a_choice": ('LLM(model="m", kv_cache_dtype="turboquant_4bit")', "TQ302"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(PY_SNIPPETS))
+def test_python_api_keywords_get_the_checks_their_flags_get(kind, run_cli):
+    call, expected = PY_SNIPPETS[kind]
+    code, out, err = run_cli("lint", "--json", "--", "python3", "-c", f"from vllm import LLM, EngineArgs; {call}")
+    assert code == 1, (out, err)
+    findings = json.loads(out)["findings"]
+    assert any(expected in (f["id"] + f["title"]) and f["severity"] == "error" for f in findings), findings
+    assert len([f for f in findings if "FA00" in f["title"]]) <= 1, findings  # one entry, not FA001 and FA002
+
+
+def test_the_flag_and_the_keyword_get_the_same_catalogue_entry(run_cli):
+    _, out_cli, _ = run_cli("lint", "--json", "--", "vllm", "serve", "m", "--quantization", "turboquant")
+    _, out_py, _ = run_cli(
+        "lint", "--json", "--", "python3", "-c", 'from vllm import LLM; LLM("m", quantization="turbo")'
+    )
+    entry = [f["title"].split(":")[0] for f in json.loads(out_cli)["findings"] if f["id"] == "TQ310"]
+    assert entry == ["FA001"] and entry == [f["title"].split(":")[0] for f in json.loads(out_py)["findings"]]
+
+
+def test_a_valid_python_launch_stays_valid(run_cli):
+    code, out, err = run_cli("lint", "--", "python3", "-c", 'from vllm import LLM; LLM("m", kv_cache_dtype="fp8")')
+    assert code == 0, (out, err)

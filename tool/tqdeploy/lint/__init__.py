@@ -248,12 +248,17 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
             f"no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in {name}",
             "lint the Python file that builds vLLM, or a shell script: tqdeploy lint --file serve.sh",
         )
+    from tqdeploy.lint import catalogue
+
     ctx = LintContext(
         inv=Invocation(argv=[], kind="python"),
         schema=load_schema(version),
         text=text,
         snippet=(calls, load_api(version)),
     )
+    # Text entries too (FA002: quantization="turbo" in any Python), unless a keyword entry already names it.
+    flagged = {f.location.split()[-1].rstrip("=") for f in ctx.advice}
+    ctx.text_advice = [f for f in catalogue.match_text(text) if not f.location.startswith(tuple(flagged) or ("\0",))]
     values = literal_values(calls)
     secrets = {v for k, v in values.items() if k in ("api_key", "hf_token") and v not in ("true", "false")}
     source = [c.source for c in calls]

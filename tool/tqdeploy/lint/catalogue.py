@@ -126,6 +126,30 @@ def match_invocation(inv: Invocation, aliases: dict[str, str]) -> list[Finding]:
     return out
 
 
+def match_keywords(calls) -> list[Finding]:
+    """Flag and flag_value entries against the literal keywords of LLM(...) / EngineArgs(...) calls
+    (tqdeploy.lint.pysnippet.Call): LLM's keywords become EngineArgs' fields, the fields `vllm serve` fills from
+    its flags (vllm/engine/arg_utils.py add_cli_args), so LLM(quantization="turboquant") is the same mistake
+    as --quantization turboquant and gets the same entry (FA001), not a pass."""
+    import ast
+
+    out: list[Finding] = []
+    for call in calls:
+        for name, node in call.keywords:
+            if not (isinstance(node, ast.Constant) and isinstance(node.value, (bool, int, float, str))):
+                continue
+            value = str(node.value).lower() if isinstance(node.value, bool) else str(node.value)
+            flag = normalize("--" + name.replace("_", "-"))
+            for entry in load_catalogue():
+                kind = entry.pattern.get("kind")
+                if kind not in ("flag", "flag_value") or normalize(entry.pattern["flag"]) != flag:
+                    continue
+                if kind == "flag_value" and not re.search(entry.pattern["value_regex"], value):
+                    continue
+                out.append(_finding(entry, f"line {call.line} {name}=", -1, None))
+    return out
+
+
 def match_text(text: str) -> list[Finding]:
     """Text entries against a command line or a whole script."""
     out = []

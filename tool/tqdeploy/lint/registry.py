@@ -43,7 +43,10 @@ class LintContext:
 
     @cached_property
     def advice(self) -> list[Finding]:
-        """False-advice entries about vLLM's arguments (TQ310); they replace generic parser findings."""
+        """False-advice entries about vLLM's arguments (TQ310); they replace generic parser findings. A Python
+        snippet's keywords are its arguments."""
+        if self.inv.kind == "python" and self.snippet is not None:
+            return catalogue.match_keywords(self.snippet[0])
         if self.inv.kind not in VLLM_KINDS:
             return []
         opts = self.schema.options.values()
