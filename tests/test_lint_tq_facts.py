@@ -145,3 +145,13 @@ def test_build_refuses_a_cpu_spec_with_a_turboquant_dtype_in_one_line(run_cli, t
     spec.write_text(CPU_TQ_SPEC.format(dtype="fp8"))
     code, stdout, err = run_cli("build", str(spec), "--out", str(out))
     assert code == 0 and "TQ348" not in stdout + err, stdout + err
+
+
+def test_a_failed_start_with_0_25_s_auto_dtype_error_names_both_measured_causes():
+    """The line vLLM 0.25.0 printed on the H200 (the hybrid crash, the same message the drafter gives)."""
+    from tqdeploy.runtime.classify import StartContext, classify_exit
+
+    log = Path(__file__).parent / "fixtures" / "vllm-logs" / "h200-vllm-0.25.0" / "q36like-tq-hybrid-crash.log"
+    finding = classify_exit(log.read_text().splitlines(), 1, StartContext(build_dir="b"))
+    assert finding.id == "TQ406" and "Unknown TurboQuant cache dtype: 'auto'" in finding.evidence["line"]
+    assert "TQ321" in finding.remediation and "#50709" in finding.remediation

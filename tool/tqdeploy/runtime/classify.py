@@ -121,6 +121,24 @@ def _profiling_race(m, line, ctx):
     )
 
 
+def _backend(m, line, ctx):
+    """TQ406; vLLM 0.25.0's "Unknown TurboQuant cache dtype: 'auto'" has two measured causes, each with its fix."""
+    if "Unknown TurboQuant cache dtype: 'auto'" in line:
+        return (
+            "TurboQuant was asked for the KV shape of a layer without a TurboQuant dtype",
+            {"line": line},
+            "vLLM 0.25.0 fails so with speculative decoding (TQ321: drop --speculative-config from extra_args, or "
+            'use kv_cache_dtype = "fp8") and on hybrid models (vLLM issue #50709: kv_cache_dtype = "fp8", or '
+            "a release that computes TurboQuant shapes per layer); then build again",
+        )
+    return (
+        "the KV-cache dtype or attention backend is not supported here",
+        {"line": line},
+        "pick a kv_cache_dtype this platform and model support (`tqdeploy doctor --kv-cache-dtype ...` and "
+        "`tqdeploy plan` list them), drop --attention-backend from extra_args, then build again",
+    )
+
+
 def _simple(title: str, remediation: str):
     def build(m, line, ctx):
         return title, {"line": line}, remediation.format(ctx=ctx)
@@ -151,15 +169,7 @@ SIGNATURES: list[tuple[str, logs.re.Pattern[str], Any]] = [
             "against this vLLM's parser), then `tqdeploy build` again",
         ),
     ),
-    (
-        "TQ406",
-        logs.BACKEND_UNSUPPORTED,
-        _simple(
-            "the KV-cache dtype or attention backend is not supported here",
-            "pick a kv_cache_dtype this platform and model support (`tqdeploy doctor --kv-cache-dtype ...` and "
-            "`tqdeploy plan` list them), drop --attention-backend from extra_args, then build again",
-        ),
-    ),
+    ("TQ406", logs.BACKEND_UNSUPPORTED, _backend),
     (
         "TQ424",
         logs.NO_VLLM,
