@@ -278,8 +278,28 @@ def test_profile_marks_what_the_import_put_in_each_cache(tmp_path, artifact):
     (volume / "torch_compile_cache" / "new-key" / "graph.py").write_text("x = 1\n")  # a start compiled anew
     rows = caches.report(before, caches.snapshot(where))
     caches.mark_imported(rows, volume)
-    got = {r["cache"]: (r["verdict"], r["import"], r["imported_files"]) for r in rows}
-    assert got == {"inductor": ("hit", "hit", 1), "compile": ("miss", "miss", 1), "xdg": ("absent", None, 0)}
+    got = {r["cache"]: (r["import"], r["imported_files"], r.get("written_since_import")) for r in rows}
+    assert got == {"inductor": ("hit", 1, 0), "compile": ("miss", 1, 1), "xdg": (None, 0, None)}
+
+
+def test_profile_judges_the_import_by_the_files_not_the_walk(tmp_path, artifact):
+    """`up` imports while it starts, after profile's first walk: a cache empty before and full after is still an
+    imported hit when its files are the import's, unchanged; one the start rewrote is a miss."""
+    import os
+
+    from tqdeploy.profile import caches
+
+    out, manifest = artifact
+    volume = fresh_volume(tmp_path)
+    where = {"inductor": volume / "torchinductor", "compile": volume / "torch_compile_cache"}
+    before = caches.snapshot(where)  # before the import
+    unpack.extract(out, manifest, volume, [])
+    rewritten = volume / "torch_compile_cache" / "0123456789" / "rank_0_0" / "backbone" / "cache_key_factors.json"
+    future = os.stat(volume / RECEIPT).st_mtime_ns + 10**9
+    os.utime(rewritten, ns=(future, future))  # a start rewrote it after the import
+    rows = caches.report(before, caches.snapshot(where))
+    caches.mark_imported(rows, volume)
+    assert {r["cache"]: r["import"] for r in rows} == {"inductor": "hit", "compile": "miss"}
 
 
 def test_profile_says_nothing_without_an_import(tmp_path):

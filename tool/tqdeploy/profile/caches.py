@@ -149,23 +149,55 @@ def report(before: Mapping[str, CacheState], after: Mapping[str, CacheState]) ->
 
 
 def mark_imported(rows: list[dict], vllm_root: Path) -> None:
-    """Add to each cache's row what `tqdeploy cache import` put there (its receipt on the volume) and whether this
-    start used it: imported "hit" when the cache held the imported files and the start wrote nothing there, "miss"
-    when the start wrote there anyway (its key differed: compare the artifact's manifest), None when nothing was
-    imported into it. The receipt is untrusted: read bounded by startcache.unpack.read_receipt."""
+    """Add to each cache's row what `tqdeploy cache import` put there (its receipt on the volume) and whether the
+    starts since used it: imported "hit" when the cache holds no file but the imported ones, unchanged since the
+    import wrote its receipt (the last thing it writes); "miss" when a start wrote there after the import (its key
+    differed: compare the artifact's manifest); None when nothing was imported into it. Judged from the files, not
+    from the before/after walk: `up` imports while it starts, after profile's first walk. The receipt is untrusted
+    (startcache.unpack.read_receipt bounds it); the walk follows no link and stops like walk()."""
+    from tqdeploy.startcache.manifest import RECEIPT
     from tqdeploy.startcache.unpack import read_receipt
 
     receipt = read_receipt(vllm_root)
     files = receipt.get("files") if receipt else None
     if not isinstance(files, dict):
         return
+    known = {f for f in files if isinstance(f, str)}
     root = Path(os.path.realpath(vllm_root))
+    since = os.stat(root / RECEIPT, follow_symlinks=False).st_mtime_ns
+    deadline = time.monotonic() + MAX_WALK_S
     for row in rows:
         real = Path(os.path.realpath(row["path"]))
         rel = real.relative_to(root).as_posix() if root in real.parents else None
-        count = sum(1 for f in files if isinstance(f, str) and rel and f.startswith(rel + "/"))
+        count = sum(1 for f in known if rel and f.startswith(rel + "/"))
         row["imported_files"] = count
-        row["import"] = (row["verdict"] if row["verdict"] in ("hit", "miss") else "unknown") if count else None
+        row["import"] = None
+        if count:
+            written = _written_since(real, root, since, known, deadline)
+            row["written_since_import"] = written
+            row["import"] = "unknown" if written is None else ("miss" if written else "hit")
+
+
+def _written_since(folder: Path, root: Path, since_ns: int, known: set[str], deadline: float) -> int | None:
+    """Files under folder that are not the import's or changed after it; None when the walk was cut short."""
+    written = seen = 0
+    stack = [str(folder)]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_ENTRIES or time.monotonic() > deadline:
+                        return None
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                        continue
+                    rel = Path(entry.path).relative_to(root).as_posix()
+                    if rel not in known or entry.stat(follow_symlinks=False).st_mtime_ns > since_ns:
+                        written += 1
+        except OSError:
+            continue
+    return written
 
 
 def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mapping[str, CacheState]) -> list:
