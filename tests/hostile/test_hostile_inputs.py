@@ -473,20 +473,25 @@ def check_outcome(case: Case, tmp: Path, code: int, out: str, err: str) -> None:
         case.after()
 
 
-def test_hostile_input(name, tmp_path, run_cli, monkeypatch):
+def run_case(name: str, make: Callable[[Path], Case], tmp: Path, run_cli, monkeypatch) -> tuple[Case, int, str, str]:
+    """Make the case and run it: in a subprocess when it asks for one, else in-process within the time bound."""
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     monkeypatch.delenv("HF_TOKEN", raising=False)
     monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
-    case = CASES[name](tmp_path)
+    case = make(tmp)
     started = time.monotonic()
     if case.subprocess:
-        code, out, err = run_subprocess(case, tmp_path)
-    else:
-        for key, value in case.env.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.chdir(case.chdir or tmp_path)
-        code, out, err = run_cli(*case.argv)
-        assert time.monotonic() - started < IN_PROCESS_LIMIT_S, f"{name} took {time.monotonic() - started:.1f} s"
+        return (case, *run_subprocess(case, tmp))
+    for key, value in case.env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(case.chdir or tmp)
+    code, out, err = run_cli(*case.argv)
+    assert time.monotonic() - started < IN_PROCESS_LIMIT_S, f"{name} took {time.monotonic() - started:.1f} s"
+    return case, code, out, err
+
+
+def test_hostile_input(name, tmp_path, run_cli, monkeypatch):
+    case, code, out, err = run_case(name, CASES[name], tmp_path, run_cli, monkeypatch)
     check_outcome(case, tmp_path, code, out, err)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from hostile.seeds import TESTS, model_dir
-from hostile.test_hostile_inputs import IN_PROCESS_LIMIT_S, Case, check_outcome, run_subprocess
+from hostile.test_hostile_inputs import Case, _snapshot, check_outcome, run_case
 from support.hubmirror import clean_hub_env, repo  # noqa: F401 (fixtures)
 
 ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m"  # set the title, clear the screen, turn red
@@ -32,14 +32,6 @@ ESC = "\x1b]0;owned\x07\x1b[2J\x1b[31m"  # set the title, clear the screen, turn
 class Shown(Case):
     shows: str = ""  # must appear in stdout or stderr (the escaped form of a hostile name)
     limit_chars: int = 0  # stdout + stderr at most this long (0: no bound checked)
-
-
-def _snapshot(tmp: Path, edit: Callable[[dict], None]) -> Path:
-    data = json.loads((TESTS / "fixtures" / "hosts" / "h200-1gpu.json").read_text())
-    edit(data)
-    path = tmp / "host.json"
-    path.write_text(json.dumps(data))
-    return path
 
 
 def _bundle(tmp: Path, files: dict[str, bytes], manifest: dict | None = None, raw_manifest: bytes | None = None):
@@ -185,16 +177,7 @@ CASES = {n: f for n, f in CASES.items() if not n.startswith(("_", "test_")) and 
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_hostile_outside_input(name, tmp_path, run_cli, monkeypatch):
-    monkeypatch.delenv("HF_ENDPOINT", raising=False)
-    monkeypatch.delenv("HF_TOKEN", raising=False)
-    case = CASES[name](tmp_path)
-    started = time.monotonic()
-    if case.subprocess:
-        code, out, err = run_subprocess(case, tmp_path)
-    else:
-        monkeypatch.chdir(tmp_path)
-        code, out, err = run_cli(*case.argv)
-        assert time.monotonic() - started < IN_PROCESS_LIMIT_S, f"{name} took {time.monotonic() - started:.1f} s"
+    case, code, out, err = run_case(name, CASES[name], tmp_path, run_cli, monkeypatch)
     check_outcome(case, tmp_path, code, out, err)
     assert "\x1b" not in out + err and "\x07" not in out + err, (out + err)[:2000]
     if isinstance(case, Shown):
