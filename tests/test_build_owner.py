@@ -67,7 +67,7 @@ def test_an_embedded_spec_does_not_replace_a_build_of_a_spec_edited_from_it(run_
     assert run_cli("init", "--from", "tiny-cpu-demo", "--no-probe", "--out", str(spec))[0] == 0
     text = spec.read_text()
     assert 'name = "tiny-cpu-demo"' in text  # init keeps the embedded name
-    spec.write_text(text.replace("max_model_len = 512", "max_model_len = 256"))
+    spec.write_text(text.replace("max_model_len = 2048", "max_model_len = 256"))
     out = tmp_path / "build"
     assert run_cli("build", str(spec), "--out", str(out))[0] == 0
     before, built_from = _digests(out), _lock(out)["spec_sha256"]
@@ -76,7 +76,7 @@ def test_an_embedded_spec_does_not_replace_a_build_of_a_spec_edited_from_it(run_
     assert code == 2 and "'tiny-cpu-demo' built from another spec" in err, err
     assert _digests(out) == before
 
-    spec.write_text(text.replace("max_model_len = 512", "max_model_len = 384"))  # the normal edit-rebuild loop
+    spec.write_text(text.replace("max_model_len = 2048", "max_model_len = 384"))  # the normal edit-rebuild loop
     code, _, err = run_cli("build", str(spec), "--out", str(out))
     assert code == 0, err
     assert _lock(out)["spec_sha256"] != built_from

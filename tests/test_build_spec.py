@@ -30,7 +30,7 @@ def test_embedded_specs_load_and_validate():
     assert spec["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
     assert spec["server"]["host"] == "127.0.0.1"
     demo = load_spec(embedded="tiny-cpu-demo")
-    assert demo.variant == "cpu" and demo["model"]["path"] == "./models/tiny"
+    assert demo.variant == "cpu" and demo["model"]["path"] == "./models/smollm2"
 
 
 def test_toml_syntax_error_names_file_and_line(run_cli, tmp_path):

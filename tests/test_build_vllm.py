@@ -57,6 +57,7 @@ def test_rendered_serve_sh_runs_real_vllm_with_the_key_from_its_file(run_cli, tm
     text = embedded_spec_path("tiny-cpu-demo").read_text()
     assert 'api_key_file = "./secrets/vllm-api-key"' in text  # the demo is keyed like the default spec
     text = text.replace("port = 8000", f"port = {port}")
+    text = text.replace('served_name = "smollm2-135m-instruct"', 'served_name = "tiny"')  # it serves the tiny model
     (tmp_path / "tqdeploy.toml").write_text(text)
     out = tmp_path / "build"
     code, _, err = run_cli("build", str(tmp_path / "tqdeploy.toml"), "--out", str(out))

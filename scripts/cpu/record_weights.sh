@@ -19,8 +19,8 @@ unset VLLM_CACHE_ROOT
 for case in default runai_streamer; do
   w=/tmp/tq-wide/$case; rm -rf "$w"; mkdir -p "$w" "$out/$case"
   fmt=""; [ "$case" = default ] || fmt="load_format = \"$case\""
-  sed -e 's|path = "./models/tiny"|path = "./models/wide"|' -e 's|served_name = "tiny"|served_name = "wide"|' \
-      -e 's|max_model_len = 512|max_model_len = 128|' -e "s|^extra_args = \[\]|$fmt\nextra_args = [\"--enforce-eager\", \"--max-num-batched-tokens\", \"128\", \"--kv-cache-memory-bytes\", \"67108864\"]|" \
+  sed -e 's|path = "./models/smollm2"|path = "./models/wide"|' -e 's|served_name = "smollm2-135m-instruct"|served_name = "wide"|' \
+      -e 's|max_model_len = 2048|max_model_len = 128|' -e "s|^extra_args = \[\]|$fmt\nextra_args = [\"--enforce-eager\", \"--max-num-batched-tokens\", \"128\", \"--kv-cache-memory-bytes\", \"67108864\"]|" \
       tool/tqdeploy/deployspec/defaults/tiny-cpu-demo.toml > "$w/spec.toml"
   .venv/bin/tqdeploy build "$w/spec.toml" --out "$w/build" > "$out/$case/build.txt"
   mkdir -p "$w/build/models" && ln -s "$model" "$w/build/models/wide"

@@ -39,8 +39,11 @@ def make_build(
     port = free_port()
     text = DEMO_SPEC.read_text()
     assert KEY_LINE in text, "the demo spec is keyed like the default"
+    # These builds serve the random tiny model (content does not matter here; it starts faster than SmolLM2).
+    text = text.replace('path = "./models/smollm2"', 'path = "./models/tiny"')
+    text = text.replace('served_name = "smollm2-135m-instruct"', 'served_name = "tiny"')
     text = text.replace("port = 8000", f"port = {port}")
-    text = text.replace("max_model_len = 512", f"max_model_len = {max_model_len}")
+    text = text.replace("max_model_len = 2048", f"max_model_len = {max_model_len}")
     if extra_args:
         text = text.replace("extra_args = []", "extra_args = " + json.dumps(extra_args))
     if not keyed:

@@ -1,5 +1,5 @@
 # Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo
-# (spec sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
+# (spec sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
 """Start vLLM 0.32.0's `vllm serve` with the API key read from a file into the API server alone.
 
 Usage: python3 launch_vllm.py MODEL [vllm serve flags]; the key file is $TQ_API_KEY_FILE (serve.sh sets it).

@@ -1,4 +1,4 @@
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
 """Readiness: one real completion from the server, not only GET /health.
 
 vLLM's /health answers 200 while a wedged engine cannot serve (vLLM issues #36960, #39863). This sends a bounded
@@ -41,7 +41,7 @@ def read_key(path: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description="readiness: one real completion")
     parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--model", default="tiny")
+    parser.add_argument("--model", default="smollm2-135m-instruct")
     parser.add_argument("--key-file", default=os.environ.get("TQ_API_KEY_FILE") or "/run/secrets/vllm-api-key")
     parser.add_argument("--timeout", type=float, default=8.0)
     args = parser.parse_args()

@@ -1,12 +1,12 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
 # Edit the spec and run `tqdeploy build` again; tqdeploy.lock.json records this file's hash.
 #
 # Starts vLLM 0.32.0 with the flags `tqdeploy build` validated against vLLM's own parser.
 # Overrides (environment): TQ_MODEL_DIR, TQ_BIND_HOST, TQ_API_KEY_FILE.
 set -eu
 
-MODEL_DIR="${TQ_MODEL_DIR:-/models/tiny}"
+MODEL_DIR="${TQ_MODEL_DIR:-/models/smollm2}"
 # The spec's address by default. Inside a container compose/k8s set 0.0.0.0 and publish the port on
 # the spec's address instead (a container bound to loopback cannot be reached through a published port).
 BIND_HOST="${TQ_BIND_HOST:-127.0.0.1}"
@@ -61,10 +61,10 @@ mkdir -p "$VLLM_CACHE_ROOT" "$HF_HOME" \
   "${CUTE_DSL_CACHE_DIR}" \
   "${XDG_CACHE_HOME}"
 exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR" \
-  --served-model-name tiny \
+  --served-model-name smollm2-135m-instruct \
   --tensor-parallel-size 1 \
   --dtype bfloat16 \
-  --max-model-len 512 \
+  --max-model-len 2048 \
   --gpu-memory-utilization 0.3 \
   --host "$BIND_HOST" \
   --port 8000

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 e1f0464bef0156c5ce92cb96bdf58d492ce6abfb2885c8f323159ab926531dfe).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
 # One-shot warm-up: fills the cache volume once, before the first production start, so that start and every
 # recreated container or pod after it find the compiled graphs, autotune results and kernel caches there
 # (serve.sh keeps all of them under VLLM_CACHE_ROOT). compose: `docker compose run --rm warmup` before
@@ -40,7 +40,7 @@ READY_S=$(($(date +%s) - START))
 GPU="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 | tr -cd 'A-Za-z0-9 ._-' || true)"
 mkdir -p "$VLLM_CACHE_ROOT"
 printf '{"schema": "%s", "sha256": "%s", "vllm_version": "%s", "gpu": "%s", "seconds_to_ready": %s}\n' \
-  'tqdeploy.cache-fingerprint/1' '43132147a4fcd23785b0b679447145e1c67a1a52005bfdfef8a0f0a68e067e75' '0.32.0' "$GPU" "$READY_S" > "$FINGERPRINT.tmp.$$"
+  'tqdeploy.cache-fingerprint/1' '00c6b7898cd06880c6f002b084d3a4b9409a781f06d22f9506a87ca7a1a72d94' '0.32.0' "$GPU" "$READY_S" > "$FINGERPRINT.tmp.$$"
 mv -f "$FINGERPRINT.tmp.$$" "$FINGERPRINT"
 echo "warmup.sh: ready after $READY_S s; the cache volume now holds this build's caches ($FINGERPRINT)"
 
