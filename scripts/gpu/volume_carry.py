@@ -41,16 +41,14 @@ SCHEMA = "tqdeploy.gpu-volume/1"
 
 
 def files_holding(volume: Path, secret: bytes) -> list[str]:
-    """Files under volume whose bytes contain secret (read whole: the volume's files are small artefacts)."""
-    found = []
-    for root, _dirs, names in os.walk(volume):
-        for name in names:
-            path = Path(root, name)
-            if path.is_symlink() or not path.is_file():
-                continue
-            if secret in path.read_bytes():
-                found.append(str(path.relative_to(volume)))
-    return sorted(found)
+    """Files under volume that hold the key, its encodings, a token variable's value or a known token form: the
+    check `tqdeploy cache export` makes (tool/tqdeploy/startcache/secrets.py); links are never followed."""
+    from tqdeploy.startcache.pack import walk
+    from tqdeploy.startcache.secrets import files_holding as holding
+    from tqdeploy.startcache.secrets import needles
+
+    files = walk(volume)[1]
+    return sorted(path for path, _why in holding(volume, files, needles(secret.decode("utf-8", "replace"))))
 
 
 def pack(volume: Path, dest: Path, key_file: Path, gpu: str, part_mib: int) -> dict:

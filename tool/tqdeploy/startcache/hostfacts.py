@@ -17,7 +17,6 @@ The build's interpreter is asked in a subprocess (it has torch; tqdeploy's does 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.startcache.pack import sha256_file
 
 PROBE_TIMEOUT_S = 120  # importing torch on a busy 2-core machine took 21 s with vLLM; torch alone less
 PROBE_OUTPUT_LIMIT = 1 << 16
@@ -126,14 +126,6 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
     return "unknown"
 
 
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def model_files(model_dir: Path) -> dict[str, str]:
     """The checkpoint's files: sha256 of what shapes the compiled graph and the tokens (config, tokenizer, code);
     weights by size only, since no cache key holds them (vLLM's ModelConfig hash reads the config, not the
@@ -150,7 +142,7 @@ def model_files(model_dir: Path) -> dict[str, str]:
         if path.is_symlink():
             out[rel] = "link"
         elif path.is_file():
-            out[rel] = _sha256_file(path) if path.name.endswith(HASHED_SUFFIXES) else f"bytes:{path.stat().st_size}"
+            out[rel] = sha256_file(path) if path.name.endswith(HASHED_SUFFIXES) else f"bytes:{path.stat().st_size}"
     return out
 
 

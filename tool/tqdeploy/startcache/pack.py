@@ -16,6 +16,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from tqdeploy.download.hashing import digest_file
 from tqdeploy.errors import TQError
 from tqdeploy.startcache.manifest import MAX_FILES, MEMBER, PREFIX, RECEIPT, Entry, Manifest
 
@@ -44,14 +45,6 @@ def walk(volume: Path) -> tuple[list[str], list[str], list[str]]:
     return sorted(dirs), sorted(files), sorted(links)
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _info(name: str, kind: bytes, size: int, mtime: float) -> tarfile.TarInfo:
     info = tarfile.TarInfo(name)
     info.type, info.size, info.mtime = kind, size, int(mtime)
@@ -75,7 +68,7 @@ def build_manifest(volume: Path, facts: dict[str, str], model_files: dict[str, s
             raise TQError(
                 f"{volume} holds over {MAX_UNPACKED >> 30} GiB", "export a volume of this build's caches only"
             )
-        entries.append(Entry(rel, size, _sha256(volume / rel)))
+        entries.append(Entry(rel, size, sha256_file(volume / rel)))
     return Manifest(
         facts=facts,
         model_files=model_files,
@@ -113,3 +106,8 @@ def write_archive(volume: Path, manifest: Manifest, out: Path) -> int:
     finally:
         tmp.unlink(missing_ok=True)
     return out.stat().st_size
+
+
+def sha256_file(path: Path) -> str:
+    """Streamed: a cache file may be larger than memory allows reading whole twice."""
+    return digest_file(path, with_git_oid=False).sha256

@@ -12,7 +12,6 @@ is refused: tqdeploy cannot prove those files are its own.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tarfile
@@ -30,7 +29,7 @@ from tqdeploy.startcache.manifest import (
     parse,
     safe_relpath,
 )
-from tqdeploy.startcache.pack import MAX_UNPACKED, walk
+from tqdeploy.startcache.pack import MAX_UNPACKED, sha256_file, walk
 
 MAX_ARCHIVE = 4 << 30
 
@@ -58,14 +57,6 @@ def read_manifest(archive: Path) -> Manifest:
         raise TQError(f"{archive}: unreadable ({err})", "export the caches again") from None
 
 
-def _file_sha(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def read_receipt(volume: Path) -> dict[str, Any] | None:
     from tqdeploy.safeio import read_text
 
@@ -91,7 +82,7 @@ def replaceable(volume: Path) -> bool:
     known = receipt.get("files") if receipt else None
     if not isinstance(known, dict):
         return False
-    return all(rel == RECEIPT or (known.get(rel) and _file_sha(volume / rel) == known[rel]) for rel in files)
+    return all(rel == RECEIPT or (known.get(rel) and sha256_file(volume / rel) == known[rel]) for rel in files)
 
 
 def _check_member(member: tarfile.TarInfo, manifest: Manifest, sizes: dict[str, int], dirs: set[str]) -> str:
@@ -138,7 +129,7 @@ def extract(archive: Path, manifest: Manifest, volume: Path, literals: list[byte
                 tar.extract(member, partial, filter="data")
                 if member.isreg():
                     path = partial / PREFIX / rel
-                    if rel in seen or _file_sha(path) != wanted[rel]:
+                    if rel in seen or sha256_file(path) != wanted[rel]:
                         raise ValueError(f"member {rel[:80]!r} is not the file the manifest lists")
                     why = holds_secret(path.read_bytes(), literals)
                     if why:
