@@ -241,6 +241,21 @@ def test_a_hostile_listing_is_refused_in_one_line(kind, run_cli, repo, tmp_path,
     assert written == [], written  # no shard, no manifest holding the commit
 
 
+def test_a_hostile_tree_listing_is_refused_too(run_cli, repo, tmp_path, clean_hub_env):
+    """A mirror that ignores ?blobs=true is listed through its tree API: the same checks hold there."""
+    from support.hubmirror import Faults, HubMirror
+
+    def edit(tree: list) -> None:
+        tree.append({"type": "file", "path": f"x{ESC}\nmodel.safetensors", "size": 3, "oid": "0" * 40})
+
+    dest = tmp_path / "d"
+    with HubMirror(repo, Faults(ignore_blobs=True, tree_edit=edit)) as m:
+        code, out, err = run_cli("download", "org/tiny@main", "--to", str(dest), "--mirror", m.url)
+    errors = [line for line in err.splitlines() if line.startswith("tqdeploy: error:")]
+    assert code == 1 and len(errors) == 1 and "holds a control character" in errors[0], err[-2000:]
+    assert not any(c in out + err for c in "\x1b\x07"), err[-2000:]
+
+
 def test_an_endless_listing_is_read_to_its_bound_only(repo, tmp_path, clean_hub_env):
     from support.hubmirror import Faults, HubMirror
     from tqdeploy.download.listing_http import LISTING_LIMIT

@@ -158,6 +158,7 @@ class Faults:
     api_edit: Callable[[dict], None] | None = None  # changes the revision API's answer (a hostile listing)
     api_endless: bool = False  # the revision API's answer is JSON that never ends
     api_trickle_s: float | None = None  # the revision API's answer is sent one byte every api_trickle_s seconds
+    tree_edit: Callable[[list], None] | None = None  # changes the tree API's answer (a hostile listing)
 
     def take(self, table: dict[str, int], path: str) -> bool:
         if table.get(path, 0) > 0:
@@ -315,7 +316,10 @@ class _Handler(BaseHTTPRequestHandler):
             return self._error(404, "RevisionNotFound", f"Invalid rev id: {rev}")
         if self.server.faults.tree_status:
             return self._error(self.server.faults.tree_status, "Injected", "no tree API here")
-        return self._send(200, json.dumps(repo.tree()).encode(), {"Content-Type": "application/json"}, head)
+        tree = repo.tree()
+        if self.server.faults.tree_edit:
+            self.server.faults.tree_edit(tree)
+        return self._send(200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, head)
 
     def _revision_answer(self, body: dict, head: bool) -> None:
         faults = self.server.faults

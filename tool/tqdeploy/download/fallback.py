@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from tqdeploy.download.listing import RemoteFile
-from tqdeploy.download.listing_http import remote_file
+from tqdeploy.download.listing_http import get_tree, remote_file
 
 TREE = "tree API (/api/models/{repo}/tree/{commit})"
 HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"
@@ -27,14 +27,14 @@ class Unverifiable(Exception):
     """Neither source gives a commit, a size and a hash for every file."""
 
 
-def listing_without_blobs(
-    api, endpoint: str, repo: str, revision: str, info, token, timeout_s: float, on_event: Callable[[str], None]
-) -> tuple[str, dict[str, RemoteFile], str]:
-    """(commit, files, hash source) for a revision answer that lacks sizes or hashes; Unverifiable if none."""
+def listing_without_blobs(ctx, info, on_event: Callable[[str], None]) -> tuple[str, dict[str, RemoteFile], str]:
+    """(commit, files, hash source) for a revision answer that lacks sizes or hashes; Unverifiable if none.
+    ctx: (retry policy, endpoint, repo, revision, token, timeout_s) as remote.list_repo holds them."""
+    policy, endpoint, repo, revision, token, timeout_s = ctx
     names = [s.rfilename for s in (info.siblings or [])]
     commit = info.sha if isinstance(info.sha, str) and _SHA1.match(info.sha) else None
     try:
-        files = _from_tree(api, repo, commit or revision)
+        files = _from_tree(endpoint, repo, commit or revision, token, timeout_s, policy)
         source = TREE
     except Unverifiable as why:
         on_event(f"tree API: {why}; asking HEAD on each file")
@@ -47,23 +47,26 @@ def listing_without_blobs(
     return commit, files, source
 
 
-def _from_tree(api, repo: str, revision: str) -> dict[str, RemoteFile]:
+def _from_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> dict[str, RemoteFile]:
     try:
-        entries = list(api.list_repo_tree(repo, revision=revision, recursive=True))
-    except Exception as err:  # any transport or HTTP error: this source is not available
+        entries = get_tree(endpoint, repo, revision, token, timeout_s, policy)  # bounded in bytes and time
+    except Exception as err:  # any transport, HTTP or size error: this source is not available
         raise Unverifiable(f"unavailable ({type(err).__name__})") from None
     files = {}
     for e in entries:
-        if not hasattr(e, "blob_id"):  # RepoFolder
+        if e.get("type") != "file":  # a folder
             continue
-        lfs = getattr(e, "lfs", None)
-        sha256 = getattr(lfs, "sha256", None) if lfs is not None else None
-        size = getattr(lfs, "size", None) if lfs is not None else e.size
-        if not isinstance(size, int) or (lfs is not None and not (sha256 and _SHA256.match(sha256))):
-            raise Unverifiable(f"{e.path} has no size or LFS sha256")
-        if lfs is None and not (isinstance(e.blob_id, str) and _SHA1.match(e.blob_id)):
-            raise Unverifiable(f"{e.path} has no git blob id")
-        files[e.path] = remote_file(e.path, size, sha256, e.blob_id, lfs is not None)  # path and hashes checked
+        lfs = e.get("lfs")
+        lfs = lfs if isinstance(lfs, dict) else None
+        sha256 = lfs.get("oid") if lfs is not None else None  # the tree API's lfs.oid is the content's sha256
+        size = lfs.get("size") if lfs is not None else e.get("size")
+        if not isinstance(size, int) or (lfs is not None and not (isinstance(sha256, str) and _SHA256.match(sha256))):
+            raise Unverifiable(f"{str(e.get('path'))[:120]!r} has no size or LFS sha256")
+        oid = e.get("oid")
+        if lfs is None and not (isinstance(oid, str) and _SHA1.match(oid)):
+            raise Unverifiable(f"{str(e.get('path'))[:120]!r} has no git blob id")
+        checked = remote_file(e.get("path"), size, sha256, oid, lfs is not None)  # path and hashes checked
+        files[checked.path] = checked
     return files
 
 

@@ -26,6 +26,7 @@ from tqdeploy.download.listing import RemoteFile
 
 LISTING_LIMIT = 64 << 20  # the listing of a repository of 10,000 files with blobs is a few MiB
 LISTING_DEADLINE_S = 120.0  # one listing answer, whole; the Hub answers in well under a second
+MAX_PAGES = 1000  # pages of a tree listing (the Hub sends 1,000 entries a page)
 PATH_LIMIT = 1000  # characters of one repository path
 SIZE_LIMIT = 2**63 - 1
 _SHA1 = re.compile(r"^[0-9a-f]{40}\Z")
@@ -41,7 +42,7 @@ class ListingRefused(Exception):
         self.reason = reason
 
 
-def _read(resp, deadline: float, policy) -> bytes:
+def _read(resp, deadline: float, policy, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     window_start, window_bytes = time.monotonic(), 0
@@ -49,7 +50,7 @@ def _read(resp, deadline: float, policy) -> bytes:
         chunks.append(chunk)
         size += len(chunk)
         window_bytes += len(chunk)
-        if size > LISTING_LIMIT:
+        if size > limit:
             raise ListingRefused(f"its listing is larger than {LISTING_LIMIT} bytes")
         now = time.monotonic()
         if now > deadline:
@@ -62,32 +63,68 @@ def _read(resp, deadline: float, policy) -> bytes:
     return b"".join(chunks)
 
 
-def get_revision(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> SimpleNamespace:
-    """The revision answer as ``sha`` and ``siblings`` (rfilename, size, blob_id, lfs), types checked."""
+def _get(url: str, params: dict[str, str] | None, token, timeout_s: float, policy, deadline: float, limit: int):
+    """(body, next page URL or None) of one GET, read within ``deadline`` and ``limit`` bytes; an HTTP error is
+    raised as huggingface_hub raises it (RevisionNotFoundError, GatedRepoError...)."""
     from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
 
     from tqdeploy.download.httplib import session_http_lib
-    from tqdeploy.errors import TQError
-    from tqdeploy.jsonin import loads
 
     http_lib = session_http_lib()
-    left = policy.left_s()
-    whole = LISTING_DEADLINE_S if left is None else max(0.5, min(LISTING_DEADLINE_S, left))
-    url = f"{endpoint.rstrip('/')}/api/models/{repo}/revision/{quote(revision, safe='')}"
-    timeout = http_lib.Timeout(timeout_s, read=min(timeout_s, whole))
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ListingRefused(f"its listing did not arrive within {LISTING_DEADLINE_S:g} s")
+    timeout = http_lib.Timeout(timeout_s, read=min(timeout_s, left))
     headers = build_hf_headers(token=token)
-    session = get_session()
-    with session.stream("GET", url, params={"blobs": "true"}, headers=headers, timeout=timeout) as resp:
-        body = _read(resp, time.monotonic() + whole, policy)
+    with get_session().stream("GET", url, params=params, headers=headers, timeout=timeout) as resp:
+        body = _read(resp, deadline, policy, limit)
         if resp.status_code >= 300:  # errors mapped as huggingface_hub maps them (RevisionNotFoundError...)
             hf_raise_for_status(
                 http_lib.Response(resp.status_code, headers=resp.headers, content=body[:65536], request=resp.request)
             )
+        return body, resp.links.get("next", {}).get("url")
+
+
+def _deadline(policy) -> float:
+    left = policy.left_s()
+    return time.monotonic() + (LISTING_DEADLINE_S if left is None else max(0.5, min(LISTING_DEADLINE_S, left)))
+
+
+def _json(body: bytes) -> Any:
+    from tqdeploy.errors import TQError
+    from tqdeploy.jsonin import loads
+
     try:
-        data = loads(body, "its listing", "")
+        return loads(body, "its listing", "")
     except TQError as err:
         raise ListingRefused(err.message) from None
-    return _info(data)
+
+
+def get_revision(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> SimpleNamespace:
+    """The revision answer as ``sha`` and ``siblings`` (rfilename, size, blob_id, lfs), types checked."""
+    url = f"{endpoint.rstrip('/')}/api/models/{repo}/revision/{quote(revision, safe='')}"
+    body, _ = _get(url, {"blobs": "true"}, token, timeout_s, policy, _deadline(policy), LISTING_LIMIT)
+    return _info(_json(body))
+
+
+def get_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> list[dict[str, Any]]:
+    """The recursive tree listing (GET .../tree/{rev}?recursive=true, pages followed by their Link header as
+    huggingface_hub's list_repo_tree follows them), every page within one deadline and one byte budget."""
+    url: str | None = f"{endpoint.rstrip('/')}/api/models/{repo}/tree/{quote(revision, safe='')}"
+    params: dict[str, str] | None = {"recursive": "true", "expand": "false"}
+    deadline, left = _deadline(policy), LISTING_LIMIT
+    entries: list[dict[str, Any]] = []
+    for _ in range(MAX_PAGES):
+        if url is None:
+            return entries
+        body, url = _get(url, params, token, timeout_s, policy, deadline, left)
+        left -= len(body)
+        page = _json(body)
+        if not isinstance(page, list) or not all(isinstance(e, dict) for e in page):
+            raise ListingRefused("its tree listing is not a list of objects")
+        entries.extend(page)
+        params = None  # the next page's URL carries them
+    raise ListingRefused(f"its tree listing has more than {MAX_PAGES} pages")
 
 
 def _info(data: Any) -> SimpleNamespace:

@@ -40,7 +40,6 @@ def list_repo(
     sleep: Callable[[float], None] = time.sleep,
 ) -> RepoListing:
     """Ask each mirror in order; 408/429/5xx are retried per ``policy`` before moving on."""
-    from huggingface_hub import HfApi
     from huggingface_hub.errors import (
         GatedRepoError,
         HfHubHTTPError,
@@ -58,7 +57,6 @@ def list_repo(
     unreachable: list[str] = []
     for i, endpoint in enumerate(endpoints):
         shown = public_endpoint(endpoint)
-        api = HfApi(endpoint=endpoint, token=token)
         try:
             info = _with_retries(
                 lambda e=endpoint: get_revision(e, repo, revision, token, timeout_s, policy),
@@ -66,7 +64,7 @@ def list_repo(
                 lambda m, s=shown: on_event(f"mirror {s}: {m}"),
                 sleep,
             )
-            ctx = (api, endpoint, repo, revision, token, timeout_s)
+            ctx = (policy, endpoint, repo, revision, token, timeout_s)
             listing = _listing(info, ctx, tuple(unreachable), lambda m, s=shown: on_event(f"mirror {s}: {m}"))
         except ListingRefused as err:  # too large, too slow, or not a listing to take: this mirror fails
             failures.append(f"{shown}: {err.reason}")
@@ -138,13 +136,13 @@ def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
 def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing | str:
     """The listing from a revision answer, or why it cannot be verified. When the mirror ignored
     ?blobs=true, the sizes and hashes are asked where huggingface_hub asks (download/fallback.py)."""
-    api, endpoint, repo, revision, token, timeout_s = ctx
+    policy, endpoint, repo, revision, token, timeout_s = ctx
     if info.sha and info.siblings is not None and all(_complete(s) for s in info.siblings):
         return RepoListing(repo, revision, check_commit(info.sha), _files(info.siblings), endpoint, unreachable)
     from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 
     try:
-        commit, files, source = listing_without_blobs(api, endpoint, repo, revision, info, token, timeout_s, on_event)
+        commit, files, source = listing_without_blobs(ctx, info, on_event)
     except Unverifiable as why:
         return f"answer lacks the commit, file sizes or hashes ({why})"
     on_event(f"the revision API has no sizes or hashes; they come from the {source}")
