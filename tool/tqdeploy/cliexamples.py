@@ -58,6 +58,11 @@ EXAMPLES: dict[str, list[str]] = {
         "tqdeploy check --url http://127.0.0.1:8000 --api-key-file key --json",
         "tqdeploy check build/demo --record-reference",
     ],
+    "tune": [
+        "tqdeploy tune build/demo",
+        "tqdeploy tune build/demo --dtypes auto,fp8 --concurrency 1,8,max --ttft-p99 2 --itl-p99 0.1 --json",
+        "tqdeploy tune build/demo --apply",
+    ],
     "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
     "down": ["tqdeploy down build/demo", "tqdeploy down build --grace-period 30 --json"],
     "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],

@@ -50,7 +50,7 @@ def record_from_server(target: Target, budget: float = DEFAULT_BUDGET_S * 2) -> 
         inputs.passage_sha256,
         obs.tokens,
         perplexity_value(obs),
-        {pid: asks[0].text for pid, asks in obs.answers.items()},
+        {pid: a.text for pid, a in obs.answers.items()},
         datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
     )
 
@@ -67,8 +67,9 @@ def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _reference_spec(build: Path, port: int) -> str:
-    """The build's spec with kv_cache_dtype auto, absolute model and key paths, and another port."""
+def _reference_spec(build: Path, port: int, kv_cache_dtype: str = "auto", header: str | None = None) -> str:
+    """The build's spec with kv_cache_dtype auto (tune: another dtype), absolute model and key paths, and another
+    port."""
     from tqdeploy.deployspec.load import with_defaults
     from tqdeploy.deployspec.write import spec_to_toml
     from tqdeploy.filenames import SPEC_FILE_NAME
@@ -77,14 +78,13 @@ def _reference_spec(build: Path, port: int) -> str:
     dep = load_deployment(build)
     raw = tomllib.loads((build / SPEC_FILE_NAME).read_text(encoding="utf-8"))
     data = with_defaults(raw)
-    data["vllm"]["kv_cache_dtype"] = "auto"
+    data["vllm"]["kv_cache_dtype"] = kv_cache_dtype
     data["model"]["path"] = str(dep.model_dir)
     data["server"]["port"] = port
     data["server"]["host"] = "127.0.0.1"
     data["server"]["api_key_file"] = str(dep.api_key_file) if dep.api_key_file else None
-    return spec_to_toml(
-        data, [f"The reference build of {build}: kv_cache_dtype auto (tqdeploy check --record-reference)"]
-    )
+    header = header or f"The reference build of {build}: kv_cache_dtype auto (tqdeploy check --record-reference)"
+    return spec_to_toml(data, [header])
 
 
 def record_for_build(build: Path, target: Target) -> Path:

@@ -249,6 +249,9 @@ def summarize_step(results: list[dict], concurrency: int, elapsed: float) -> dic
         "ttft_p90_s": _pct(ttft, 90),
         "itl_p50_s": _pct(itl, 50),
         "itl_p90_s": _pct(itl, 90),
+        # p99: what a latency target is stated in (tqdeploy tune's --ttft-p99/--itl-p99 goodput)
+        "ttft_p99_s": _pct(ttft, 99),
+        "itl_p99_s": _pct(itl, 99),
         "output_tokens": tokens,
         "output_tokens_per_s": round(tokens / elapsed, 3) if elapsed > 0 else None,
     }
