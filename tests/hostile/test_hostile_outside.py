@@ -402,3 +402,16 @@ def test_the_flag_and_the_keyword_get_the_same_catalogue_entry(run_cli):
 def test_a_valid_python_launch_stays_valid(run_cli):
     code, out, err = run_cli("lint", "--", "python3", "-c", 'from vllm import LLM; LLM("m", kv_cache_dtype="fp8")')
     assert code == 0, (out, err)
+
+
+def test_a_manifest_naming_a_shard_with_an_escape_is_refused_and_nothing_raw_is_printed(run_cli, tmp_path):
+    from tqdeploy.download.manifest import MANIFEST_NAME, SCHEMA
+
+    dest = tmp_path / "m"
+    dest.mkdir()
+    files = [{"path": f"a{ESC}.safetensors", "size": 1, "sha256": None, "git_oid": None, "lfs": False}]
+    manifest = {"schema": SCHEMA, "repo": "org/m", "revision": "main", "commit": "0" * 40, "files": files}
+    (dest / MANIFEST_NAME).write_text(json.dumps(manifest))
+    code, out, err = run_cli("download", "--verify", str(dest))
+    assert code == 2 and "holds a control character" in err and "\\x1b" in err, err
+    assert not any(c in out + err for c in "\x1b\x07"), err

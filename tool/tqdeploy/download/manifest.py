@@ -61,12 +61,15 @@ class Manifest:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
         from tqdeploy.download.selection import is_unsafe_path
+        from tqdeploy.idents import has_control
 
         files = [ManifestFile(**f) for f in data["files"]]
         for f in files:
             # Every path is hashed and opened under the folder: one that leaves it is a tampered manifest.
             if not isinstance(f.path, str) or is_unsafe_path(f.path):
                 raise ValueError(f"file path {str(f.path)[:120]!r} is not inside the model folder")
+            if has_control(f.path):  # a newline or escape never names a shard (listing_http refuses it too)
+                raise ValueError(f"file path {f.path[:120]!r} holds a control character")
             if isinstance(f.size, bool) or not isinstance(f.size, int) or f.size < 0:
                 raise ValueError(f"{f.path}: size {f.size!r} is not a byte count")
         strings = all(isinstance(data[k], str) for k in ("repo", "revision", "commit"))

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 LINE_EVERY_S = 30.0  # without a terminal: a line at least this often while bytes arrive
+LINE_LIMIT = 8000  # characters of one printed line (a list of skipped files can be long; 8 MiB is not)
 
 
 class Bars:
@@ -62,6 +63,9 @@ class Bars:
         return lambda n: progress.advance(task, n)
 
     def event(self, message: str) -> None:
+        from tqdeploy.idents import shown
+
+        message = shown(message, LINE_LIMIT)  # names and reasons from a mirror: escaped, cut
         if self._on_event is not None:
             self._on_event(message)
         elif self._progress is not None:
@@ -96,5 +100,8 @@ class _LineProgress:
 
 
 def say(console, text: str) -> None:
-    """One line of a result: never wrapped, and no rich markup (file names come from the network)."""
-    console.print(text, soft_wrap=True, markup=False, highlight=False)
+    """One line of a result: never wrapped, no rich markup and no control characters (file names come from
+    the network, or from a manifest anyone may have edited: idents.shown)."""
+    from tqdeploy.idents import shown
+
+    console.print(shown(text, LINE_LIMIT), soft_wrap=True, markup=False, highlight=False)
