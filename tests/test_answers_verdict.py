@@ -34,6 +34,8 @@ SHIPPED = json.loads(shipped_references()[0].read_text(encoding="utf-8"))
 GOOD = {pid: text for pid, text in SHIPPED["answers"].items()}
 # What the same model answered with turboquant_k8v4 on the CPU build (docs/answers.md), cut to its start.
 GARBAGE = "A by turn ( [ud the [c [ud [iceily people version"
+# The long prompt asked twice, answered the same both times with bf16 on the CPU build.
+REPEATED = "Clara did not sell the bakery, but she did not mind. She said that a bakery was a place for bread"
 
 
 def _answer(text: str) -> ChatAnswer:
@@ -46,8 +48,9 @@ def _observed(**changes) -> Observed:
         prefix_caching=True,
         perplexity=17.41,
         tokens=1025,
-        answers={pid: [_answer(t), _answer(t)] for pid, t in GOOD.items()},
+        answers={pid: _answer(t) for pid, t in GOOD.items()},
         recall={d: _answer("The name of the doctor's dog was Biscuit.") for d in INPUTS.recall.depths},
+        repeat=[_answer(REPEATED), _answer(REPEATED)],
     )
     for name, value in changes.items():
         setattr(obs, name, value)
@@ -86,18 +89,18 @@ def test_perplexity_against_the_reference_uses_the_dtype_bound():
     assert "TQ480" not in _ids(verdict(_observed(perplexity=16.9, kv_dtype="turboquant_3bit_nc"), ref, LIMITS, INPUTS))
 
 
-def test_changed_answer_is_an_error_where_greedy_must_repeat_and_a_warning_with_turboquant_prefix_caching():
-    answers = dict(_observed().answers)
-    answers["capital"] = [
-        _answer("The capital of France is Paris."),
-        _answer("The capital of France is Paris, a city."),
+def test_a_changed_answer_is_a_warning_with_the_prefix_caching_fix():
+    changed = [_answer(REPEATED), _answer("Clara did not sell the bakery, and she did not mind at all.")]
+    bf16 = [f for f in verdict(_observed(repeat=changed), None, LIMITS, INPUTS) if f.id == "TQ481"]
+    assert [(f.severity.value, f.evidence["changed_at_token"]) for f in bf16] == [("warn", 6)]  # "but" / "and"
+    assert "--no-enable-prefix-caching" in bf16[0].remediation
+    (tq,) = [
+        f
+        for f in verdict(_observed(repeat=changed, kv_dtype="turboquant_4bit_nc"), None, LIMITS, INPUTS)
+        if f.id == "TQ481"
     ]
-    bf16 = verdict(_observed(answers=answers), None, LIMITS, INPUTS)
-    assert "TQ481" in _ids(bf16)
-    tq = verdict(_observed(answers=answers, kv_dtype="turboquant_4bit_nc"), None, LIMITS, INPUTS)
-    (f,) = [f for f in tq if f.id == "TQ481"]
-    assert f.severity.value == "warn" and "prefix caching" in f.remediation
-    assert f.evidence["changed_at_token"] == {"capital": 5}  # "Paris." against "Paris,"
+    assert tq.severity.value == "warn" and "speculative decoding" in tq.remediation
+    assert "TQ481" not in {f.id for f in verdict(_observed(repeat=[]), None, LIMITS, INPUTS)}  # not asked: no verdict
 
 
 @pytest.mark.parametrize(
@@ -117,17 +120,16 @@ def test_loop_period(tokens, period):
 
 def test_a_looping_answer_fails_tq482():
     answers = dict(_observed().answers)
-    loop = _answer("The sky is blue. " + "blue blue " * 10)
-    answers["sky"] = [loop, loop]
+    answers["sky"] = _answer("The sky is blue. " + "blue blue " * 10)
     findings = verdict(_observed(answers=answers), None, LIMITS, INPUTS)
     assert "TQ482" in _ids(findings) and "TQ481" not in _ids(findings)
 
 
 def test_wrong_answers_one_is_a_warning_two_an_error():
     answers = dict(_observed().answers)
-    answers["capital"] = [_answer(GARBAGE)] * 2
+    answers["capital"] = _answer(GARBAGE)
     assert "TQ483" in _ids(verdict(_observed(answers=answers), None, LIMITS, INPUTS), "warn")
-    answers["week"] = [_answer("A week is long.")] * 2
+    answers["week"] = _answer("A week is long.")
     assert "TQ483" in _ids(verdict(_observed(answers=answers), None, LIMITS, INPUTS))
 
 

@@ -38,6 +38,8 @@ class Inputs:
     prompts: tuple[Prompt, ...]
     max_tokens: int
     recall: Recall
+    repeat_question: str  # asked twice over the passage: uncached, then with its prefix cached
+    repeat_max_tokens: int
 
     @property
     def passage_sha256(self) -> str:
@@ -58,6 +60,11 @@ class Inputs:
         k = round(depth * len(paras))
         return head + "\n\n".join(paras[:k] + [self.recall.fact] + paras[k:]) + tail
 
+    def repeat_prompt(self, max_chars: int) -> str:
+        """The passage (cut from the end to ``max_chars``) and a question whose answer runs to max_tokens."""
+        tail = "\n\nQuestion: " + self.repeat_question
+        return self.passage[: max(0, max_chars - len(tail))].rstrip() + tail
+
 
 @lru_cache(maxsize=1)
 def load_inputs() -> Inputs:
@@ -72,4 +79,6 @@ def load_inputs() -> Inputs:
         Recall(
             r["fact"], r["question"], tuple(r["expect"]), tuple(float(d) for d in r["depths"]), int(r["max_tokens"])
         ),
+        str(data["repeat"]["question"]),
+        int(data["repeat"]["max_tokens"]),
     )

@@ -101,15 +101,20 @@ class ChatAnswer:
     finish_reason: str = ""
 
 
-def chat(client: Client, model: str, content: str, max_tokens: int, deadline: Deadline) -> ChatAnswer:
-    """One greedy answer (temperature 0) to a single user message, with its tokens."""
-    body = {
+def chat(
+    client: Client, model: str, content: str, max_tokens: int, deadline: Deadline, cache_salt: str | None = None
+) -> ChatAnswer:
+    """One greedy answer (temperature 0) to a single user message, with its tokens. ``cache_salt`` (vLLM's field,
+    chat_completion/protocol.py): the prefix cache is shared only by requests with the same salt."""
+    body: dict[str, Any] = {
         "model": model,
         "messages": [{"role": "user", "content": content}],
         "temperature": 0,
         "max_tokens": max_tokens,
         "logprobs": True,
     }
+    if cache_salt is not None:
+        body["cache_salt"] = cache_salt
     choice = first_choice(_post(client, "/v1/chat/completions", body, deadline)) or {}
     message = choice.get("message")
     text = message.get("content") if isinstance(message, dict) else None

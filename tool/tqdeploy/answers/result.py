@@ -80,6 +80,7 @@ def _observed(obs: Observed) -> dict[str, Any]:
         "prefix_caching": obs.prefix_caching,
         "perplexity": None if obs.perplexity is None else round(obs.perplexity, 4),
         "tokens": obs.tokens,
-        "answers": {pid: [a.text for a in asks] for pid, asks in obs.answers.items()},
+        "answers": {pid: a.text for pid, a in obs.answers.items()},
         "recall": {str(d): a.text for d, a in obs.recall.items()},
+        "asked_twice": [a.text for a in obs.repeat],
     }

@@ -4,6 +4,7 @@ never an exception; only bad local input (a reference file that cannot be read) 
 
 from __future__ import annotations
 
+import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -92,22 +93,27 @@ def _ask_all(client: Client, model: str, contents: list[str], max_tokens: int, d
         return [f.result() for f in futures]
 
 
+def _ask_twice(client: Client, model: str, content: str, max_tokens: int, dl: Deadline) -> list[ChatAnswer]:
+    """The same prompt alone, twice, under a salt of this run only: the first ask finds nothing of it in the
+    prefix cache (not even from an earlier check), the second reads its prefix back from the cache. Alone, so
+    the batch is the same both times (greedy tokens depend on the batch on the CPU build)."""
+    salt = secrets.token_hex(16)
+    return [probes.chat(client, model, content, max_tokens, dl, cache_salt=salt) for _ in range(2)]
+
+
 def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadline, obs: Observed) -> list[Finding]:
     """The three probes in order of what they tell; a probe that fails ends the run with its finding."""
     inputs = load_inputs()
     max_len = facts.max_model_len or 2048
-    steps = ["perplexity", "greedy answers", "greedy answers asked again", "recall"]
+    steps = ["perplexity", "greedy answers", "recall", "a long prompt asked twice"]
     try:
         logprobs = probes.prompt_logprobs(client, target.model, inputs.passage, min(max_len - 2, MAX_SCORED_TOKENS), dl)
         from tqdeploy.answers.detect import perplexity
 
         obs.perplexity, obs.tokens = perplexity(logprobs), len(logprobs)
         steps.pop(0)
-        contents = [p.text for p in inputs.prompts]
-        first = _ask_all(client, target.model, contents, inputs.max_tokens, dl)
-        steps.pop(0)
-        second = _ask_all(client, target.model, contents, inputs.max_tokens, dl)
-        obs.answers = {p.id: [a, b] for p, a, b in zip(inputs.prompts, first, second, strict=True)}
+        answers = _ask_all(client, target.model, [p.text for p in inputs.prompts], inputs.max_tokens, dl)
+        obs.answers = {p.id: a for p, a in zip(inputs.prompts, answers, strict=True)}
         steps.pop(0)
         room = int((max_len - inputs.recall.max_tokens - 32) * CHARS_PER_TOKEN_LOW)
         depths = inputs.recall.depths
@@ -115,6 +121,8 @@ def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadl
         obs.recall = dict(
             zip(depths, _ask_all(client, target.model, recalls, inputs.recall.max_tokens, dl), strict=True)
         )
+        steps.pop(0)
+        obs.repeat = _ask_twice(client, target.model, inputs.repeat_prompt(room), inputs.repeat_max_tokens, dl)
         return []
     except ProbeFailed as err:
         refused = err.answer is not None and err.answer.key_refused

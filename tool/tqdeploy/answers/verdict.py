@@ -36,8 +36,9 @@ class Observed:
     prefix_caching: bool | None = None
     perplexity: float | None = None
     tokens: int = 0
-    answers: dict[str, list[ChatAnswer]] = field(default_factory=dict)  # prompt id -> [first ask, second ask]
+    answers: dict[str, ChatAnswer] = field(default_factory=dict)  # prompt id -> its greedy answer
     recall: dict[float, ChatAnswer] = field(default_factory=dict)
+    repeat: list[ChatAnswer] = field(default_factory=list)  # one long prompt: uncached, then cached
 
 
 def _f(fid: str, sev: Severity, title: str, fix: str = "", **evidence: Any) -> Finding:
@@ -76,33 +77,27 @@ def perplexity_findings(obs: Observed, ref: Reference | None, limits: Thresholds
 
 
 def changed_findings(obs: Observed) -> list[Finding]:
-    changed = {}
-    for pid, asks in obs.answers.items():
-        if len(asks) == 2:
-            at = detect.first_difference(asks[0].tokens, asks[1].tokens)
-            if at is not None:
-                changed[pid] = at
-    if not any(len(a) == 2 for a in obs.answers.values()):
+    """A warning, never an error: the answer may be right both times. Measured: TurboQuant with prefix caching
+    changed 13 of 16 (H200); bf16 on the CPU build changed one long prompt of two (docs/answers.md)."""
+    if len(obs.repeat) != 2:
         return []
-    if not changed:
-        return [_f(CHANGED, Severity.OK, "greedy answers asked twice came back token for token the same")]
-    expected = bool(obs.kv_dtype and obs.kv_dtype.startswith(TQ_PREFIX) and obs.prefix_caching is not False)
-    title = f"{len(changed)} of {len(obs.answers)} greedy answers changed when asked again"
-    ev = {"changed_at_token": changed, "kv_cache_dtype": obs.kv_dtype, "prefix_caching": obs.prefix_caching}
-    if expected:  # a cached prefix is read back quantized (measured on the H200: docs/answers.md)
-        fix = "where answers must be reproducible, turn prefix caching off (--no-enable-prefix-caching)"
-        return [_f(CHANGED, Severity.WARN, title + " (TurboQuant with prefix caching)", fix, **ev)]
-    fix = "greedy decoding should repeat itself here: no speculative decoding, prefix caching off, one vLLM release"
-    return [_f(CHANGED, Severity.ERROR, title, fix, **ev)]
+    first, second = obs.repeat
+    at = detect.first_difference(first.tokens, second.tokens)
+    if at is None:
+        return [_f(CHANGED, Severity.OK, "a long prompt asked again (its prefix cached) gave the same tokens")]
+    title = f"a long prompt asked again (its prefix now cached) gave other greedy tokens from token {at}"
+    ev = {"changed_at_token": at, "kv_cache_dtype": obs.kv_dtype, "prefix_caching": obs.prefix_caching}
+    fix = "where answers must be reproducible, turn prefix caching off (--no-enable-prefix-caching)"
+    if obs.kv_dtype and obs.kv_dtype.startswith(TQ_PREFIX):  # the prefix is read back quantized (#46460)
+        fix += "; with TurboQuant, no speculative decoding either"
+    return [_f(CHANGED, Severity.WARN, title, fix, **ev, first=first.text[:120], second=second.text[:120])]
 
 
 def loop_findings(obs: Observed) -> list[Finding]:
-    looped = {}
-    for pid, asks in obs.answers.items():
-        period = detect.loop_period(asks[0].tokens) if asks else None
-        if period is not None:
-            looped[pid] = period
-    if not obs.answers:
+    asked = {**obs.answers, **{f"recall@{d}": a for d, a in obs.recall.items()}}
+    asked |= {f"repeat#{i + 1}": a for i, a in enumerate(obs.repeat)}
+    looped = {name: p for name, a in asked.items() if (p := detect.loop_period(a.tokens)) is not None}
+    if not asked:
         return []
     if not looped:
         return [_f(LOOP, Severity.OK, "no greedy answer ends in a loop")]
@@ -113,10 +108,10 @@ def loop_findings(obs: Observed) -> list[Finding]:
 def wrong_findings(obs: Observed, inputs: Inputs) -> list[Finding]:
     wrong = {}
     for p in inputs.prompts:
-        asks = obs.answers.get(p.id)
-        if asks and not detect.mentions(asks[0].text, p.expect):
-            wrong[p.id] = asks[0].text[:120]
-    asked = sum(1 for p in inputs.prompts if obs.answers.get(p.id))
+        answer = obs.answers.get(p.id)
+        if answer is not None and not detect.mentions(answer.text, p.expect):
+            wrong[p.id] = answer.text[:120]
+    asked = sum(1 for p in inputs.prompts if p.id in obs.answers)
     if not asked:
         return []
     if not wrong:
