@@ -140,6 +140,7 @@ snapshot_wrong_type_kernel = _wrong_type("kernel", "release", 5)
 snapshot_wrong_type_mirror = _wrong_type("mirror", "status", "200")
 snapshot_wrong_type_cuda_libs = _wrong_type("cuda_libs", "ldconfig", {"cudnn": 3})
 snapshot_wrong_type_pci = _wrong_type("pci", "aer", ["fatal"])
+snapshot_wrong_type_probe_errors = _wrong_type("probe_errors", "nvml", ["a", "list"])
 
 
 def bundle_snapshot_nested_100000_doctor(tmp: Path) -> Case:

@@ -19,7 +19,7 @@ _STRS = list[str]
 # with .get() and then iterates or compares (docker.runtimes, cuda_libs.ldconfig...) once crashed that check
 # when hand-edited to another type; now the load refuses the snapshot and names the field.
 SECTION_FIELDS: dict[str, dict[str, Any]] = {
-    "driver": {"cuda_driver": int | None, "present": bool | None, "version": _STR, "nvml_version": _STR},
+    "driver": {"cuda_driver": int | None, "present": bool | None, "version": _STR, "nvml_version": _STR, "error": _STR},
     "shm": {"total_bytes": int, "free_bytes": int, "path": _STR},
     "disk": {"total_bytes": int, "free_bytes": int, "path": _STR, "measured_at": _STR},
     "limits": dict.fromkeys(("memlock_soft", "memlock_hard", "nofile_soft", "nofile_hard"), int | None)
@@ -113,7 +113,15 @@ def _check_keys(values: dict[str, Any], keys: dict[str, Any], where: str) -> Non
             check_type(values[key], hint, f"{where}.{key}")
 
 
+# Sections whose every value has one type: a probe's error is a one-line string, its time a number.
+WHOLE_SECTIONS: dict[str, Any] = {"probe_errors": str, "probe_seconds": float}
+
+
 def check_sections(data: dict[str, Any]) -> None:
+    for section, hint in WHOLE_SECTIONS.items():
+        values = data.get(section)
+        for key, value in values.items() if isinstance(values, dict) else ():
+            check_type(value, hint, f"{section}.{str(key)[:40]}")
     for section, keys in SECTION_FIELDS.items():
         values = data.get(section)
         if isinstance(values, dict):
