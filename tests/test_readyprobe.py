@@ -32,10 +32,16 @@ def run_probe(probe: Path, *args: str, timeout: float = 30) -> subprocess.Comple
     return subprocess.run([sys.executable, str(probe), *args], capture_output=True, text=True, timeout=timeout, env=env)
 
 
+def _spec(probe: Path) -> dict:
+    import tomllib
+
+    return tomllib.loads((probe.parent / "tqdeploy.toml").read_text())
+
+
 def test_rendered_probe_defaults_are_the_build_s(probe):
-    text = probe.read_text()
-    assert "default=8000" in text and 'default="tiny"' in text and '"/run/secrets/vllm-api-key"' in text
-    assert '"max_tokens": 1' in text
+    text, spec = probe.read_text(), _spec(probe)
+    assert f"default={spec['server']['port']}" in text and f'default="{spec["model"]["served_name"]}"' in text
+    assert '"/run/secrets/vllm-api-key"' in text and '"max_tokens": 1' in text
 
 
 def test_probe_against_the_keyed_cpu_vllm(probe, vllm_server, tmp_path):  # noqa: F811
@@ -91,7 +97,8 @@ def test_probe_sends_one_bounded_completion_with_the_key(probe, stand_in, tmp_pa
     assert run_probe(probe, "--port", port, "--key-file", str(key)).returncode == 0
     [seen] = _StandIn.seen
     assert seen["path"] == "/v1/completions" and seen["auth"] == "Bearer " + key.read_text().strip()
-    assert seen["body"]["max_tokens"] == 1 and seen["body"]["model"] == "tiny" and seen["body"]["temperature"] == 0
+    assert seen["body"]["model"] == _spec(probe)["model"]["served_name"]
+    assert seen["body"]["max_tokens"] == 1 and seen["body"]["temperature"] == 0
     _StandIn.answer = b'{"object": "error", "message": "engine dead"}'  # 200 without a completion: not ready
     try:
         res = run_probe(probe, "--port", port, "--key-file", str(key))
