@@ -61,11 +61,15 @@ def collect_spec(ctx: BundleContext) -> dict[str, Any]:
         if (os.path.lexists(build_dir / LOCK_NAME))
         else None
     )
-    try:
-        lock = json.loads(lock_raw or b"{}")
-        names += sorted(str(n) for n in lock.get("files", {})) if isinstance(lock, dict) else []
-    except ValueError:
-        pass
+    from tqdeploy.errors import TQError
+    from tqdeploy.jsonin import loads
+
+    try:  # depth-bounded: a lock nested 100,000 deep is no lock, not a failed collector
+        lock = loads(lock_raw or b"{}", "the build's lock", "")
+    except TQError:
+        lock = {}
+    listed = lock.get("files") if isinstance(lock, dict) else None
+    names += sorted(str(n) for n in listed) if isinstance(listed, (dict, list)) else []
     out: dict[str, Any] = {}
     for name in dict.fromkeys(names):
         path = build_dir / name
