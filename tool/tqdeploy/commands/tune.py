@@ -39,7 +39,7 @@ def tune(
 ) -> int:
     """Start each candidate KV dtype through the build's runtime, one at a time; measure capacity, goodput
     under your targets and answer quality; recommend one. Exit codes: 0 done, 1 an error finding, 2 bad input,
-    130 interrupted (nothing left running; what was measured is kept for the next run)."""
+    130/143 interrupted by SIGINT/SIGTERM (nothing left running; what was measured is kept)."""
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
     from tqdeploy.tune.candidates import parse_dtypes
@@ -66,7 +66,20 @@ def tune(
         max_concurrency,
     )
     opts = Options(workload, Targets(ttft_p99, itl_p99), parse_dtypes(dtypes), check_timeout, fresh, chart, apply)
-    result = run_tune(build, opts)
+    from tqdeploy.runtime.interrupt import Interrupted, raising
+
+    try:
+        with raising():  # SIGINT and SIGTERM: the candidate running now is stopped (tune/variant.py), then exit
+            result = run_tune(build, opts)
+    except Interrupted as sig:
+        import sys
+
+        print(
+            f"tqdeploy tune: interrupted by {sig.name}: stopped, nothing left running; results measured so far "
+            "are kept and a re-run resumes",
+            file=sys.stderr,
+        )
+        return sig.exit_code
     emit(result, as_json)
     return result.exit_code
 

@@ -53,20 +53,16 @@ class TuneResult:
 
         console.print(table(self.rows, self.workload.get("context")))
         for line in notes(self):
-            console.print(line, soft_wrap=True)
+            console.print(line, markup=False)  # wrapped at the console width, as the table is; a path is no markup
         render_findings(console, self.findings, "tqdeploy tune")
 
 
 def _row_dict(r: Row) -> dict[str, Any]:
     status = "excluded" if r.excluded else "failed" if r.failed else "reused" if r.reused else "measured"
-    return {"dtype": r.dtype, "status": status, "excluded": r.excluded, "failed": r.failed, "goodput": _good(r)}
-
-
-def _good(r: Row) -> dict[str, Any] | None:
-    if r.result is None:
-        return None
-    g = {k: v for k, v in r.good.items() if k != "step"}
-    return g | {"result": r.result}
+    good = {k: v for k, v in r.good.items() if k != "step"} if r.result is not None else None
+    return {"dtype": r.dtype, "status": status, "excluded": r.excluded, "failed": r.failed, "goodput": good} | {
+        "result": r.result
+    }
 
 
 def _si(value: float | None) -> str:

@@ -7,8 +7,9 @@ The copy: BUILD/.tqdeploy/tune/<dtype>/ holds the build's spec with only kv_cach
 them: a candidate after the first, and every re-run, starts warm (vLLM keys its compile cache by the config, the
 KV dtype included, so candidates never read each other's graphs).
 
-Ctrl-C: `up` runs in a session of its own, so a terminal's SIGINT reaches tune only; tune passes it on to `up`
-(which stops what it started, runtime/interrupt.py), waits for it, then runs `down` with SIGINT held off.
+Ctrl-C or SIGTERM: `up` runs in a session of its own, so a terminal's SIGINT reaches tune only; tune sends `up`
+SIGTERM (which it handles as Ctrl-C: it stops what it started, runtime/interrupt.py), waits for it, then runs
+`down` with both signals ignored.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,22 +92,10 @@ def caches_env(build: Path) -> dict[str, str]:
     return env
 
 
-@contextmanager
-def sigint_held() -> Iterator[None]:
-    """The cleanup after Ctrl-C runs to its end: a second Ctrl-C would leave the engine running."""
-    try:
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the main thread: nothing to hold
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def stop(copy: Path) -> None:
-    with sigint_held():
+    from tqdeploy.runtime.interrupt import ignored
+
+    with ignored():  # the clean-up after Ctrl-C runs to its end: a second one would leave the engine running
         subprocess.run([*_cli(), "down", str(copy)], capture_output=True, text=True, timeout=DOWN_TIMEOUT_S)
 
 
@@ -119,9 +106,12 @@ def start(build: Path, copy: Path, log: Path) -> Started:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=caches_env(build), start_new_session=True)
         try:
             out, _ = proc.communicate(timeout=UP_TIMEOUT_S + UP_GRACE_S)
-        except BaseException:  # Ctrl-C or our own timeout: up stops what it started, then down makes sure
-            with sigint_held():
-                proc.send_signal(signal.SIGINT)
+        except BaseException:  # Ctrl-C, SIGTERM or our own timeout: up stops what it started, then down makes sure
+            from tqdeploy.runtime.interrupt import ignored
+
+            with ignored():
+                # SIGTERM, not SIGINT: a shell's background job (and all it starts) has SIGINT ignored
+                proc.send_signal(signal.SIGTERM)
                 try:
                     proc.wait(INTERRUPT_WAIT_S)
                 except subprocess.TimeoutExpired:
