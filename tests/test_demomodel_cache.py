@@ -41,6 +41,9 @@ def test_manifest_verifies_and_catches_every_change(tmp_path):
     data = json.loads((tmp_path / MANIFEST).read_text())
     (tmp_path / MANIFEST).write_text(json.dumps({**data, "converter_version": facts.CONVERTER_VERSION - 1}))
     assert problem(tmp_path) == "written by another converter version"
+    assert problem(tmp_path, current=False) is None  # intact: an older copy of ours, safe to replace
+    (tmp_path / "a.json").write_text("{ }")
+    assert problem(tmp_path, current=False) == "a.json does not match its sha256"
     (tmp_path / MANIFEST).unlink()
     assert problem(tmp_path) == "no readable manifest"
     assert problem(tmp_path / "absent") == "missing"

@@ -8,7 +8,7 @@ import zipfile
 
 from support.real_model import real_model_dir
 from tqdeploy.demomodel import facts
-from tqdeploy.demomodel.manifest import problem
+from tqdeploy.demomodel.manifest import MANIFEST, problem
 
 
 def test_prints_where_it_is_and_copies_into_a_build(run_cli, tmp_path):
@@ -24,6 +24,11 @@ def test_prints_where_it_is_and_copies_into_a_build(run_cli, tmp_path):
 
     code, out, _ = run_cli("demo-model", "--to", str(dest))
     assert code == 0 and "up to date: " in out and str(cached) in out
+
+    manifest = dest / MANIFEST  # as an older converter would have left it: ours, intact, replaced
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "converter_version": 0}))
+    code, out, _ = run_cli("demo-model", "--to", str(dest))
+    assert code == 0 and "copied: " in out and problem(dest) is None
 
 
 def test_a_changed_copy_or_foreign_files_are_left_alone(run_cli, tmp_path):

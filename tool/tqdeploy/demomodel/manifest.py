@@ -52,17 +52,20 @@ def read_manifest(folder: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
-def problem(folder: Path) -> str | None:
-    """Why folder is not a good checkpoint of the pinned GGUF by this converter; None when it is."""
+def problem(folder: Path, current: bool = True) -> str | None:
+    """Why folder is not a good checkpoint of the pinned GGUF by this converter; None when it is.
+
+    current=False asks only whether the folder is intact as its manifest says (a copy of ours, unchanged,
+    perhaps by an older converter): what may be replaced without losing anything of the user's."""
     if not folder.is_dir() or folder.is_symlink():
         return "missing"
     data = read_manifest(folder)
-    if data is None:
+    if data is None or data.get("format") != FORMAT:
         return "no readable manifest"
     source = data.get("source")
-    if data.get("format") != FORMAT or data.get("converter_version") != facts.CONVERTER_VERSION:
+    if current and data.get("converter_version") != facts.CONVERTER_VERSION:
         return "written by another converter version"
-    if not isinstance(source, dict) or source.get("sha256") != facts.GGUF_SHA256:
+    if current and (not isinstance(source, dict) or source.get("sha256") != facts.GGUF_SHA256):
         return "converted from another GGUF"
     files = data.get("files")
     if not isinstance(files, dict) or not files:

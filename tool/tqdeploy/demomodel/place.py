@@ -2,8 +2,8 @@
 
 A copy, not a link: the build folder may be mounted into a container, or edited, and neither may reach the
 cache. Written into a temp folder beside DIR and renamed into place when its manifest verifies. DIR is
-replaced only when it is empty or when it is our own copy whose manifest still verifies (so nothing of the
-user's is lost); anything else there is refused.
+replaced only when it is empty or when it is our own copy, unchanged as its manifest says (also one of an
+older converter), so nothing of the user's is lost; anything else there is refused.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _copy_file(src: Path, dest: Path) -> None:
 def _refuse_unless_replaceable(dest: Path) -> None:
     if dest.is_symlink() or (dest.exists() and not dest.is_dir()):
         raise TQError(f"{dest} exists and is not a folder", f"remove {dest} or pass another --to")
-    if dest.is_dir() and any(dest.iterdir()) and problem(dest) is not None:
+    if dest.is_dir() and any(dest.iterdir()) and problem(dest, current=False) is not None:
         what = "a demo model copy that was changed" if (dest / MANIFEST).exists() else "files tqdeploy did not write"
         raise TQError(f"{dest} holds {what}; it is left as it is", f"move {dest} away or pass another --to")
 
