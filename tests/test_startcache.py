@@ -319,3 +319,16 @@ def test_driver_version_from_the_kernel_modules_line(tmp_path):
     line = next(x for x in host.read_text().splitlines() if x.startswith("NVRM version:"))
     (tmp_path / "version").write_text(line + "\nGCC version: gcc 13\n")
     assert driver_version(tmp_path / "version") == "580.159.04"
+
+
+def test_export_never_overwrites_a_file_that_is_not_an_artifact(tmp_path, artifact):
+    from tqdeploy.startcache.artifact import _may_replace
+
+    out, _ = artifact
+    _may_replace(out)  # an artifact: replaced by the next export
+    _may_replace(tmp_path / "new.tar.xz")  # nothing there
+    theirs = tmp_path / "notes.tar.xz"
+    theirs.write_text("the user's own file")
+    with pytest.raises(TQError, match="is not a cache artifact: not overwritten"):
+        _may_replace(theirs)
+    assert theirs.read_text() == "the user's own file"

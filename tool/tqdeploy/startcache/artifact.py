@@ -8,6 +8,7 @@ interpreter (--python, TQDEPLOY_VLLM_PYTHON, the last `up`'s) answers for torch 
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -103,9 +104,27 @@ def export_build(ctx: BuildContext, out: Path) -> ExportResult:
             f"{len(held)} cache file(s) hold a secret, nothing exported: {shown}",
             "remove those files (or the secret from vLLM's environment) and export again",
         )
+    _may_replace(out)
     size = pack.write_archive(ctx.volume, manifest, out)
     return ExportResult(str(out), len(manifest.files), manifest.total_bytes, size, time.monotonic() - started,
                         facts, list(manifest.left_behind))  # fmt: skip
+
+
+def _may_replace(out: Path) -> None:
+    """An existing file at out is replaced only when it is an artifact (its first member a tqdeploy.cache/1
+    manifest): anything else may be the user's, and is never overwritten."""
+    from tqdeploy.startcache.unpack import read_manifest
+
+    if not os.path.lexists(out):
+        return
+    try:
+        if out.is_symlink() or not out.is_file():
+            raise TQError("not a regular file")
+        read_manifest(out)
+    except TQError:
+        raise TQError(
+            f"{out} exists and is not a cache artifact: not overwritten", "give -o a new path, or move that file"
+        ) from None
 
 
 @dataclass
