@@ -247,3 +247,14 @@ def test_state_keeps_the_summary_validated(tmp_path: Path):
             validated({"answer_check": bad}, tmp_path)
     failed = CheckResult("u", "m", verdict(_observed(perplexity=9000.0), None, LIMITS, INPUTS))
     assert failed.summary()["status"] == "fail" and failed.summary()["findings"][0]["id"] == "TQ480"
+
+
+def test_cache_config_labels_without_prometheus_client():
+    from tqdeploy.answers.probes import _cache_info_line
+
+    text = (
+        "# TYPE vllm:cache_config_info gauge\n"
+        'vllm:cache_config_info{cache_dtype="fp8",enable_prefix_caching="False"} 1.0\n'
+    )
+    assert _cache_info_line(text) == {"cache_dtype": "fp8", "enable_prefix_caching": "False"}
+    assert _cache_info_line("vllm:num_requests_running 0.0\n") == {}

@@ -13,6 +13,7 @@ Every request goes through tqdeploy.net's client: the key only to the origin, an
 from __future__ import annotations
 
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,11 +160,15 @@ def server_facts(client: Client, model: str, deadline: Deadline) -> ServerFacts:
 
 
 def _cache_info(answer: Answer) -> dict[str, str]:
-    """The labels of `vllm:cache_config_info` (cache_dtype, enable_prefix_caching, ...), {} when absent."""
+    """The labels of `vllm:cache_config_info` (cache_dtype, enable_prefix_caching, ...), {} when absent. Read
+    with prometheus_client's parser where it is installed (it is with vLLM), else from the one line: a checkout on
+    a GPU host's PYTHONPATH may run without it."""
     if not answer.ok:
         return {}
-    from prometheus_client.parser import text_string_to_metric_families
-
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        return _cache_info_line(answer.text())
     try:
         for family in text_string_to_metric_families(answer.text()):
             if family.name == "vllm:cache_config_info":
@@ -172,3 +177,12 @@ def _cache_info(answer: Answer) -> dict[str, str]:
     except ValueError:
         return {}
     return {}
+
+
+_INFO_LINE = re.compile(r"^vllm:cache_config_info\{(.*)\}", re.M)
+_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def _cache_info_line(text: str) -> dict[str, str]:
+    match = _INFO_LINE.search(text)
+    return {k: v[:256] for k, v in _LABEL.findall(match.group(1))} if match else {}
