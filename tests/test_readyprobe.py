@@ -6,6 +6,7 @@ answer without a completion is not ready."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -106,3 +107,10 @@ def test_probe_sends_one_bounded_completion_with_the_key(probe, stand_in, tmp_pa
         _StandIn.answer = b'{"choices": [{"text": " world"}]}'
     assert res.returncode == 1 and "no completion" in res.stderr
     assert run_probe(probe, "--port", port, "--timeout", "0").returncode == 1  # bounds are checked
+    fifo = tmp_path / "fifo-key"
+    os.mkfifo(fifo)  # would block a plain open() until the probe's own timeout
+    res = run_probe(probe, "--port", port, "--key-file", str(fifo), timeout=10)
+    assert res.returncode == 1 and "not a regular file" in res.stderr
+    link = tmp_path / "linked-key"
+    link.symlink_to(key)  # as a Kubernetes Secret volume mounts it
+    assert run_probe(probe, "--port", port, "--key-file", str(link)).returncode == 0

@@ -13,6 +13,7 @@ The key file defaults to $TQ_API_KEY_FILE, as serve.sh reads it, else /run/secre
 import argparse
 import json
 import os
+import stat
 import sys
 import urllib.error
 import urllib.request
@@ -27,7 +28,11 @@ def fail(why: str) -> None:
 
 
 def read_key(path: str) -> str:
+    """The key file's first line. A Kubernetes Secret volume links it, so links are followed, to a regular file
+    only: a FIFO there would block the probe until its timeout."""
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            fail(f"API key file {path} is not a regular file")
         with open(path, "rb") as fh:
             data = fh.read(KEY_MAX_BYTES + 1)
     except OSError as err:
