@@ -145,8 +145,8 @@ def test_apply_refuses_a_spec_the_user_changed_then_applies(tuned):
     import tomllib
 
     assert tomllib.loads(spec.read_text())["vllm"]["kv_cache_dtype"] == first["recommended"]
-    rc, check, _ = tq("build", str(build / ".tqdeploy" / "tune" / "applied.toml"), "--out", str(build), "--check")
-    assert rc == 0  # the build matches its lock
+    rc, _, output = tq("build", str(build / ".tqdeploy" / "tune" / "applied.toml"), "--check", str(build))
+    assert rc == 0, output[-2000:]  # the build matches its lock and what the applied spec renders
 
 
 def test_ctrl_c_during_a_start_leaves_nothing_running(tmp_path):

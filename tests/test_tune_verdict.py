@@ -191,3 +191,47 @@ def test_the_table_fits_80_columns_with_every_dtype_whole():
     doc = json.loads(json.dumps(res.to_dict()))
     assert doc["schema"] == "tqdeploy.tune/1" and doc["recommended"] == "auto"
     assert [c["status"] for c in doc["candidates"]] == ["reused", "measured", "excluded", "failed"]
+
+
+def test_the_store_reuses_only_a_result_of_the_same_fingerprint(tmp_path):
+    from tqdeploy.tune import store
+
+    build = tmp_path / "build"
+    build.mkdir()
+    fp = {"model_files": "ab" * 32, "vllm": {"version": "0.32.0"}, "host": {"cpu": "x"}, "workload": {"n": 1}}
+    res = result("fp8", [step(1, 5.0, 0.1, 0.01)])
+    path = store.save(build, "fp8", fp, res)
+    assert store.load(build, "fp8", fp) == (res, "")
+    assert store.load(build, "fp8", fp | {"workload": {"n": 2}}) == (None, "measured on another workload")
+    assert store.load(build, "auto", fp) == (None, "not measured yet")
+    doc = json.loads(path.read_text())
+    doc["result"]["steps"] = "not a list"  # a file that is not what tune wrote is measured again, never trusted
+    path.write_text(json.dumps(doc))
+    assert store.load(build, "fp8", fp) == (None, "fp8.json is not a result tune wrote")
+    path.write_text("[" * 100_000)
+    assert store.load(build, "fp8", fp)[0] is None
+
+
+def test_apply_rebuilds_through_the_lock_and_refuses_a_spec_the_user_changed(tmp_path):
+    import tomllib
+
+    from support.up_builds import make_build, tq
+    from tqdeploy.tune.apply import apply
+
+    build, _ = make_build(tmp_path)
+    spec = build / "tqdeploy.toml"
+    original = spec.read_text()
+    spec.write_text(original + "# mine\n")
+    with pytest.raises(TQError, match="not what tqdeploy wrote") as err:
+        apply(build, "fp8")
+    assert "--apply does not replace a file you changed" in err.value.message
+    assert spec.read_text() == original + "# mine\n"
+    spec.write_text(original)
+    done = apply(build, "fp8")
+    assert done["previous"] in (None, "auto") and "tqdeploy.toml" in done["changed"]
+    assert tomllib.loads(spec.read_text())["vllm"]["kv_cache_dtype"] == "fp8"
+    assert spec.read_text().replace('kv_cache_dtype = "fp8"  # tqdeploy tune --apply\n', "") == original
+    applied = build / ".tqdeploy" / "tune" / "applied.toml"  # the spec the rebuild rendered: the lock matches it
+    rc, _, output = tq("build", str(applied), "--check", str(build), "--json", timeout=120)
+    assert rc == 0, output[-2000:]
+    assert apply(build, "fp8")["changed"] == []  # already so: nothing rewritten
