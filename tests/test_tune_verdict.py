@@ -235,3 +235,27 @@ def test_apply_rebuilds_through_the_lock_and_refuses_a_spec_the_user_changed(tmp
     rc, _, output = tq("build", str(applied), "--check", str(build), "--json", timeout=120)
     assert rc == 0, output[-2000:]
     assert apply(build, "fp8")["changed"] == []  # already so: nothing rewritten
+
+
+def test_tune_refuses_a_build_that_is_running(tmp_path):
+    """A process carrying the build's marker (what every process `up` starts carries) makes tune refuse: each copy
+    would take the same memory share beside it."""
+    import os
+    import subprocess
+    import sys
+
+    from support.up_builds import make_build
+    from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
+    from tqdeploy.tune.run import refuse_running
+
+    build, _ = make_build(tmp_path)
+    refuse_running(build)  # nothing runs: passes
+    env = dict(os.environ) | {MARKER_ENV: deployment_marker(build)}
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=env, start_new_session=True)
+    try:
+        with pytest.raises(TQError, match="is running") as err:
+            refuse_running(build)
+        assert "tqdeploy down" in err.value.remediation
+    finally:
+        proc.kill()
+        proc.wait()

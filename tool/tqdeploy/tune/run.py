@@ -59,6 +59,7 @@ def tune(build: Path, opts: Options) -> TuneResult:
     started = time.monotonic()
     build = Path(build).resolve()
     dep = load_deployment(build)
+    refuse_running(build)
     workload = opts.workload
     check_workload(workload)
     fp = store.fingerprint(dep, workload.to_dict())
@@ -109,6 +110,20 @@ def tune(build: Path, opts: Options) -> TuneResult:
     result.seconds = time.monotonic() - started
     _keep(tune_dir, result)
     return result
+
+
+def refuse_running(build: Path) -> None:
+    """Each copy takes the build's own memory share (gpu_memory_utilization, or RAM on the CPU build): beside the
+    running build it would fail in vLLM's memory profiling, or measure a host the build is already loading."""
+    from tqdeploy.runtime.procs import deployment_procs
+    from tqdeploy.runtime.state import deployment_marker
+
+    running = deployment_procs(deployment_marker(build))
+    if running:
+        raise TQError(
+            f"{build} is running ({len(running)} processes): tune starts each candidate with the same memory share",
+            f"stop it first (`tqdeploy down {build}`), tune, then start it again",
+        )
 
 
 def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path) -> None:
