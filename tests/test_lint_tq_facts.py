@@ -155,3 +155,23 @@ def test_a_failed_start_with_0_25_s_auto_dtype_error_names_both_measured_causes(
     finding = classify_exit(log.read_text().splitlines(), 1, StartContext(build_dir="b"))
     assert finding.id == "TQ406" and "Unknown TurboQuant cache dtype: 'auto'" in finding.evidence["line"]
     assert "TQ321" in finding.remediation and "#50709" in finding.remediation
+
+
+def test_lint_of_a_cpu_build_s_edited_serve_sh_knows_the_variant_from_its_lock(run_cli, tmp_path: Path):
+    import json
+
+    out = tmp_path / "b"
+    assert run_cli("build", "--embedded", "tiny-cpu-demo", "--out", str(out))[0] == 0
+    serve = out / "serve.sh"
+    text = serve.read_text()
+    assert "  --dtype bfloat16 \\\n" in text
+    edited = tmp_path / "b" / "serve-edited.sh"  # beside the lock, as a hand edit of the build would be
+    edited.write_text(
+        text.replace("  --dtype bfloat16 \\\n", "  --dtype bfloat16 --kv-cache-dtype turboquant_k8v4 \\\n")
+    )
+    code, stdout, _ = run_cli("lint", "--json", "--no-live", "--file", str(edited))
+    assert code == 1 and "TQ348" in {f["id"] for f in json.loads(stdout)["findings"]}
+    loose = tmp_path / "serve.sh"  # the same script outside a build: nothing says it is the CPU build
+    loose.write_text(edited.read_text())
+    code, stdout, _ = run_cli("lint", "--json", "--no-live", "--file", str(loose))
+    assert "TQ348" not in {f["id"] for f in json.loads(stdout)["findings"]}

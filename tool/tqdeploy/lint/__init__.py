@@ -196,29 +196,50 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
             return lint_python(snippet, name="the -c code", **options)
         return lint_command(argv, **options)
     text = read_script(Path(file))
+    lock = build_lock(Path(file))
     if options.get("vllm_version") is None:
-        options["vllm_version"] = build_lock_vllm_version(Path(file))
+        options["vllm_version"] = build_lock_vllm_version(lock)
+    if options.get("variant") is None:  # a build's CPU serve.sh: TQ348 knows it only from the build
+        options["variant"] = build_lock_variant(lock)
     if Path(file).suffix == ".py":
         return lint_python(text, name=str(file), **options)
     return lint_script(text, name=str(file), **options)
 
 
-def build_lock_vllm_version(script) -> str | None:
-    """The vLLM release a build pinned, when the script lies in a build folder (its tqdeploy.lock.json): a
-    rendered serve.sh is linted against the release it runs, not tqdeploy's default. None when there is no lock
-    beside it, or it does not name a version."""
+def build_lock(script) -> dict:
+    """The tqdeploy.lock.json beside a script in a build folder, read bounded; {} when there is none or it is
+    not a JSON object."""
     import json
-    import re
 
     lock = script.parent / "tqdeploy.lock.json"
     if not lock.is_file():
-        return None
+        return {}
     try:
-        pins = json.loads(read_bytes(lock, MIB, "the build's lock file")).get("pins", {})
-        version = pins.get("vllm", {}).get("version")
-    except (FileRefused, ValueError, AttributeError):
+        data = json.loads(read_bytes(lock, MIB, "the build's lock file"))
+    except (FileRefused, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def build_lock_vllm_version(lock: dict) -> str | None:
+    """The vLLM release a build pinned (its lock): a rendered serve.sh is linted against the release it runs, not
+    tqdeploy's default. None when the lock does not name a version."""
+    import re
+
+    try:
+        version = lock.get("pins", {}).get("vllm", {}).get("version")
+    except AttributeError:
         return None
     return version if isinstance(version, str) and re.fullmatch(r"\d+\.\d+\.\d+", version) else None
+
+
+def build_lock_variant(lock: dict) -> str | None:
+    """The build's variant ("gpu" or "cpu") as its lock records it (the cache fingerprint's factors)."""
+    try:
+        variant = lock.get("cache_fingerprint", {}).get("factors", {}).get("variant")
+    except AttributeError:
+        return None
+    return variant if variant in ("gpu", "cpu") else None
 
 
 _PYTHON = re.compile(r"^(.*/)?python(\d+(\.\d+)?)?$")
@@ -309,9 +330,10 @@ def lint_script(
     host=None,
     live: bool | None = None,
     name: str = "the script",
+    variant: str | None = None,
 ) -> LintReport:
     """Lint the vLLM command inside a shell script; false advice anywhere in the text is reported too.
-    name (e.g. the file's path) is what an error about the script calls it."""
+    name (e.g. the file's path) is what an error about the script calls it; variant is the build's, when known."""
     cmd = find_command(text)
     if cmd is None and not match_text(text):
         from tqdeploy.errors import TQError
@@ -331,6 +353,7 @@ def lint_script(
         host=host,
         live=live,
         variables=cmd.variables if cmd else None,
+        variant=variant,
     )
     report.source = f"script line {cmd.line}" if cmd else "script"
     return report

@@ -113,7 +113,7 @@ def cpu_build_marker(ctx: LintContext) -> str | None:
     """What shows the command runs vLLM's CPU build, or None: the spec's variant, a CPU image, or a variable
     only the CPU platform reads (checks/turboquant.json TQ348 markers, each cited there)."""
     if ctx.variant == "cpu":
-        return 'the spec\'s variant = "cpu"'
+        return 'the build\'s variant = "cpu"'
     markers = known_bad("TQ348")["markers"]
     repo = ctx.inv.image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0]
     if ctx.inv.kind == "docker" and repo in markers["images"]:
