@@ -1,4 +1,5 @@
-# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode (sha256 1c0f35a07cf4c4a6ed052e2fd9137a61836ee771b7f3952c95a9dc0c286e01ee).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-multinode
+# (spec sha256 1c0f35a07cf4c4a6ed052e2fd9137a61836ee771b7f3952c95a9dc0c286e01ee).
 """Readiness: one real completion from the server, not only GET /health.
 
 vLLM's /health answers 200 while a wedged engine cannot serve (vLLM issues #36960, #39863). This sends a bounded

@@ -1,4 +1,5 @@
-# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq (sha256 df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3).
+# Rendered by tqdeploy 0.1.0 from spec qwen36-27b-tq
+# (spec sha256 df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3).
 """Readiness: one real completion from the server, not only GET /health.
 
 vLLM's /health answers 200 while a wedged engine cannot serve (vLLM issues #36960, #39863). This sends a bounded

@@ -1,4 +1,5 @@
-# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo (sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
+# Rendered by tqdeploy 0.1.0 from spec tiny-cpu-demo
+# (spec sha256 675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f).
 """Readiness: one real completion from the server, not only GET /health.
 
 vLLM's /health answers 200 while a wedged engine cannot serve (vLLM issues #36960, #39863). This sends a bounded
