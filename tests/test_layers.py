@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     # plain data and the one error/result types
     {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
     # the build folder's contract (paths, the lock's reader and verifier), bounded reads, URL handling (net)
-    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net"},
+    {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net", "jsonin"},
     # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot), a multi-node build's
     # record (nodefile); the redaction engine and its rules (one package: patterns, names, encoded keys)
     {"redact", "nodefile", "model", "vllmfacts", "snapshot", "keyfile"},

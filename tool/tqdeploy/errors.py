@@ -1,4 +1,5 @@
-"""One error funnel: every expected failure is a TQError with a remediation.
+"""One error funnel: every expected failure is a TQError with a remediation; and the one sanitizer (``shown``)
+of text from outside that anything prints, the funnel's messages first.
 
 Exit codes (documented in README.md):
   0  success, no error findings
@@ -11,6 +12,7 @@ Exit codes (documented in README.md):
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 EXIT_OK = 0
@@ -21,6 +23,43 @@ EXIT_INTERRUPTED = 130
 
 DEBUG_ENV = "TQDEPLOY_DEBUG"
 MESSAGE_LIMIT = 2000  # characters of one error line; a message quoting a 900 KB field is cut, its length said
+
+
+# -- text from outside, made safe to print --------------------------------------------------------------------
+# The one sanitizer of everything tqdeploy prints that came from outside (error messages, findings' titles and
+# evidence, a snapshot's GPU name, an archive's member names, a mirror's file names). It lives here, at the
+# bottom of the package, because the error funnel below prints through it and every module may import this
+# one; tqdeploy.idents re-exports it beside the identifier rules built on the same control-character class.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What `shown` escapes: C0, DEL, C1, and the bidirectional overrides and isolates that reorder what a
+# terminal draws (a file name can look like another one).
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_KEEP_NEWLINES = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+SHOWN_LIMIT = 300  # one field of a line; a path or a GPU name is far shorter
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}")
+
+
+def shown(value: object, limit: int = SHOWN_LIMIT, one_line: bool = True) -> str:
+    """``value`` as text that is safe on a terminal: control characters escaped (newlines too when
+    ``one_line``), cut to ``limit`` characters with the full length said. Cut first, then escape, so a
+    10 MiB value costs no more than a short one."""
+    text = value if isinstance(value, str) else str(value)
+    total = len(text)
+    if total > limit:
+        text = text[:limit]
+    text = (_UNSAFE if one_line else _UNSAFE_KEEP_NEWLINES).sub(_escape, text)
+    return f"{text}...({total} chars)" if total > limit else text
+
+
+def has_control(text: str) -> bool:
+    """A C0, DEL or C1 control character anywhere in text."""
+    return bool(_CONTROL.search(text))
 
 
 class TQError(Exception):
@@ -52,8 +91,7 @@ def report_error(err: BaseException, prog: str = "tqdeploy") -> int:
     Anything else is a bug in tqdeploy: one line naming the exception, exit 3; TQDEPLOY_DEBUG=1 adds
     the traceback.
     """
-    from tqdeploy.idents import shown  # messages quote names and values from outside: escaped, cut
-
+    # messages quote names and values from outside: escaped and cut by `shown`
     if isinstance(err, TQError):
         line = f"{prog}: error: {shown(err.message, MESSAGE_LIMIT)}"
         if err.remediation:

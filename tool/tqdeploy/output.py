@@ -76,7 +76,7 @@ def emit(result: Result, as_json: bool) -> None:
 
 def format_evidence(evidence: dict[str, Any]) -> str:
     """key=value pairs; each value (a GPU name, a path, a server's answer) escaped and cut (idents.shown)."""
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     parts = []
     for key, value in evidence.items():
@@ -95,7 +95,7 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
     from rich.table import Table
     from rich.text import Text
 
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     table = Table(title=escape(shown(title, TITLE_LIMIT)), show_lines=False, expand=False)  # it names a file
     table.add_column("id", no_wrap=True)

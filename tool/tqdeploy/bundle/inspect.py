@@ -49,7 +49,7 @@ class InspectResult:
         }
 
     def render(self, console) -> None:
-        from tqdeploy.idents import shown  # every name and field here comes from the bundle: escaped, cut
+        from tqdeploy.errors import shown  # every name and field here comes from the bundle: escaped, cut
 
         m = self.manifest
         head = f"bundle {shown(self.path)}: tqdeploy {shown(m.get('tool_version'))}, {shown(m.get('created_at'))}"

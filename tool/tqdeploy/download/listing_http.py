@@ -156,7 +156,7 @@ def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> R
     """One listed file, checked: a safe relative path without control characters, an integer size, hashes
     of 64 (sha256) and 40 (git blob id) lowercase hex characters."""
     from tqdeploy.download.selection import is_unsafe_path
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     if not isinstance(path, str) or not path or len(path) > PATH_LIMIT:
         raise ListingRefused(f"a file name {shown(path, 80)} is not a repository path")
@@ -173,7 +173,7 @@ def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> R
 
 
 def check_commit(commit: Any) -> str:
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     if not (isinstance(commit, str) and _SHA1.match(commit)):
         raise ListingRefused(f"its commit {shown(commit, 80)} is not 40 hex characters")

@@ -61,7 +61,7 @@ class Manifest:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
         from tqdeploy.download.selection import is_unsafe_path
-        from tqdeploy.idents import has_control
+        from tqdeploy.errors import has_control
 
         files = [ManifestFile(**f) for f in data["files"]]
         for f in files:

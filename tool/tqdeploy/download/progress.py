@@ -63,7 +63,7 @@ class Bars:
         return lambda n: progress.advance(task, n)
 
     def event(self, message: str) -> None:
-        from tqdeploy.idents import shown
+        from tqdeploy.errors import shown
 
         message = shown(message, LINE_LIMIT)  # names and reasons from a mirror: escaped, cut
         if self._on_event is not None:
@@ -102,6 +102,6 @@ class _LineProgress:
 def say(console, text: str) -> None:
     """One line of a result: never wrapped, no rich markup and no control characters (file names come from
     the network, or from a manifest anyone may have edited: idents.shown)."""
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     console.print(shown(text, LINE_LIMIT), soft_wrap=True, markup=False, highlight=False)

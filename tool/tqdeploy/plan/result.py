@@ -16,7 +16,7 @@ def _safe(value: object) -> str:
     (idents.shown), and brackets escaped so a GPU named "[blink]" is text, not a style."""
     from rich.markup import escape
 
-    from tqdeploy.idents import shown
+    from tqdeploy.errors import shown
 
     return escape(shown(value, 1000))
 
