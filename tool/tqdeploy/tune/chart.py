@@ -29,7 +29,7 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
     panels = (
         (holds, f"sequences of {context} tokens held"),
         (good, "goodput at the targets (tok/s)"),
-        (quality, "perplexity / reference"),
+        (quality, "perplexity / reference (dashed: its floor)"),
     )
     for ax, (values, title) in zip(axes, panels, strict=True):
         ax.bar(range(len(names)), values, color=[f"C{i % 10}" for i in range(len(names))])
