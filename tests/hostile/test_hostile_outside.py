@@ -364,7 +364,10 @@ def test_a_secret_noted_in_a_spec_comment_is_redacted(tmp_path, run_cli):
 
 def test_an_address_inside_a_log_file_name_is_redacted_and_inspect_finds_it(tmp_path, run_cli):
     build = _build_with(tmp_path, {f"worker-{HOST_IP}.log": "INFO worker up\n"})
+    (tmp_path / "elsewhere.log").write_text("x\n")  # a link is skipped, and its path and target recorded
+    (build / ".tqdeploy" / "logs" / f"old-{HOST_IP}.log").symlink_to(tmp_path / "elsewhere.log")
     result = _bundled(build, tmp_path / "b.tar.gz")
+    assert any("[ip-1]" in s["path"] for s in result.manifest["skipped"]), result.manifest["skipped"]
     assert HOST_IP not in _all_text(result.path) and HOST_IP not in json.dumps(result.manifest)
     assert "logs/worker-[ip-1].log" in result.manifest["files"], result.manifest["files"]
     tampered = _bundle(tmp_path, {f"logs/worker-{HOST_IP}.log": b"INFO worker up\n"})

@@ -110,6 +110,12 @@ def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) 
     return record, (outcome.get("files") or {}) if record["status"] == "ok" else {}
 
 
+def _skipped(red: Redactor, entry: dict[str, str]) -> dict[str, str]:
+    """A skipped file's record: its path and a link's target redacted as names are (an address in a file name
+    too), the reason as text."""
+    return {k: red.path(v) if k in ("path", "target") else red.text(v) for k, v in entry.items()}
+
+
 def encode(red: Redactor, path: str, content: Any) -> bytes | None:
     """Redacted bytes of one collected file; None for binary content (dropped). Files read from disk are
     redacted as text, so one that holds nothing to replace comes out byte for byte as it lies on disk;
@@ -193,13 +199,13 @@ def build_bundle(
         "schema": SCHEMA,
         "tool_version": __version__,
         "created_at": datetime.fromtimestamp(ctx.now, UTC).isoformat(timespec="seconds"),
-        "build_dir": red.text(str(build_dir)) if build_dir else None,
+        "build_dir": red.path(str(build_dir)) if build_dir else None,
         "redacted": redact,
         "redactions": dict(sorted(red.counts.items())),
         "collectors": records,
         "files": dict(sorted(entries.records.items())),
         "dropped": entries.dropped,
-        "skipped": red.data(ctx.skipped),
+        "skipped": [_skipped(red, entry) for entry in ctx.skipped],
         "limits": {"max_file_bytes": MAX_FILE_BYTES, "max_total_bytes": MAX_TOTAL_BYTES},
     }
     atomic_write_bytes(out, archive_bytes(manifest, entries.files, int(ctx.now)))
