@@ -259,3 +259,21 @@ def test_tune_refuses_a_build_that_is_running(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_bad_input_is_one_line_and_exit_2_before_anything_starts(tmp_path):
+    from support.up_builds import make_build, tq
+
+    build, _ = make_build(tmp_path)
+    cases = [
+        (("tune", str(tmp_path / "nope")), "build directory"),
+        (("tune", str(build), "--dtypes", "auto,turbo"), "--dtypes turbo is not a KV-cache dtype"),
+        (("tune", str(build), "--concurrency", "0,max"), "--concurrency"),
+        (("tune", str(build), "--context", "99999"), "exceeds the build's max_model_len 512"),
+        (("tune", str(build), "--prompt-tokens", "500", "--output-tokens", "100"), "exceed the context 512"),
+        (("tune", str(build), "--ttft-p99", "nan"), "--ttft-p99"),
+    ]
+    for args, message in cases:
+        rc, _, output = tq(*args, timeout=60)
+        assert rc == 2 and message in output and "Traceback" not in output, (args, output[-1500:])
+    assert not (build / ".tqdeploy" / "tune").exists()  # refused before any copy was made
