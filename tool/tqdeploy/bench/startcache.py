@@ -3,8 +3,10 @@ against `tar -cJf` / `tar -xJf` of the same volume (what an operator would reach
 secret scan or the checks), and what the import buys: the first start of a fresh build in another folder on the
 imported caches against the cold start that filled them.
 
-One run: the embedded demo spec built twice (bench/up.py make_build), the first started once through `up` on its
-own cache volume (cold), exported, the second build imports the artifact and starts once. Sizes are the
+One run: the embedded demo spec built twice with the tiny generated model (tests/support/make_tiny_model.py, as
+`make run` does) at its model path, the first started once through `up --no-check` on its own cache volume (cold:
+the tiny model's answers are noise, so the answer check is not what is timed), exported, the second build names the
+artifact in storage.cache_artifact and its `up` imports it and starts. Sizes are the
 artifact's and the volume's; times are wall clock of the CLI (export and import each ask the build's interpreter
 for torch's facts: most of their time on this machine). TQDEPLOY_VLLM_PYTHON names the vLLM interpreter.
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -20,7 +23,30 @@ from pathlib import Path
 
 from tqdeploy.bench import Row
 from tqdeploy.bench.doctor import VLLM_PYTHON, tqdeploy_argv
-from tqdeploy.bench.up import make_build, run_up
+from tqdeploy.bench.up import DEMO_SPEC, MAKE_MODEL, free_port
+
+MODEL_PATH = "./models/tiny"
+
+
+def make_build(root: Path, python: str, artifact: Path | None = None) -> Path:
+    text = DEMO_SPEC.read_text().replace("port = 8000", f"port = {free_port()}")
+    text = re.sub(r'(?m)^path = ".*"$', f'path = "{MODEL_PATH}"', text, count=1)
+    if artifact is not None:
+        text = text.replace("\n[storage]\n", f'\n[storage]\ncache_artifact = "{artifact}"\n')
+    (root / "tqdeploy.toml").write_text(text)
+    build = root / "build"
+    subprocess.run(tqdeploy_argv() + ["build", str(root / "tqdeploy.toml"), "--out", str(build)], check=True,
+                   capture_output=True)  # fmt: skip
+    subprocess.run([python, str(MAKE_MODEL), str(build / MODEL_PATH)], check=True, capture_output=True)
+    return build
+
+
+def up_down(build: Path, python: str, env: dict[str, str]) -> tuple[float, dict]:
+    """`up --no-check` to ready (seconds, its JSON), then `down`."""
+    try:
+        return _timed(tqdeploy_argv() + ["up", str(build), "--python", python, "--no-check", "--json"], env)
+    finally:
+        subprocess.run(tqdeploy_argv() + ["down", str(build)], env=env, capture_output=True, timeout=300)
 
 
 def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, dict]:
@@ -38,25 +64,29 @@ def run() -> list[Row]:
         root = Path(tmp)
         (root / "a").mkdir()
         (root / "b").mkdir()
-        first, port_a = make_build(root / "a", python)
-        second, port_b = make_build(root / "b", python)
+        artifact = root / "caches.tar.xz"
+        first = make_build(root / "a", python)
+        second = make_build(root / "b", python, artifact)
         env = dict(os.environ) | {"TQDEPLOY_VLLM_PYTHON": python}
         env.pop("VLLM_CACHE_ROOT", None)  # each build on its own volume (BUILD/.tqdeploy/cache/vllm)
-        cold = run_up(first, python, env, port_a)["ready"]
+        cold, _ = up_down(first, python, env)
         volume = first / ".tqdeploy" / "cache" / "vllm"
-        artifact = root / "caches.tar.xz"
         export_s, exported = _timed(
             tqdeploy_argv() + ["cache", "export", str(first), "-o", str(artifact), "--json"], env
         )
         tar_t0 = time.monotonic()
         subprocess.run(["tar", "-cJf", str(root / "plain.tar.xz"), "-C", str(volume), "."], check=True, timeout=600)
         tar_s = time.monotonic() - tar_t0
-        import_s, imported = _timed(tqdeploy_argv() + ["cache", "import", str(second), str(artifact), "--json"], env)
+        (root / "c").mkdir()
+        third = make_build(root / "c", python)  # the command's own figure; the second build's up imports it again
+        import_s, imported = _timed(tqdeploy_argv() + ["cache", "import", str(third), str(artifact), "--json"], env)
         (root / "untar").mkdir()
         untar_t0 = time.monotonic()
         subprocess.run(["tar", "-xJf", str(root / "plain.tar.xz"), "-C", str(root / "untar")], check=True, timeout=600)
         untar_s = time.monotonic() - untar_t0
-        warm = run_up(second, python, env, port_b)["ready"]
+        warm, up = up_down(second, python, env)
+        if not any(f["id"] == "TQ442" and f["severity"] == "ok" for f in up.get("findings", [])):
+            raise RuntimeError("the second build's up did not import the artifact (no TQ442 ok)")
         plain_mb = (root / "plain.tar.xz").stat().st_size / 1e6
     files = exported.get("files", 0)
     return [
