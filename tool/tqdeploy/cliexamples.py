@@ -65,6 +65,12 @@ EXAMPLES: dict[str, list[str]] = {
     ],
     "logs": ["tqdeploy logs build/demo --since 5m", "tqdeploy logs build -f"],
     "down": ["tqdeploy down build/demo", "tqdeploy down build --grace-period 30 --json"],
+    # `tqdeploy cache`'s subcommands (commands/cache.py): the help looks them up by their own name
+    "export": ["tqdeploy cache export build/demo -o startcache.tar.xz", "tqdeploy cache export build/demo --json"],
+    "import": [
+        "tqdeploy cache import build/node2 startcache.tar.xz",
+        "tqdeploy cache import build/node2 a.tar.xz --force",
+    ],
     "bundle": ["tqdeploy bundle build -o bundle.tar.gz", "tqdeploy bundle --inspect bundle.tar.gz"],
     "explain": ["tqdeploy explain TQ101", "tqdeploy explain TQ302 --json"],
 }

@@ -10,12 +10,13 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.clihelp import TQCommand
 from tqdeploy.commands import options
 
 ORDER = 66
 
 cache_app = typer.Typer(
-    help="Carry a build's start-up caches (compile, inductor, Triton, ...) to another host as one artifact.",
+    help="Carry a build's start-up caches (compile, inductor, Triton) to another host as one artifact.",
     no_args_is_help=True,
 )
 
@@ -30,7 +31,7 @@ PYTHON = typer.Option(
 )
 
 
-@cache_app.command("export")
+@cache_app.command("export", cls=TQCommand)
 def export(
     build_dir: Path = BUILD,
     out: Path = typer.Option(None, "-o", "--out", help="Artifact to write (default: BUILD/startcache.tar.xz)."),
@@ -48,7 +49,7 @@ def export(
     return 0
 
 
-@cache_app.command("import")
+@cache_app.command("import", cls=TQCommand)
 def import_(
     build_dir: Path = BUILD,
     archive: Path = typer.Argument(..., help="Artifact `tqdeploy cache export` wrote."),
