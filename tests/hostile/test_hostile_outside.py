@@ -419,3 +419,12 @@ def test_a_manifest_naming_a_shard_with_an_escape_is_refused_and_nothing_raw_is_
     code, out, err = run_cli("download", "--verify", str(dest))
     assert code == 2 and "holds a control character" in err and "\\x1b" in err, err
     assert not any(c in out + err for c in "\x1b\x07"), err
+
+
+def test_a_server_answer_nested_100000_deep_is_not_json_not_a_crash():
+    from tqdeploy.connect.http import _parse
+    from tqdeploy.net.client import Answer
+
+    deep = "[" * 100_000
+    assert Answer("http://127.0.0.1:1/x", 200, deep.encode()).json() is None
+    assert _parse(deep) == deep

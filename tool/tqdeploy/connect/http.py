@@ -33,7 +33,7 @@ class Stream:
 def _parse(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested past json's recursion: the text as it came
         return text
 
 

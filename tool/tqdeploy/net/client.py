@@ -72,10 +72,11 @@ class Answer:
         return self.body.decode("utf-8", errors="replace")
 
     def json(self) -> Any:
-        """The parsed body; None when it is not JSON."""
+        """The parsed body; None when it is not JSON, or nested past what json's recursion parses (a server
+        answering 100,000 "[" once raised RecursionError through every caller)."""
         try:
             return json.loads(self.body)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
 
     def detail(self, chars: int = 200) -> str:
