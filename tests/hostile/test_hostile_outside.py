@@ -428,3 +428,19 @@ def test_a_server_answer_nested_100000_deep_is_not_json_not_a_crash():
     deep = "[" * 100_000
     assert Answer("http://127.0.0.1:1/x", 200, deep.encode()).json() is None
     assert _parse(deep) == deep
+
+
+def test_a_completion_event_nested_100000_deep_is_a_malformed_event():
+    from tqdeploy.profile.load import _tokens_in
+
+    with pytest.raises(ValueError, match="not a completion event"):
+        _tokens_in("data: " + "[" * 100_000)
+
+
+def test_a_multinode_record_nested_50000_deep_is_refused_in_one_line(tmp_path):
+    from tqdeploy.errors import TQError
+    from tqdeploy.nodefile import RECORD_NAME, build_record
+
+    (tmp_path / RECORD_NAME).write_text("[" * 50_000)  # inside the 64 KiB the record may be
+    with pytest.raises(TQError, match="is not JSON"):
+        build_record(tmp_path)

@@ -29,8 +29,9 @@ def build_record(build_dir: Path) -> dict[str, Any] | None:
     text = read_text(path, RECORD_LIMIT, "multinode record", within=Path(build_dir).resolve())
     try:
         data = json.loads(text)
-    except ValueError as err:
-        raise TQError(f"{path} is not JSON ({err})", "run `tqdeploy build` again: it writes the file") from None
+    except (ValueError, RecursionError) as err:  # nested past json's recursion: not the file build writes
+        fix = "run `tqdeploy build` again: it writes the file"
+        raise TQError(f"{path} is not JSON ({str(err)[:120]})", fix) from None
     fields = data if isinstance(data, dict) else {}
     nodes, port = fields.get("nodes"), fields.get("master_port")
     if not (isinstance(nodes, int) and 2 <= nodes <= 256 and isinstance(port, int) and 1024 <= port <= 65535):

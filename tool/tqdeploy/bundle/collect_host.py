@@ -117,7 +117,7 @@ def collect_versions(ctx: BundleContext) -> dict[str, Any]:
     else:
         try:
             out["server"] = json.loads(server)
-        except ValueError:
+        except (ValueError, RecursionError):
             out["server"] = {"status": "unreadable", "reason": "/version did not answer JSON"}
     return {"versions/versions.json": out}
 

@@ -125,7 +125,10 @@ def _tokens_in(line: str) -> int:
     """Tokens one `data:` event carries; 0 for other lines. A malformed event raises ValueError."""
     if not line.startswith("data: ") or line == "data: [DONE]":
         return 0
-    event = json.loads(line[6:])
+    try:
+        event = json.loads(line[6:])
+    except RecursionError:  # an event nested past json's recursion: malformed like any other
+        raise ValueError(f"not a completion event: {line[:120]}") from None
     choices = event.get("choices", []) if isinstance(event, dict) else None
     if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
         raise ValueError(f"not a completion event: {line[:120]}")
