@@ -444,3 +444,11 @@ def test_a_multinode_record_nested_50000_deep_is_refused_in_one_line(tmp_path):
     (tmp_path / RECORD_NAME).write_text("[" * 50_000)  # inside the 64 KiB the record may be
     with pytest.raises(TQError, match="is not JSON"):
         build_record(tmp_path)
+
+
+def test_an_escape_sequence_in_a_linted_script_is_shown_escaped(run_cli, tmp_path):
+    script = tmp_path / "serve.sh"
+    script.write_text(f'vllm serve "m{ESC}" --quantization turboquant\n')
+    code, out, err = run_cli("lint", "--file", str(script))
+    assert code == 1 and "\\x1b[2J" in out, out
+    assert not any(c in out + err for c in "\x1b\x07"), out

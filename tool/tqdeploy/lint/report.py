@@ -22,6 +22,9 @@ SERVING_VALUES: dict[str, type] = {
 }
 
 
+COMMAND_LIMIT = 20000  # characters of a command, a title or a fix as printed (a 1 MiB script is cut)
+
+
 def lint_finding(
     id: str, severity: Severity, flag: str, message: str, fix: str = "", edit: Edit | None = None, token: int = -1
 ) -> Finding:
@@ -158,19 +161,23 @@ class LintReport:
     def render(self, console=None) -> None:
         from rich.text import Text
 
+        from tqdeploy.errors import shown  # a script from a blog post may carry escape sequences: made visible
+
         console = console or make_console()
         data = self.to_dict()
-        console.print(Text(f"vLLM {self.vllm_version} command: ", style="bold") + Text(data["command"]))
+        command = shown(data["command"], COMMAND_LIMIT)
+        console.print(Text(f"vLLM {self.vllm_version} command: ", style="bold") + Text(command))
         if not data["findings"]:
             console.print(Text("no findings: the command is valid for this vLLM", style="green"))
         for f in data["findings"]:
             line = Text(f"{f['id']} ", style="bold") + Text(f"{f['severity']:<5}", style=SEVERITY_STYLE[f["severity"]])
             flag = f["evidence"].get("flag")
-            line.append(f" {flag}: " if flag else " ")
-            line.append(f["title"])
+            line.append(f" {shown(flag)}: " if flag else " ")
+            line.append(shown(f["title"], COMMAND_LIMIT))
             console.print(line)
             if f["remediation"]:
-                console.print(Text("      fix: " + f["remediation"], style="dim"))
+                console.print(Text("      fix: " + shown(f["remediation"], COMMAND_LIMIT), style="dim"))
         if self.changed:
             console.print(Text("corrected command (tqdeploy lint --fix):", style="bold"))
-            console.print(data["fixed_command"], markup=False, highlight=False, soft_wrap=True)
+            fixed = shown(data["fixed_command"], COMMAND_LIMIT)
+            console.print(fixed, markup=False, highlight=False, soft_wrap=True)
