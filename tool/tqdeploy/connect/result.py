@@ -44,13 +44,16 @@ class ConnectResult:
         }
 
     def render(self, console) -> None:
+        from tqdeploy.errors import shown  # the model name and URL come from a state file or a server
+
         ep = self.endpoint
-        console.print(
-            f"{self.client}: {ep.openai_base_url} model {ep.served_name!r} (from {ep.source})", soft_wrap=True
+        head = (
+            f"{self.client}: {shown(ep.openai_base_url)} model {shown(repr(ep.served_name))} (from {shown(ep.source)})"
         )
+        console.print(head, soft_wrap=True, markup=False)
         _render_settings(console, self.client, self.settings)
         for note in self.notes:
-            console.print(f"note: {note}", soft_wrap=True)
+            console.print(f"note: {shown(note, 2000)}", soft_wrap=True, markup=False)
         if self.findings is not None:
             from tqdeploy.output import render_findings
 
@@ -59,10 +62,12 @@ class ConnectResult:
 
 def _render_settings(console, client: str, settings: dict[str, Any]) -> None:
     if client == "claude-code":
-        console.print(f"\nsettings.json ({settings['path']}), merged into what is there:", soft_wrap=True)
+        console.print(f"\nsettings.json ({settings['path']}), merged into what is there:", soft_wrap=True, markup=False)
         console.print(json.dumps(settings["settings_json"], indent=2), soft_wrap=True, markup=False)
     elif client == "openai":
-        console.print(f"\nbase_url: {settings['base_url']}\nmodel:    {settings['model']}", soft_wrap=True)
+        console.print(
+            f"\nbase_url: {settings['base_url']}\nmodel:    {settings['model']}", soft_wrap=True, markup=False
+        )
         for lang in ("python", "javascript", "curl"):
             console.print(f"\n# {lang}\n{settings[lang]}", soft_wrap=True, markup=False)
     else:
