@@ -70,8 +70,10 @@ class BundleResult:
         }
 
     def render(self, console) -> None:
+        from tqdeploy.errors import shown  # a collector's error quotes paths and answers from outside
+
         for c in self.manifest["collectors"]:
-            note = c.get("reason") or c.get("error") or ", ".join(c.get("files", []))
+            note = shown(c.get("reason") or c.get("error") or ", ".join(c.get("files", [])), 2000)
             console.print(f"  {c['status']:8} {c['name']:11} {c['seconds']:6.2f} s  {note}", markup=False)
         red = ", ".join(f"{k} {v}" for k, v in sorted(self.manifest["redactions"].items())) or "nothing"
         console.print(f"bundle {self.path} ({self.size} bytes, {self.seconds:.2f} s); redacted: {red}", markup=False)
