@@ -91,7 +91,7 @@ def test_none_of_them_says_what_binds_each():
     rows = [
         Row("auto", result=result("auto", [step(1, 50.0, 2.5, 0.05)])),
         Row("fp8", result=result("fp8", [step(1, 60.0, 0.5, 0.05)], status="fail")),
-        Row("turboquant_4bit_nc", failed="TQ421: out of memory"),
+        Row("turboquant_4bit_nc", failed="did not start: TQ421: out of memory"),
     ]
     findings = verdict(rows, Targets(ttft_p99_s=1.0), 512)
     choice = next(f for f in findings if f.id == "TQ492")

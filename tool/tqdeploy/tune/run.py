@@ -135,8 +135,12 @@ def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path
             build, row.dtype, opts.workload, reference=reference, check_budget_s=opts.check_budget_s, say=say
         )
     except variant.StartFailed as failed:
-        row.failed = failed.why
-        say(f"{row.dtype}: did not start: {failed.why}")
+        row.failed = f"did not start: {failed.why}"
+        say(f"{row.dtype}: {row.failed}")
+        return
+    except TQError as err:  # started, then its /metrics, log or key could not be read: this candidate only
+        row.failed = f"started, but not measured: {err.message}"
+        say(f"{row.dtype}: {row.failed}")
         return
     store.save(build, row.dtype, fp, row.result)
     say(f"{row.dtype}: done in {row.result['seconds']:.0f} s")

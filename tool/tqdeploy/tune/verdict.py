@@ -22,7 +22,7 @@ class Row:
 
     dtype: str
     excluded: str | None = None
-    failed: str | None = None
+    failed: str | None = None  # "did not start: why", or "started, but not measured: why"
     result: dict[str, Any] | None = None
     reused: bool = False  # read from the store, not measured in this run
     good: dict[str, Any] = field(default_factory=dict)
@@ -61,7 +61,7 @@ def verdict(rows: list[Row], targets: Targets, context: int) -> list[Finding]:
             findings.append(_f(EXCLUDED, Severity.INFO, f"{row.dtype} not measured: {row.excluded}", dtype=row.dtype))
         elif row.failed:
             fix = f"see the copy's log under BUILD/.tqdeploy/tune/{row.dtype}/ (`tqdeploy logs` on its build folder)"
-            findings.append(_f(FAILED, Severity.WARN, f"{row.dtype} did not start: {row.failed}", fix, dtype=row.dtype))
+            findings.append(_f(FAILED, Severity.WARN, f"{row.dtype}: {row.failed}", fix, dtype=row.dtype))
         else:
             row.good = goodput(list(row.result["steps"]), targets) if row.result else {}
             problem = row.quality_problem()
@@ -72,7 +72,7 @@ def verdict(rows: list[Row], targets: Targets, context: int) -> list[Finding]:
     fit = [r for r in measured if binds(r) is None]
     shown = {"context": context, **targets.to_dict()}
     if not fit:
-        why = {r.dtype: binds(r) for r in measured} | {r.dtype: f"did not start: {r.failed}" for r in rows if r.failed}
+        why = {r.dtype: binds(r) for r in measured} | {r.dtype: r.failed for r in rows if r.failed}
         title = "none of them: " + ("; ".join(f"{d}: {w}" for d, w in why.items()) or "no candidate was measured")
         fix = "relax --ttft-p99/--itl-p99, lower the load (--concurrency), or shorten --context"
         return [*findings, _f(CHOICE, Severity.WARN, title, fix, recommended=None, binds=why, **shown)]
