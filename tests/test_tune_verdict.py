@@ -277,3 +277,15 @@ def test_bad_input_is_one_line_and_exit_2_before_anything_starts(tmp_path):
         rc, _, output = tq(*args, timeout=60)
         assert rc == 2 and message in output and "Traceback" not in output, (args, output[-1500:])
     assert not (build / ".tqdeploy" / "tune").exists()  # refused before any copy was made
+
+
+def test_a_link_planted_for_the_up_log_is_not_followed(tmp_path):
+    from tqdeploy.tune import variant
+
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    log = tmp_path / "up.log"
+    log.symlink_to(outside)
+    with pytest.raises(TQError, match="cannot write"):
+        variant.start(tmp_path, tmp_path / "copy", log)
+    assert outside.read_text() == "keep"

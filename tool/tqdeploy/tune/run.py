@@ -138,8 +138,8 @@ def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path
         row.failed = f"did not start: {failed.why}"
         say(f"{row.dtype}: {row.failed}")
         return
-    except TQError as err:  # started, then its /metrics, log or key could not be read: this candidate only
-        row.failed = f"started, but not measured: {err.message}"
+    except TQError as err:  # its /metrics, log, key or up.log could not be read or written: this candidate only
+        row.failed = f"not measured: {err.message}"
         say(f"{row.dtype}: {row.failed}")
         return
     store.save(build, row.dtype, fp, row.result)

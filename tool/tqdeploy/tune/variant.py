@@ -102,7 +102,12 @@ def stop(copy: Path) -> None:
 def start(build: Path, copy: Path, log: Path) -> Started:
     """`up` the copy; StartFailed with up's reason; on Ctrl-C, up is told, waited for, and the copy is downed."""
     argv = [*_cli(), "up", str(copy), "--no-check", "--json", "--timeout", str(UP_TIMEOUT_S)]
-    with open(log, "wb") as err:  # up's progress lines: kept beside the copy, never on tune's own output
+    # up's progress lines: kept beside the copy, never on tune's own output; a link planted there is not followed
+    try:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except OSError as exc:
+        raise TQError(f"cannot write {log}: {exc.strerror or exc}", f"remove {log} (tune writes it again)") from None
+    with os.fdopen(fd, "wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=caches_env(build), start_new_session=True)
         try:
             out, _ = proc.communicate(timeout=UP_TIMEOUT_S + UP_GRACE_S)

@@ -22,7 +22,7 @@ class Row:
 
     dtype: str
     excluded: str | None = None
-    failed: str | None = None  # "did not start: why", or "started, but not measured: why"
+    failed: str | None = None  # "did not start: why", or "not measured: why"
     result: dict[str, Any] | None = None
     reused: bool = False  # read from the store, not measured in this run
     good: dict[str, Any] = field(default_factory=dict)
