@@ -152,11 +152,22 @@ def kill_leftovers(build: Path) -> None:
 
 
 @contextmanager
-def started(root: Path, extra_env: dict | None = None) -> Iterator[tuple[Path, int, dict]]:
+def started(
+    root: Path,
+    extra_env: dict | None = None,
+    *,
+    model: Path | None = None,
+    max_model_len: int = 512,
+    up_args: tuple[str, ...] = (),
+) -> Iterator[tuple[Path, int, dict]]:
     """A keyed CPU demo build under `root`, started with `tqdeploy up` (its JSON answer), stopped by `down` and
-    cleared by pid afterwards, however the test ended."""
-    build, port = make_build(root)
-    rc, up, output = tq("up", str(build), "--json", extra_env=extra_env)
+    cleared by pid afterwards, however the test ended. `model`: another checkpoint served instead of the tiny one
+    (linked where serve.sh looks), e.g. the real model for the answer check."""
+    build, port = make_build(root, max_model_len=max_model_len)
+    if model is not None:
+        shutil.rmtree(build / "models" / "tiny")
+        (build / "models" / "tiny").symlink_to(model, target_is_directory=True)
+    rc, up, output = tq("up", str(build), "--json", *up_args, extra_env=extra_env)
     try:
         assert rc == 0 and up is not None, output[-3000:]
         yield build, port, up

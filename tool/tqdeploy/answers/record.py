@@ -1,9 +1,10 @@
 """Recording a reference: the probes run against a server whose KV cache is unquantized, kept with the fingerprint.
 
-`tqdeploy check BUILD --record-reference` starts a copy of the build beside it (BUILD/.tqdeploy/reference/) with
+`tqdeploy check BUILD --record-reference` starts a copy of the build (BUILD/.tqdeploy/reference/) with
 kv_cache_dtype "auto", the same model folder, dtype, flags and key file, on a free loopback port, through
 `tqdeploy build`, `up --no-check` and `down` (the same contract profile's --start drives, profile/start.py), and
-always stops it. The reference lands in BUILD/.tqdeploy/answers-reference.json (written whole, then renamed).
+always stops it. The build itself must be stopped: the copy needs the memory it holds (on a GPU, all of it).
+The reference lands in BUILD/.tqdeploy/answers-reference.json (written whole, then renamed).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import json
 import subprocess
 import sys
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 from tqdeploy.answers import probes
@@ -91,15 +93,21 @@ def record_for_build(build: Path, target: Target) -> Path:
     """Start the build with kv_cache_dtype auto beside it, record, stop it; the reference's path."""
     from tqdeploy.buildfolder import folder
     from tqdeploy.fsutil import atomic_write_text
+    from tqdeploy.runtime.up import running_state
 
     build = Path(build).resolve()
+    if running_state(build) is not None:
+        raise TQError(
+            f"{build} is running: its reference copy would need the memory it holds (on a GPU, all of it)",
+            f"stop it first (`tqdeploy down {build}`), record, then `tqdeploy up {build}` checks against it",
+        )
     state_dir = folder(build).state_dir
     ref_build = state_dir / "reference"
     spec_path = state_dir / "reference.toml"
     state_dir.mkdir(parents=True, exist_ok=True)
     port = _free_port()
     atomic_write_text(spec_path, _reference_spec(build, port))
-    made = _cli("build", str(spec_path), "--out", str(ref_build), "--force", "--json", timeout=300)
+    made = _cli("build", str(spec_path), "--out", str(ref_build), "--force", "--take-over", "--json", timeout=300)
     if made.returncode != 0:
         raise TQError(f"building the reference copy failed: {_last_line(made)}", f"see {spec_path}")
     try:
@@ -108,7 +116,7 @@ def record_for_build(build: Path, target: Target) -> Path:
         )
         started = _json(up.stdout)
         if up.returncode != 0 or started.get("status") != "ready":
-            raise TQError(f"the reference copy did not start: {_last_line(up)}", f"`tqdeploy logs {ref_build}`")
+            raise TQError(f"the reference copy did not start: {_why(started, up)}", f"`tqdeploy logs {ref_build}`")
         ref_target = Target(
             str(started["base_url"]),
             str(started["served_model_name"]),
@@ -126,6 +134,25 @@ def record_for_build(build: Path, target: Target) -> Path:
     return out
 
 
+@dataclass
+class Recorded:
+    """What `check --record-reference` prints (schema tqdeploy.check-reference/1)."""
+
+    path: Path
+
+    def to_dict(self) -> dict:
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        return {"schema": "tqdeploy.check-reference/1", "path": str(self.path), "reference": data}
+
+    def render(self, console) -> None:
+        ref = self.to_dict()["reference"]
+        console.print(
+            f"recorded the reference: {self.path} (perplexity {ref['perplexity']}, vLLM "
+            f"{ref['fingerprint']['vllm_version']}, dtype {ref['fingerprint']['dtype']})",
+            soft_wrap=True,
+        )
+
+
 def _free_port() -> int:
     """A port nothing listens on now; the reference copy binds loopback only."""
     import socket
@@ -141,6 +168,14 @@ def _json(text: str) -> dict:
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _why(answer: dict, proc: subprocess.CompletedProcess[str]) -> str:
+    """up's first error finding (its JSON), else its last line."""
+    for f in answer.get("findings") or []:
+        if isinstance(f, dict) and f.get("severity") == "error":
+            return f"{f.get('id')} {str(f.get('title'))[:300]}"
+    return _last_line(proc)
 
 
 def _last_line(proc: subprocess.CompletedProcess[str]) -> str:

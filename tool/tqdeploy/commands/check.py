@@ -26,7 +26,7 @@ def check(
     record_reference: bool = typer.Option(
         False,
         "--record-reference",
-        help="Start BUILD with kv_cache_dtype auto beside it, record its answers as the reference, stop it.",
+        help="Start a copy of BUILD (stopped) with kv_cache_dtype auto, record its answers as the reference, stop it.",
     ),
     timeout: float = typer.Option(30.0, "--timeout", help="Seconds for the whole check (each request gets <= 20)."),
     as_json: bool = options.as_json("tqdeploy.check/1"),
@@ -36,7 +36,7 @@ def check(
     from tqdeploy.answers import target as targets
     from tqdeploy.answers.run import run_check
     from tqdeploy.errors import TQError
-    from tqdeploy.output import echo, emit
+    from tqdeploy.output import emit
 
     options.check_seconds("--timeout", timeout, example="60")
     if url is not None and build_dir is not None and record_reference:
@@ -51,9 +51,11 @@ def check(
             raise TQError(f"build directory {build} not found", "pass the directory `tqdeploy build --out` wrote")
         target = targets.for_build(build, url, api_key_file, served_model_name)
         if record_reference:
-            from tqdeploy.answers.record import record_for_build
+            from tqdeploy.answers.record import Recorded, record_for_build
 
-            echo(f"recorded the reference: {record_for_build(build, target)}")
+            recorded = Recorded(record_for_build(build, target))
+            emit(recorded, as_json)
+            return 0
     if reference is not None and not reference.is_file():
         raise TQError(f"--reference {reference} is not a file", "pass a reference JSON that check recorded")
     result = run_check(target, reference=reference, budget=timeout)
