@@ -14,11 +14,9 @@ ORDER = 62
 def check(
     build_dir: Path | None = typer.Argument(None, help="Build directory of a running deployment (default: build)."),
     url: str | None = typer.Option(None, "--url", help="Check this server instead (e.g. http://127.0.0.1:8000)."),
-    api_key_file: Path | None = typer.Option(
-        None, "--api-key-file", help="File holding the API key (default: the build's server.api_key_file)."
-    ),
-    served_model_name: str | None = typer.Option(
-        None, "--served-model-name", help="The model to ask (default: the build's, or the only one --url lists)."
+    api_key_file: Path | None = options.api_key_file("the build's server.api_key_file"),
+    served_model_name: str | None = options.served_model_name(
+        "The model to ask", "the build's, or the only one --url lists"
     ),
     reference: Path | None = typer.Option(
         None, "--reference", help="Reference JSON to compare with (default: the build's own, else a shipped one)."

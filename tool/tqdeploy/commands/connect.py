@@ -19,11 +19,9 @@ def connect(
     base_url: str | None = typer.Option(
         None, "--base-url", help="The address clients use, e.g. http://10.0.0.5:8000 (default: from the build)."
     ),
-    api_key_file: Path | None = typer.Option(
-        None, "--api-key-file", help="File holding the API key (default: the spec's server.api_key_file)."
-    ),
-    served_model_name: str | None = typer.Option(
-        None, "--served-model-name", help="The name the server serves, as vLLM's flag (default: model.served_name)."
+    api_key_file: Path | None = options.api_key_file("the spec's server.api_key_file"),
+    served_model_name: str | None = options.served_model_name(
+        "The name the server serves, as vLLM's flag", "model.served_name"
     ),
     check: bool = typer.Option(False, "--check/--no-check", help="Prove the settings against the running server."),
     request_timeout: float = typer.Option(

@@ -47,6 +47,16 @@ def max_model_len(purpose: str, *, minimum: int | None = 1) -> Any:
     return typer.Option(None, "--max-model-len", min=minimum, help=purpose)
 
 
+def api_key_file(default: str) -> Any:
+    """--api-key-file: the file holding a deployment's API key (read bounded, sent only to its origin)."""
+    return typer.Option(None, "--api-key-file", help=f"File holding the API key (default: {default}).")
+
+
+def served_model_name(use: str, default: str) -> Any:
+    """--served-model-name: vLLM's own flag name for the name a server serves its model under."""
+    return typer.Option(None, "--served-model-name", help=f"{use} (default: {default}).")
+
+
 def script_file(purpose: str) -> Any:
     """--file: a shell script that holds the vLLM command.
 
