@@ -95,7 +95,14 @@ def test_an_unreachable_url(tmp_path):
 
 
 def test_a_budget_too_small_is_a_warning_naming_what_did_not_run(real_vllm_server):
-    args = ("--url", real_vllm_server.base_url, "--api-key-file", str(real_vllm_server.key_file), "--timeout", "1")
+    args = (
+        "--url",
+        real_vllm_server.base_url,
+        "--api-key-file",
+        str(real_vllm_server.key_file),
+        "--check-timeout",
+        "1",
+    )
     rc, data, err = check(*args)
     assert data is not None, err
     budget = [f for f in data["findings"] if f["id"] == "TQ488"]

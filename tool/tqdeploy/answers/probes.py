@@ -49,7 +49,7 @@ class Deadline:
     def timeout(self) -> float:
         left = self.left()
         if left <= 0.5:
-            raise ProbeFailed("the check's time budget ran out before this probe (raise --timeout)")
+            raise ProbeFailed("the check's time budget ran out before this probe (raise --check-timeout)")
         return min(left, self.per_request)
 
 

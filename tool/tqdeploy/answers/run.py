@@ -83,7 +83,7 @@ def _failed(err: ProbeFailed, what: str, target: Target) -> Finding:
             err.answer, sent_key=target.key is not None, fix=fix, area=AREA, key_file=target.key_file
         )
     title = f"{what}: no usable answer from {target.url}"
-    fix = "start the server (`tqdeploy up`) and check the address, or raise --timeout"
+    fix = "start the server (`tqdeploy up`) and check the address, or raise --check-timeout"
     return Finding(NO_ANSWER, Severity.ERROR, title, {"error": str(err)[:300]}, fix, AREA)
 
 
@@ -128,7 +128,7 @@ def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadl
         refused = err.answer is not None and err.answer.key_refused
         if dl.left() <= 0.5 and not refused:
             title = f"the check's time budget ran out: {', '.join(steps)} not run"
-            fix = "raise --timeout (a busy server answers slower), or check the server's load"
+            fix = "raise --check-timeout (a busy server answers slower), or check the server's load"
             return [Finding(BUDGET, Severity.WARN, title, {"not_run": steps}, fix, AREA)]
         return [_failed(err, steps[0], target)]
 

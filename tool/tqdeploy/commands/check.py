@@ -26,7 +26,9 @@ def check(
         "--record-reference",
         help="Start a copy of BUILD (stopped) with kv_cache_dtype auto, record its answers as the reference, stop it.",
     ),
-    timeout: float = typer.Option(30.0, "--timeout", help="Seconds for the whole check (each request gets <= 20)."),
+    check_timeout: float = typer.Option(
+        30.0, "--check-timeout", help="Seconds for the whole check (each request gets <= 20), as up's."
+    ),
     as_json: bool = options.as_json("tqdeploy.check/1"),
 ) -> int:
     """Probe the server's answers: perplexity of a fixed text, greedy answers asked twice, recall of a planted
@@ -36,7 +38,7 @@ def check(
     from tqdeploy.errors import TQError
     from tqdeploy.output import emit
 
-    options.check_seconds("--timeout", timeout, example="60")
+    options.check_seconds("--check-timeout", check_timeout, example="60")
     if url is not None and build_dir is not None and record_reference:
         raise TQError("--record-reference starts BUILD's copy: --url is not used", "drop --url")
     if url is not None and build_dir is None:
@@ -56,7 +58,7 @@ def check(
             return 0
     if reference is not None and not reference.is_file():
         raise TQError(f"--reference {reference} is not a file", "pass a reference JSON that check recorded")
-    result = run_check(target, reference=reference, budget=timeout)
+    result = run_check(target, reference=reference, budget=check_timeout)
     emit(result, as_json)
     return result.exit_code
 
