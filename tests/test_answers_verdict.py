@@ -258,3 +258,20 @@ def test_cache_config_labels_without_prometheus_client():
     )
     assert _cache_info_line(text) == {"cache_dtype": "fp8", "enable_prefix_caching": "False"}
     assert _cache_info_line("vllm:num_requests_running 0.0\n") == {}
+
+
+def test_model_digests_are_reused_only_for_unchanged_files(tmp_path: Path):
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "model.safetensors").write_bytes(b"weights")
+    cache = tmp_path / "model-digests.json"
+    first = model_files_digest(model, cache)
+    assert (
+        json.loads(cache.read_text(encoding="utf-8"))["model.safetensors"]["sha256"]
+        == first["files"]["model.safetensors"]["sha256"]
+    )
+    assert model_files_digest(model, cache) == first  # read back, not hashed again
+    (model / "model.safetensors").write_bytes(b"other!!")  # same size, new mtime: hashed again
+    assert model_files_digest(model, cache)["sha256"] != first["sha256"]
+    cache.write_text('{"model.safetensors": {"sha256": "x"}}', encoding="utf-8")  # not what it writes: ignored
+    assert model_files_digest(model, cache)["files"] == model_files_digest(model)["files"]

@@ -91,7 +91,7 @@ def _reference_spec(build: Path, port: int, kv_cache_dtype: str = "auto", header
 
 def record_for_build(build: Path, target: Target) -> Path:
     """Start the build with kv_cache_dtype auto beside it, record, stop it; the reference's path."""
-    from tqdeploy.buildfolder import folder
+    from tqdeploy.buildfolder import folder, own_dir
     from tqdeploy.fsutil import atomic_write_text
     from tqdeploy.runtime.up import running_state
 
@@ -104,7 +104,7 @@ def record_for_build(build: Path, target: Target) -> Path:
     state_dir = folder(build).state_dir
     ref_build = state_dir / "reference"
     spec_path = state_dir / "reference.toml"
-    state_dir.mkdir(parents=True, exist_ok=True)
+    own_dir(build, state_dir)  # made where missing; a link under the build is refused
     port = _free_port()
     atomic_write_text(spec_path, _reference_spec(build, port))
     made = _cli("build", str(spec_path), "--out", str(ref_build), "--force", "--take-over", "--json", timeout=300)

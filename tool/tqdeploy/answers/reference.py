@@ -28,10 +28,12 @@ SKIPPED_NAMES = frozenset({".tqdeploy", "README.md", ".gitattributes"})
 MAX_MODEL_FILES = 4096
 
 
-def model_files_digest(model_dir: Path) -> dict[str, Any]:
+def model_files_digest(model_dir: Path, cache: Path | None = None) -> dict[str, Any]:
     """{"files": {name: {"size", "sha256"}}, "sha256": one digest over them}; TQError for a folder that cannot be
     read. Regular files only (a symlink is followed only when it stays inside the folder), so nothing outside
-    the model is read."""
+    the model is read. ``cache``: a file of earlier digests (the build's own), reused for a file whose size and
+    mtime are unchanged: hashing 55 GB of weights takes a minute, and `up` checks after every start."""
+    known = _read_cache(cache)
     root = Path(model_dir).resolve()
     if not root.is_dir():
         raise TQError(f"model folder {model_dir} not found", "pass the build whose model is downloaded")
@@ -44,11 +46,36 @@ def model_files_digest(model_dir: Path) -> dict[str, Any]:
             continue
         if len(files) >= MAX_MODEL_FILES:
             raise TQError(f"model folder {model_dir} holds more than {MAX_MODEL_FILES} files", "point at the model")
-        files[path.name] = {"size": real.stat().st_size, "sha256": _sha256(real)}
+        st = real.stat()
+        stamp = [str(real), st.st_size, st.st_mtime_ns]
+        old = known.get(path.name)
+        digest = old["sha256"] if isinstance(old, dict) and old.get("stamp") == stamp else _sha256(real)
+        files[path.name] = {"size": st.st_size, "sha256": digest, "stamp": stamp}
     if not files:
         raise TQError(f"model folder {model_dir} holds no model files", "pass the build whose model is downloaded")
-    overall = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    return {"files": files, "sha256": overall}
+    if cache is not None and files != known:
+        from tqdeploy.fsutil import atomic_write_text
+
+        atomic_write_text(cache, json.dumps(files, sort_keys=True) + "\n")
+    out = {name: {"size": f["size"], "sha256": f["sha256"]} for name, f in files.items()}
+    overall = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
+    return {"files": out, "sha256": overall}
+
+
+def _read_cache(cache: Path | None) -> dict[str, Any]:
+    """The digests recorded last time; {} when there are none or the file is not what this module writes."""
+    if cache is None or not cache.is_file():
+        return {}
+    from tqdeploy.safeio import read_bytes
+
+    try:
+        data = json.loads(read_bytes(cache, REFERENCE_LIMIT, "model digest cache"))
+    except (TQError, ValueError):
+        return {}
+    ok = isinstance(data, dict) and all(
+        isinstance(v, dict) and isinstance(v.get("sha256"), str) and len(v["sha256"]) == 64 for v in data.values()
+    )
+    return data if ok else {}
 
 
 def _sha256(path: Path) -> str:

@@ -45,8 +45,19 @@ def fingerprint_of(target: Target, facts: probes.ServerFacts) -> Fingerprint:
     model_dir = target.model_dir
     if model_dir is None and facts.root and Path(facts.root).is_dir():
         model_dir = Path(facts.root)  # the server runs on this host: its model folder is readable here
-    digest = model_files_digest(model_dir)["sha256"] if model_dir is not None else None
+    digest = model_files_digest(model_dir, _digest_cache(target))["sha256"] if model_dir is not None else None
     return Fingerprint(digest, facts.vllm_version, target.dtype, dict(target.flags))
+
+
+def _digest_cache(target: Target) -> Path | None:
+    """BUILD/.tqdeploy/model-digests.json beside the build's own reference, its folder made through the one helper
+    that refuses links under the build; None without a build."""
+    if target.own_reference is None:
+        return None
+    from tqdeploy.buildfolder import own_dir
+
+    state = target.own_reference.parent
+    return own_dir(state.parent, state) / "model-digests.json"
 
 
 def choose_reference(
@@ -149,9 +160,9 @@ def run_check(target: Target, *, reference: Path | None = None, budget: float = 
         result.seconds = time.monotonic() - started
         return result
     obs = Observed(kv_dtype=facts.cache.get("cache_dtype"), prefix_caching=_flag(facts.cache, "enable_prefix_caching"))
+    failed = observe(client, target, facts, dl, obs)  # first: hashing the model files is not the probes' time
     fp = fingerprint_of(target, facts)
     ref, ref_findings = choose_reference(reference, target.own_reference, fp, load_inputs())
-    failed = observe(client, target, facts, dl, obs)
     if ref is not None and obs.tokens and obs.tokens != ref.tokens:  # another max-model-len cut the passage
         diff = {"tokens": [ref.tokens, obs.tokens]}
         title = f"reference {ref.source} scored {ref.tokens} tokens of the passage, this server {obs.tokens}: refused"
