@@ -26,10 +26,13 @@ LAYERS: list[set[str]] = [
     # record (nodefile); the redaction engine and its rules (one package: patterns, names, encoded keys)
     {"redact", "nodefile", "model", "vllmfacts", "snapshot", "keyfile"},
     {"deployspec", "probe"},
-    {"lint", "plan"},
+    {"lint", "plan", "startcache"},
     # runtime stands beside doctor and render: the command layer passes the doctor's verdict into `up`
     {"doctor", "render", "runtime", "checkids"},
     {"bundle", "connect", "download", "profile"},
+    # a running server's answers (check) and the real demo model; tune drives builds, loads and checks
+    {"answers", "demomodel"},
+    {"tune"},
     {"commands", "bench"},
     {"cli"},
     {"__main__"},
@@ -205,10 +208,13 @@ def floors(edges: dict[tuple[str, str], list[str]]) -> dict[str, int]:
     return floor
 
 
-def test_the_package_graph_is_at_most_ten_floors_high():
-    """Issue 22: at most 10 floors from __main__ down to errors (the longest chain of imports between rooms)."""
+def test_the_package_graph_is_at_most_twelve_floors_high():
+    """Issue 22 set 10 floors from __main__ down to errors (the longest chain of imports between rooms); issue 34's
+    check (answers, over connect's endpoint and the runtime) and issue 37's tune (over answers and profile) stand on
+    top of that stack and add two. A floor more than those is a room placed too high, or an arrow to cut."""
     floor = floors(import_edges(TOOL))
-    assert floor["__main__"] == max(floor.values()) <= 10, sorted(floor.items(), key=lambda item: -item[1])
+    assert floor["__main__"] == max(floor.values()) <= 12, sorted(floor.items(), key=lambda item: -item[1])
+    assert floor["tune"] > floor["answers"] > floor["connect"]
     assert floor["runtime"] < floor["bundle"] and floor["net"] < floor["redact"]  # the moves of issue 22 hold
     assert floors({("a", "b"): [], ("b", "c"): [], ("a", "c"): []}) == {"a": 3, "b": 2, "c": 1}
 

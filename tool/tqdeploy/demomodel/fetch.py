@@ -23,9 +23,9 @@ CHUNK = 4 * 1024 * 1024
 
 
 def _sha256(path: Path) -> str:
-    from tqdeploy.download.hashing import digest_file
+    from tqdeploy.fsutil import file_sha256
 
-    return digest_file(path, with_git_oid=False).sha256
+    return file_sha256(path)
 
 
 def download_wheel(dest: Path, timeout_s: float = PIP_TIMEOUT_S) -> Path:

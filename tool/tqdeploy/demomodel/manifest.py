@@ -20,14 +20,13 @@ MANIFEST_LIMIT = 64 * 1024
 
 
 def _digest(path: Path) -> tuple[int, str]:
-    from tqdeploy.download.hashing import digest_file
+    from tqdeploy.fsutil import file_sha256
 
-    d = digest_file(path, with_git_oid=False)
-    return d.size, d.sha256
+    return path.stat().st_size, file_sha256(path)
 
 
 def write_manifest(folder: Path, names: list[str]) -> None:
-    from tqdeploy.demomodel.convert import source_record
+    from tqdeploy.demomodel.facts import source_record
 
     files = {}
     for name in names:

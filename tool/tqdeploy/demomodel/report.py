@@ -19,7 +19,7 @@ class DemoModelResult:
     size_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
-        from tqdeploy.demomodel.convert import source_record
+        from tqdeploy.demomodel.facts import source_record
 
         return {
             "schema": SCHEMA,

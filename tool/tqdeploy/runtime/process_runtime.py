@@ -45,10 +45,12 @@ def _import_caches(dep: Deployment, python: str) -> list[Finding]:
     import os
 
     from tqdeploy.buildfolder import folder
+    from tqdeploy.runtime.cachecontext import cache_context
     from tqdeploy.startcache.artifact import import_for_up
 
     volume = Path(os.environ.get("VLLM_CACHE_ROOT") or folder(dep.build_dir).vllm_cache)
-    found = import_for_up(dep.build_dir, dep.spec["storage"]["cache_artifact"], volume, python)  # type: ignore[index]
+    artifact = dep.spec["storage"]["cache_artifact"]  # type: ignore[index]
+    found = import_for_up(dep.build_dir, artifact, volume, lambda: cache_context(dep.build_dir, volume, python))
     return [found] if found else []
 
 

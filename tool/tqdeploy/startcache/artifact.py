@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,35 +28,6 @@ class BuildContext:
     key: str | None
     lock: dict[str, Any]
     model_dir: Path
-
-
-def context(build_dir: Path, volume: Path | None, python: str | None) -> BuildContext:
-    from tqdeploy.buildfolder import folder, read_lock
-    from tqdeploy.runtime.deployment import load_deployment
-    from tqdeploy.runtime.process import resolve_python
-    from tqdeploy.safeio import read_key_file
-
-    dep = load_deployment(build_dir)
-    key = read_key_file(dep.api_key_file, within=None) if dep.api_key_file and dep.api_key_file.is_file() else None
-    return BuildContext(
-        build=dep.build_dir,
-        volume=Path(volume).resolve() if volume else folder(dep.build_dir).vllm_cache,
-        python=resolve_python(python, _previous_python(dep.build_dir)),
-        key=key,
-        lock=read_lock(dep.build_dir),
-        model_dir=dep.model_dir,
-    )
-
-
-def _previous_python(build: Path) -> str | None:
-    from tqdeploy.runtime.state import read_state
-
-    try:
-        state = read_state(build)
-    except (TQError, OSError):
-        return None
-    python = state.get("python") if state else None
-    return python if isinstance(python, str) else None
 
 
 @dataclass
@@ -180,14 +152,17 @@ def import_build(ctx: BuildContext, archive: Path, force: bool = False) -> Impor
 UP_ID = "TQ442"
 
 
-def import_for_up(build_dir: Path, artifact: str, volume: Path, python: str) -> Finding | None:
-    """What `up` does for a build whose spec names storage.cache_artifact (relative to the build): import_into."""
+def import_for_up(
+    build_dir: Path, artifact: str, volume: Path, make_context: Callable[[], BuildContext]
+) -> Finding | None:
+    """What `up` does for a build whose spec names storage.cache_artifact (relative to the build): import_into.
+    make_context is called only when the volume is unused (it asks the build's interpreter for its versions)."""
     path = Path(artifact)
     path = path if path.is_absolute() else Path(build_dir) / path
     if _volume_used(volume):
         return None  # skip before asking the interpreter anything: the common case of every later start
     try:
-        ctx = context(build_dir, volume, python)
+        ctx = make_context()
     except TQError as err:
         return _refused(path, volume, err)
     return import_into(ctx, path)

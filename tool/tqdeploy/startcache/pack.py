@@ -16,8 +16,8 @@ import tarfile
 import time
 from pathlib import Path
 
-from tqdeploy.download.hashing import digest_file
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import file_sha256
 from tqdeploy.startcache.manifest import MAX_FILES, MEMBER, PREFIX, RECEIPT, Entry, Manifest
 
 MAX_UNPACKED = 8 << 30  # bytes: the H200 volume after a start was 89 MB; a 70B model's Triton cache is larger
@@ -110,4 +110,4 @@ def write_archive(volume: Path, manifest: Manifest, out: Path) -> int:
 
 def sha256_file(path: Path) -> str:
     """Streamed: a cache file may be larger than memory allows reading whole twice."""
-    return digest_file(path, with_git_oid=False).sha256
+    return file_sha256(path)
