@@ -49,7 +49,7 @@ def _cases(tmp: Path) -> dict[str, tuple[str, str]]:
         "folder": (str(tmp), "not a regular file"),
         "fifo": (str(fifo), "not a regular file"),
         "too large": (str(big), "larger than 4096 bytes"),
-        "two lines": (str(two), "more than one printable line"),
+        "two lines": (str(two), "or more than one line"),
         "empty": (str(empty), "empty"),
     }
 
@@ -58,7 +58,10 @@ def test_bad_key_files_are_refused_before_vllm_is_imported(launcher, tmp_path):
     for name, (path, message) in _cases(tmp_path).items():
         res = _run(launcher, path)
         assert res.returncode == 67, (name, res.stderr)
-        assert res.stderr.startswith("launch_vllm.py: API key file") and message in res.stderr, (name, res.stderr)
+        assert res.stderr.startswith("launch_vllm.py: exit 67 (key-file): API key file") and message in res.stderr, (
+            name,
+            res.stderr,
+        )
         assert SECRET not in res.stderr + res.stdout
         assert "Traceback" not in res.stderr
 
@@ -67,7 +70,9 @@ def test_a_rust_frontend_would_get_the_key_in_argv_and_is_refused(launcher, tmp_
     key = tmp_path / "key"
     key.write_text(SECRET + "\n")
     res = _run(launcher, str(key), VLLM_RUST_FRONTEND_PATH="/usr/bin/true")
-    assert res.returncode == 67 and "VLLM_RUST_FRONTEND_PATH" in res.stderr and SECRET not in res.stderr
+    assert (
+        res.returncode == 68 and "VLLM_RUST_FRONTEND_PATH" in res.stderr and SECRET not in res.stderr
+    )  # its own reason
 
 
 def test_a_good_key_reaches_the_vllm_import(launcher, tmp_path):

@@ -81,7 +81,7 @@ def first_build_over_user_files(tmp: Path) -> Case:
 
 
 def build_out_dot_keeps_hand_edited_spec(tmp: Path) -> Case:
-    mine = embedded_text().replace('served_name = "tiny"', 'served_name = "mine"')
+    mine = embedded_text().replace('served_name = "smollm2-135m-instruct"', 'served_name = "mine"')
     (tmp / "tqdeploy.toml").write_text(mine)
 
     def after() -> None:
@@ -367,7 +367,7 @@ def spec_max_model_len_huge(tmp: Path) -> Case:
 
 
 def spec_served_name_nul(tmp: Path) -> Case:
-    spec = spec_with(tmp, 'served_name = "tiny"', 'served_name = "ti\\u0000ny"')
+    spec = spec_with(tmp, 'served_name = "smollm2-135m-instruct"', 'served_name = "ti\\u0000ny"')
     return Case(["build", str(spec), "--out", str(tmp / "b")], needle="model.served_name")
 
 
@@ -941,7 +941,7 @@ def spec_repo_trailing_newline(tmp: Path) -> Case:
 
 
 def spec_served_name_trailing_newline(tmp: Path) -> Case:
-    spec = spec_with(tmp, 'served_name = "tiny"', 'served_name = "tiny\\n"')
+    spec = spec_with(tmp, 'served_name = "smollm2-135m-instruct"', 'served_name = "tiny\\n"')
     return Case(["build", str(spec), "--out", str(tmp / "b")], needle="model.served_name")
 
 

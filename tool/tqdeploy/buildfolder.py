@@ -143,6 +143,7 @@ def own_dir(build_dir: Path | str, path: Path | str, mode: int = 0o755) -> Path:
         parts = target.relative_to(root).parts
     except ValueError:
         raise TQError(f"{target} is outside the build {root}", "tqdeploy writes only inside the build") from None
+    root.mkdir(parents=True, exist_ok=True)  # the build folder itself, as the writers made it before own_dir
     here = root
     for part in parts:
         here = here / part
