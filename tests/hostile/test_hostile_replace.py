@@ -202,3 +202,28 @@ def test_replace_with_every_precondition_met_switches_and_stops_the_old(tmp_path
         tq("down", str(green), "--json", timeout=60)
         kill_leftovers(green)
         kill_leftovers(blue)
+
+
+def test_replace_whose_new_server_fails_the_answers_check_stops_it_and_keeps_the_old(tmp_path):
+    """A failure after the new server started stops it again: the stand-in answers /health and /v1/models but no
+    completion, so `up`'s answers check fails; nginx is never switched and the old server keeps serving."""
+    blue, blue_port = standin_build(tmp_path / "blue")
+    green, green_port = standin_build(tmp_path / "green")
+    site = COMMENTED + UPSTREAM % (blue_port, free_port())
+    conf, pid_file = _nginx(tmp_path / "nginx", site)
+    try:
+        rc, up, out = tq("up", str(blue), "--json", "--force", timeout=180)
+        assert rc == 0 and up["status"] == "ready", out[-2000:]
+        args = ("--replace", str(blue), "--nginx-conf", str(conf), "--nginx-pid", str(pid_file), "--drain-timeout", "5")
+        rc, new, out = tq("up", str(green), "--check", "--json", "--force", *args, timeout=240)
+        assert rc == 1 and new["status"] == "check-failed", out[-2000:]
+        assert new["answer_check"]["status"] == "fail" and not new.get("replaced")
+        assert conf.read_text() == site  # never switched
+        assert_nothing_left(green, new["pgid"], green_port)  # the new server is stopped again
+        rc, status, _ = tq("status", str(blue), "--json", timeout=60)
+        assert rc == 0 and status["ready"] is True  # the old one still serves
+    finally:
+        _stop_nginx(pid_file)
+        tq("down", str(blue), "--json", timeout=60)
+        kill_leftovers(green)
+        kill_leftovers(blue)

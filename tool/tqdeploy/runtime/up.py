@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 from pathlib import Path
 from typing import Any
 
@@ -176,6 +177,7 @@ class _Options:
     runtime: str
     image: str | None
     answer_check: Callable[[Path], Any] | None = None
+    replacing: bool = False  # --replace: a new server whose answers fail is stopped, the old one keeps serving
 
 
 def _state_or_empty(build_dir: Path) -> StateRecord:
@@ -237,7 +239,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
     result.findings += prepared.findings  # the runtime's warnings (TQ423: capped container limits)
-    result = _start(dep, result, runtime, prepared, o)
+    result = _start(dep, result, runtime, prepared, with_fields(o, replacing=old is not None))
     if old is not None and switch is not None and result.status == "ready":
         _take_over(dep, result, old, o.grace, switch, drain_timeout)
     return result
@@ -348,6 +350,11 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
         state.update_state(dep.build_dir, phase="ready", ready=True, ready_at=time.time())
         if o.answer_check is not None:
             _check_answers(dep, result, o.answer_check)
+            if result.status == "check-failed" and o.replacing:
+                # Issue 35: a replace that fails after the new server started stops it again; traffic stays on
+                # the old server, which was never touched.
+                _stop_failed(dep, result, runtime, started, st, baseline, o.grace)
+                state.update_state(dep.build_dir, phase="failed", ready=False, stopped_at=time.time())
         return result
     result.status = "failed"
     if outcome.finding is not None:
@@ -368,7 +375,8 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
 def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Path], Any]) -> None:
     """Ready means answers verified. A failed check leaves the server running, so the operator can look at what
     it answers (`tqdeploy check`, the log), but the deployment is not ready: state.json says so, `status` exits 1,
-    `--replace` does not switch traffic to it, and `tqdeploy down` stops it."""
+    and `tqdeploy down` stops it. Under `--replace` the new server is stopped again (_start) and traffic stays on
+    the old one."""
     checked = answer_check(dep.build_dir)
     result.answer_check = checked.summary()
     result.findings += [f for f in checked.findings if f.severity in (Severity.ERROR, Severity.WARN)]
@@ -379,7 +387,6 @@ def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Pa
 
 def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: StateRecord, baseline, grace) -> None:
     """A start that failed leaves nothing running: the runtime stops all of it, as `down` would."""
-    from dataclasses import replace as with_fields
 
     from tqdeploy.runtime.marker import trust_state
 
