@@ -275,3 +275,15 @@ def test_model_digests_are_reused_only_for_unchanged_files(tmp_path: Path):
     assert model_files_digest(model, cache)["sha256"] != first["sha256"]
     cache.write_text('{"model.safetensors": {"sha256": "x"}}', encoding="utf-8")  # not what it writes: ignored
     assert model_files_digest(model, cache)["files"] == model_files_digest(model)["files"]
+
+
+def test_profile_carries_the_check_up_kept_in_the_state(tmp_path: Path):
+    from tqdeploy.profile.run import _answer_check
+
+    summary = {"status": "fail", "seconds": 7.3, "perplexity": 9000.0, "findings": [{"id": "TQ480", "title": "x"}]}
+    (tmp_path / ".tqdeploy").mkdir()
+    (tmp_path / ".tqdeploy" / "state.json").write_text(
+        json.dumps({"schema": "tqdeploy.state/1", "answer_check": summary}), encoding="utf-8"
+    )
+    assert _answer_check(tmp_path) == summary
+    assert _answer_check(None) is None
