@@ -287,3 +287,11 @@ def test_profile_carries_the_check_up_kept_in_the_state(tmp_path: Path):
     )
     assert _answer_check(tmp_path) == summary
     assert _answer_check(None) is None
+
+
+def test_characters_per_token_from_the_perplexity_probe():
+    from tqdeploy.answers.fixed import chars_per_token
+
+    assert chars_per_token(4677, 1025, cut=False) == pytest.approx(0.9 * 4677 / 1026)  # SmolLM2's tokenizer
+    assert chars_per_token(4677, 509, cut=True) == 1.0  # cut to fit: the ratio is unknown, 1 is safe for ASCII
+    assert chars_per_token(100, 500, cut=False) == 1.0

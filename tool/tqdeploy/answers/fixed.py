@@ -10,10 +10,19 @@ from functools import lru_cache
 
 from tqdeploy.resources import package_data
 
-# The tokens of a prompt are unknown before the server tokenizes it; English BPE runs at 4.5 characters a token on
-# the passage (1,026 tokens, 4,677 characters, SmolLM2's tokenizer). 3 characters a token keeps a context cut
-# to fit max-model-len inside it for tokenizers that split finer.
-CHARS_PER_TOKEN_LOW = 3.0
+# A long prompt must fit max-model-len before the server has tokenized it. The perplexity probe tells how many
+# tokens the passage is on this server's tokenizer: its characters per token, less a tenth for the other text
+# (English BPE: 4.5 on the passage with SmolLM2's tokenizer; a 512-token test vocabulary: about 2). When the passage
+# was cut to fit, that figure is unknown and 1 is the safe one: every token of ASCII text is at least a character.
+SAFETY = 0.9
+PROMPT_OVERHEAD_TOKENS = 64  # the chat template (SmolLM2's system prompt is ~20 tokens) and the question
+
+
+def chars_per_token(passage_chars: int, scored: int, cut: bool) -> float:
+    """Characters per token of the passage on the server's tokenizer (``scored`` tokens after the first)."""
+    if cut or scored <= 0:
+        return 1.0
+    return max(1.0, SAFETY * passage_chars / (scored + 1))
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdeploy.answers import probes
-from tqdeploy.answers.fixed import CHARS_PER_TOKEN_LOW, Inputs, load_inputs
+from tqdeploy.answers.fixed import PROMPT_OVERHEAD_TOKENS, Inputs, chars_per_token, load_inputs
 from tqdeploy.answers.probes import ChatAnswer, Deadline, ProbeFailed
 from tqdeploy.answers.reference import Fingerprint, Reference, load_reference, model_files_digest, shipped_references
 from tqdeploy.answers.result import CheckResult
@@ -118,7 +118,8 @@ def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadl
     max_len = facts.max_model_len or 2048
     steps = ["perplexity", "greedy answers", "recall", "a long prompt asked twice"]
     try:
-        logprobs = probes.prompt_logprobs(client, target.model, inputs.passage, min(max_len - 2, MAX_SCORED_TOKENS), dl)
+        scored_max = min(max_len - 2, MAX_SCORED_TOKENS)
+        logprobs = probes.prompt_logprobs(client, target.model, inputs.passage, scored_max, dl)
         from tqdeploy.answers.detect import perplexity
 
         obs.perplexity, obs.tokens = perplexity(logprobs), len(logprobs)
@@ -126,7 +127,9 @@ def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadl
         answers = _ask_all(client, target.model, [p.text for p in inputs.prompts], inputs.max_tokens, dl)
         obs.answers = {p.id: a for p, a in zip(inputs.prompts, answers, strict=True)}
         steps.pop(0)
-        room = int((max_len - inputs.recall.max_tokens - 32) * CHARS_PER_TOKEN_LOW)
+        cut = obs.tokens >= scored_max - 1  # truncate_prompt_tokens took the passage's end only
+        ratio = chars_per_token(len(inputs.passage), obs.tokens, cut)
+        room = int((max_len - max(inputs.recall.max_tokens, inputs.repeat_max_tokens) - PROMPT_OVERHEAD_TOKENS) * ratio)
         depths = inputs.recall.depths
         recalls = [inputs.recall_prompt(d, room) for d in depths]
         obs.recall = dict(
