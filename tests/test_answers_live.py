@@ -53,7 +53,9 @@ def test_the_real_model_with_bf16_kv_passes_within_the_budget(real_vllm_server):
     assert rc == 0 and data is not None, err
     sev = _severity(data)
     assert data["status"] == "pass" and data["observed"]["kv_cache_dtype"] == "bfloat16"
-    assert {sev[i] for i in ("TQ480", "TQ481", "TQ482", "TQ483", "TQ484")} == {"ok"}, data["findings"]
+    assert {sev[i] for i in ("TQ480", "TQ482", "TQ483", "TQ484")} == {"ok"}, data["findings"]
+    # On the CPU build a cached prefix changes bf16 greedy tokens now and then (docs/answers.md): a warning, no more
+    assert sev["TQ481"] in ("ok", "warn")
     # --url alone cannot prove the dtype or the flags: no reference is guessed, TQ485 says how to record one
     assert sev["TQ485"] == "info" and data["reference"] is None
     assert 10 < data["observed"]["perplexity"] < 30

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tqdeploy.answers import probes
+from tqdeploy.answers.detect import perplexity
 from tqdeploy.answers.fixed import PROMPT_OVERHEAD_TOKENS, Inputs, chars_per_token, load_inputs
 from tqdeploy.answers.probes import ChatAnswer, Deadline, ProbeFailed
 from tqdeploy.answers.reference import Fingerprint, Reference, load_reference, model_files_digest, shipped_references
@@ -113,15 +114,14 @@ def _ask_twice(client: Client, model: str, content: str, max_tokens: int, dl: De
 
 
 def observe(client: Client, target: Target, facts: probes.ServerFacts, dl: Deadline, obs: Observed) -> list[Finding]:
-    """The three probes in order of what they tell; a probe that fails ends the run with its finding."""
+    """The four probes in order of what they tell; a probe that fails ends the run with its finding (what ran
+    before it is still judged)."""
     inputs = load_inputs()
     max_len = facts.max_model_len or 2048
     steps = ["perplexity", "greedy answers", "recall", "a long prompt asked twice"]
     try:
         scored_max = min(max_len - 2, MAX_SCORED_TOKENS)
         logprobs = probes.prompt_logprobs(client, target.model, inputs.passage, scored_max, dl)
-        from tqdeploy.answers.detect import perplexity
-
         obs.perplexity, obs.tokens = perplexity(logprobs), len(logprobs)
         steps.pop(0)
         answers = _ask_all(client, target.model, [p.text for p in inputs.prompts], inputs.max_tokens, dl)
