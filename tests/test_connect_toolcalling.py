@@ -44,7 +44,7 @@ def test_without_tool_calling_no_parser_flag_is_rendered(run_cli, tmp_path):
 
 def test_a_family_without_verified_parsers_is_refused(run_cli, tmp_path):
     code, out, err = run_cli("build", str(_spec(tmp_path, "tiny-cpu-demo")), "--out", str(tmp_path / "b"))
-    assert code == 2 and "no verified tool-call parser for model 'tiny'" in err and "fix:" in err
+    assert code == 2 and "no verified tool-call parser for model 'smollm2'" in err and "fix:" in err
     assert not (tmp_path / "b" / "serve.sh").exists()
 
 

@@ -132,6 +132,25 @@ def test_status_of_a_keyed_build_asks_v1_models_with_its_key(running):
     assert "Traceback" not in output and key not in output
 
 
+def test_profile_start_refuses_a_running_build_and_leaves_it_running(running):
+    """profile starts and stops only what it started: on a running build it refuses before touching anything (a
+    cold start would have removed the running server's compile cache, and its stop taken the deployment down)."""
+    build, _, _ = running
+    cache = build / ".tqdeploy" / "cache" / "vllm"
+    had_cache = cache.exists()
+    proc = subprocess.run(
+        [str(TQDEPLOY), "profile", str(build), "--start", "cold"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env(),
+    )
+    assert proc.returncode == 2 and "is running" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert cache.exists() == had_cache
+    rc, st, output = tq("status", str(build), "--json")
+    assert rc == 0 and st["ready"] is True, output
+
+
 def test_profile_url_load_with_the_key_file_and_without(running, tmp_path):
     build, base_url, key = running
     args = ["profile", "--url", base_url, *LOAD, "--no-chart", "--json"]

@@ -16,6 +16,10 @@ import pytest
 from support.vllm_server import VllmServer, start_server, stop_server, vllm_available
 
 REAL_MAX_MODEL_LEN = 2048
+# The session server's share of RAM for its KV cache on the CPU build: 0.1 of 24 GiB holds ~100k tokens of this
+# model (23,040 bytes a token), far more than 2048-token checks need, and leaves room for the servers tests start
+# beside it (at 0.3 each, three at once came to 15 GiB of 24).
+REAL_MEMORY_SHARE = 0.1
 
 
 def real_model_dir() -> Path:
@@ -32,7 +36,9 @@ def served_name() -> str:
 
 def start_real_server(log_path: Path, extra_args: list[str] | None = None) -> VllmServer:
     args = ["--served-model-name", served_name(), "--kv-cache-dtype", "bfloat16", *(extra_args or [])]
-    return start_server(real_model_dir(), args, log_path, max_model_len=REAL_MAX_MODEL_LEN)
+    return start_server(
+        real_model_dir(), args, log_path, max_model_len=REAL_MAX_MODEL_LEN, memory_share=REAL_MEMORY_SHARE
+    )
 
 
 @pytest.fixture(scope="session")

@@ -94,7 +94,13 @@ def write_key_file(path: Path) -> Path:
 
 
 def start_server(
-    model_dir: Path, extra_args: list[str], log_path: Path, *, keyed: bool = True, max_model_len: int = 512
+    model_dir: Path,
+    extra_args: list[str],
+    log_path: Path,
+    *,
+    keyed: bool = True,
+    max_model_len: int = 512,
+    memory_share: float = 0.3,
 ) -> VllmServer:
     port = free_port()
     args = [
@@ -113,7 +119,7 @@ def start_server(
         "bfloat16",
         # On the CPU build this is the share of RAM for the KV cache; the 0.92 default fails here.
         "--gpu-memory-utilization",
-        "0.3",
+        str(memory_share),
         *extra_args,
     ]
     env = dict(os.environ)

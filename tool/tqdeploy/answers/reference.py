@@ -24,7 +24,8 @@ REFERENCE_LIMIT = 1 << 20
 # What vLLM reads from a checkpoint folder: weights, configs, tokenizer and chat template. READMEs, images and
 # tqdeploy's own records (tqdeploy-*.json: the demo model's manifest, the download's) do not change an answer.
 MODEL_SUFFIXES = (".safetensors", ".json", ".jinja", ".model", ".txt", ".bin", ".tiktoken")
-SKIPPED_NAMES = frozenset({".tqdeploy", "README.md", ".gitattributes"})
+# compared lower-cased: a model card may be readme.md or README.MD
+SKIPPED_NAMES = frozenset({".tqdeploy", "readme.md", ".gitattributes"})
 MAX_MODEL_FILES = 4096
 
 
@@ -39,7 +40,7 @@ def model_files_digest(model_dir: Path, cache: Path | None = None) -> dict[str, 
         raise TQError(f"model folder {model_dir} not found", "pass the build whose model is downloaded")
     files: dict[str, dict[str, Any]] = {}
     for path in sorted(root.iterdir()):
-        if path.name in SKIPPED_NAMES or path.name.startswith("tqdeploy-") or not path.name.endswith(MODEL_SUFFIXES):
+        if path.name.lower() in SKIPPED_NAMES or path.name.startswith("tqdeploy-") or not path.name.endswith(MODEL_SUFFIXES):
             continue
         real = path.resolve()
         if not real.is_file() or (path.is_symlink() and root not in real.parents):

@@ -75,7 +75,19 @@ def _cli() -> list[str]:
 def start(build: Path, mode: str) -> Started:
     """Start the deployment; `cold` removes its compile cache first. The OS page cache is not dropped
     (that needs root and slows every other process on the host), so a cold start here still reads the
-    weights from memory if they were read recently: the result says so."""
+    weights from memory if they were read recently: the result says so.
+
+    A build that is already running is refused before anything happens: profile starts and stops only what it
+    started itself (its cold start would remove the running server's compile cache, and its stop would take down
+    a deployment the operator started)."""
+    from tqdeploy.runtime.up import running_state
+
+    if running_state(build) is not None:
+        raise TQError(
+            f"{build} is running: `profile --start` times a start of its own and stops it afterwards",
+            f"profile the running server with `tqdeploy profile --url URL --log {build}/.tqdeploy/logs/server.log`, "
+            f"or stop it first (`tqdeploy down {build}`)",
+        )
     cache = compile_cache_dir(build) if mode == "cold" else None
     compile_cache = "kept"
     if cache is not None:
