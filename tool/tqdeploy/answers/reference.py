@@ -40,7 +40,8 @@ def model_files_digest(model_dir: Path, cache: Path | None = None) -> dict[str, 
         raise TQError(f"model folder {model_dir} not found", "pass the build whose model is downloaded")
     files: dict[str, dict[str, Any]] = {}
     for path in sorted(root.iterdir()):
-        if path.name.lower() in SKIPPED_NAMES or path.name.startswith("tqdeploy-") or not path.name.endswith(MODEL_SUFFIXES):
+        skipped = path.name.lower() in SKIPPED_NAMES or path.name.startswith("tqdeploy-")
+        if skipped or not path.name.endswith(MODEL_SUFFIXES):
             continue
         real = path.resolve()
         if not real.is_file() or (path.is_symlink() and root not in real.parents):
