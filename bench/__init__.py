@@ -1,12 +1,17 @@
 """Benchmarks (`make bench`): tqdeploy's figures side by side with the tool a user would otherwise run.
 
-Each module in this package exposes ``run() -> list[Row]``; ``python -m tqdeploy.bench`` runs them
-all (or those named on the command line) in one process run, so the ratios compare like with like.
+Each module in this package exposes ``run() -> list[Row]``; ``python -m bench`` (from the repository root)
+runs them all (or those named on the command line) in one process run, so the ratios compare like with like.
+The lab stays out of the product: this package lies beside tool/, not in it, so the wheel never carries it
+(tests/test_packaging.py), and it imports tqdeploy as any user code would, from the installed package.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]  # the checkout: its venvs, tests/support and recorded fixtures
 
 
 @dataclass

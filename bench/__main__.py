@@ -4,14 +4,14 @@ import importlib
 import pkgutil
 import sys
 
-import tqdeploy.bench as pkg
+import bench as pkg
 
 
 def main(argv: list[str]) -> int:
     names = argv or sorted(m.name for m in pkgutil.iter_modules(pkg.__path__) if not m.name.startswith("_"))
     print(f"{'benchmark':44} {'tqdeploy':>12} {'other tool':>12} {'ratio':>7}  goal / other tool")
     for name in names:
-        module = importlib.import_module(f"tqdeploy.bench.{name}")
+        module = importlib.import_module(f"bench.{name}")
         for row in module.run():
             theirs = "n/a" if row.theirs is None else f"{row.theirs:.3f} {row.unit}"
             ratio = "" if row.ratio is None else f"{row.ratio:.2f}"

@@ -18,8 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import measure, tqdeploy_argv
+from bench import Row
+from bench.doctor import measure, tqdeploy_argv
 
 RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 LOG_LINE = (

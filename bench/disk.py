@@ -18,9 +18,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from tqdeploy.bench import Row
+from bench import REPO, Row
+from tqdeploy.profile import disk
+from tqdeploy.profile.diskread import drop_own_file_from_page_cache
 
-REPO = Path(__file__).resolve().parents[3]
 SIZE_MB = int(os.environ.get("TQDEPLOY_BENCH_DISK_MB", "1024"))
 ROUNDS = 5
 _DD_RATE = re.compile(r"^(\d+) bytes .* copied, ([\d.]+) s,", re.M)
@@ -57,8 +58,6 @@ def _fincore(path: Path) -> float:
 
 
 def run() -> list[Row]:
-    from tqdeploy.profile import disk
-    from tqdeploy.profile.diskread import drop_own_file_from_page_cache
 
     if not (shutil.which("dd") and shutil.which("fincore")):
         print("bench disk: needs dd and fincore (coreutils, util-linux)")

@@ -16,11 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
+from bench import REPO, Row
 
 RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 VLLM_RUNS = int(os.environ.get("TQDEPLOY_BENCH_VLLM_RUNS", "3"))  # collect_env takes ~10 s a run
-REPO = Path(__file__).resolve().parents[3]
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 
 

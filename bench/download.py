@@ -17,7 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
+from bench import Row
+from tqdeploy.download.hashing import default_workers, digest_files
 
 FILES = 4
 FILE_MB = 64
@@ -43,7 +44,6 @@ def _timed(fn) -> float:
 
 
 def run() -> list[Row]:
-    from tqdeploy.download.hashing import default_workers, digest_files
 
     sha256sum = shutil.which("sha256sum")
     with tempfile.TemporaryDirectory(prefix="tqdeploy-bench-") as tmp:
@@ -86,7 +86,7 @@ def run() -> list[Row]:
     ]
 
 
-if __name__ == "__main__":  # `python -m tqdeploy.bench.download`
+if __name__ == "__main__":  # `python -m bench.download`
     for row in run():
         ratio = f"{row.ratio:.2f}" if row.ratio is not None else "n/a"
         print(

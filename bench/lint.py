@@ -15,8 +15,10 @@ import shlex
 import tempfile
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import VLLM_PYTHON, measure, tqdeploy_argv
+from bench import Row
+from bench.doctor import VLLM_PYTHON, measure, tqdeploy_argv
+from tqdeploy.lint.command import find_invocation
+from tqdeploy.lint.script import find_command
 
 RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
 VLLM_RUNS = int(os.environ.get("TQDEPLOY_BENCH_VLLM_RUNS", "3"))  # importing vLLM takes ~10-20 s a run
@@ -45,8 +47,6 @@ make_arg_parser(FlexibleArgumentParser(prog="vllm serve")).parse_args(sys.argv[1
 
 def vllm_args(script: str) -> list[str]:
     """The vLLM arguments of the script's command, found the way `tqdeploy lint --file` finds them."""
-    from tqdeploy.lint.command import find_invocation
-    from tqdeploy.lint.script import find_command
 
     cmd = find_command(script)
     if cmd is None:

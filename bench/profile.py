@@ -27,9 +27,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.bench import Row
+from bench import REPO, Row
+from tqdeploy.net import Client
+from tqdeploy.profile.load import LoadSpec, run_step
+from tqdeploy.profile.run import run_load
 
-REPO = Path(__file__).resolve().parents[3]
 _ENV = os.environ.get
 VLLM_PYTHON = Path(_ENV("TQDEPLOY_BENCH_VLLM_PYTHON", str(REPO / ".venv-vllm" / "bin" / "python")))
 MODEL = Path(_ENV("TQDEPLOY_BENCH_MODEL", str(REPO / ".cache" / "tiny-qwen2")))  # tests/support/make_tiny_model.py
@@ -133,9 +135,6 @@ def _vllm_bench(base_url: str, out: Path) -> dict:
 
 
 def run() -> list[Row]:
-    from tqdeploy.net import Client
-    from tqdeploy.profile.load import LoadSpec, run_step
-    from tqdeploy.profile.run import run_load
 
     if not (VLLM_PYTHON.exists() or shutil.which(str(VLLM_PYTHON))) or not (MODEL / "config.json").exists():
         print("bench profile: needs .venv-vllm and .cache/tiny-qwen2 (make vllm-cpu; pytest creates the model)")

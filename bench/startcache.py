@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import VLLM_PYTHON, tqdeploy_argv
-from tqdeploy.bench.up import DEMO_SPEC, MAKE_MODEL, free_port
+from bench import Row
+from bench.doctor import VLLM_PYTHON, tqdeploy_argv
+from bench.up import DEMO_SPEC, MAKE_MODEL, free_port
 
 MODEL_PATH = "./models/tiny"
 

@@ -23,18 +23,21 @@ import tempfile
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import REPO, VLLM_PYTHON, tqdeploy_argv
-from tqdeploy.bench.up import (
+from bench import REPO, Row
+from bench.doctor import VLLM_PYTHON, tqdeploy_argv
+from bench.up import (
     MAKE_MODEL,
     START_TIMEOUT_S,
     build_key,
     free_port,
     make_build,
+    poll_ready,
     run_up,
     stop_group,
-    wait_ready,
 )
+from tqdeploy.deployspec import load_spec
+from tqdeploy.profile.load import load_spec as load_step_spec
+from tqdeploy.profile.paired import checkpoint, compare, pool, side
 
 PAIRS = int(os.environ.get("TQDEPLOY_BENCH_STARTUP_PAIRS", "2"))
 TOK_ROUNDS = 4  # x 2 concurrencies x 2 servers x (3 s + 0.5 s warm-up): about a minute of load
@@ -49,7 +52,6 @@ PLAIN = "python -m vllm.entrypoints.openai.api_server, vLLM's defaults"
 
 def plain_argv(build: Path, python: str, port: int) -> list[str]:
     """The build's vLLM flags (spec.vllm_flags, what serve.sh passes) on plain vLLM's own entry point."""
-    from tqdeploy.deployspec import load_spec
 
     flags = load_spec(str(build / "tqdeploy.toml")).vllm_flags()
     model = str(build / "models" / "tiny")
@@ -69,7 +71,7 @@ def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> flo
     proc = spawn_plain(build, python, env, port)
     try:
         gone = lambda: proc.poll() is not None  # noqa: E731
-        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, gone, build_key(build))
+        ready_at = poll_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, gone, build_key(build))
     finally:
         stop_group(build, proc, port)
     return None if ready_at is None else ready_at - t0
@@ -77,11 +79,9 @@ def start_plain(build: Path, python: str, env: dict[str, str], port: int) -> flo
 
 def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) -> list[Row]:
     """tqdeploy's server and plain vLLM's up at once, the same load interleaved (tqdeploy.profile.paired)."""
-    from tqdeploy.profile.load import load_spec
-    from tqdeploy.profile.paired import compare, side
 
     key_file = build / "secrets" / "vllm-api-key"
-    spec = load_spec("1,4", 32, 16, 4096, 3.0, 1.0, 0.5)
+    spec = load_step_spec("1,4", 32, 16, 4096, 3.0, 1.0, 0.5)
     plain_port = free_port()
     up = subprocess.run(tqdeploy_argv() + ["up", str(build), "--python", python], env=env, capture_output=True)
     proc = None
@@ -90,7 +90,7 @@ def interleaved_tok_s(build: Path, python: str, env: dict[str, str], port: int) 
             raise RuntimeError(f"tqdeploy up failed ({up.returncode}): {up.stderr.decode()[-2000:]}")
         proc = spawn_plain(build, python, env, plain_port)
         plain_url = f"http://127.0.0.1:{plain_port}"
-        if wait_ready(plain_url, "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, build_key(build)) is None:
+        if poll_ready(plain_url, "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, build_key(build)) is None:
             raise RuntimeError(f"plain vLLM did not get ready: {(build / 'plain.log').read_text()[-2000:]}")
         key = key_file if key_file.is_file() else None
         tq_side = side("tqdeploy", f"http://127.0.0.1:{port}", key, spec)
@@ -163,7 +163,6 @@ def h200_tok_rows() -> list[Row]:
     """The recorded H200 interleaved runs, pooled per checkpoint (each run a factor beside the order: paired.pool),
     one row per checkpoint and concurrency: the median step's tokens/s of each side, and in the name the per-step
     ratio with its interval and both readings against 2% (within +-2%; at most 2% slower)."""
-    from tqdeploy.profile.paired import checkpoint
 
     by_checkpoint: dict[str, list[dict]] = {}
     for path in sorted(H200_STARTUP.glob(H200_AB)):
@@ -174,7 +173,6 @@ def h200_tok_rows() -> list[Row]:
 
 
 def _pooled_rows(served: str, results: list[dict]) -> list[Row]:
-    from tqdeploy.profile.paired import pool
 
     pooled = pool(results)
     first = sorted({r.get("started_first") or "tqdeploy" for r in results})  # lease 6 started tqdeploy's first

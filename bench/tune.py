@@ -12,14 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import VLLM_PYTHON, tqdeploy_argv
-from tqdeploy.bench.up import make_build
+from bench import Row
+from bench.doctor import VLLM_PYTHON, tqdeploy_argv
+from bench.up import make_build
+from tqdeploy.demomodel import ensure_demo_model
+from tqdeploy.runtime.deployment import load_deployment
 
 WORKLOAD = ["--prompt-tokens", "16", "--output-tokens", "8", "--concurrency", "1,2", "--requests", "4"]
 
@@ -49,10 +52,6 @@ def work_s(doc: dict) -> tuple[float, int]:
 
 def _serve_real_model(build: Path) -> None:
     """The real demo model where the build's spec looks for it (answers that pass the check, as a user's would)."""
-    import shutil
-
-    from tqdeploy.demomodel import ensure_demo_model
-    from tqdeploy.runtime.deployment import load_deployment
 
     target = load_deployment(build).model_dir
     if target.is_symlink() or target.is_file():

@@ -26,13 +26,17 @@ import threading
 import time
 from pathlib import Path
 
-from tqdeploy.bench import Row
-from tqdeploy.bench.doctor import REPO, VLLM_PYTHON, tqdeploy_argv
+from bench import REPO, Row
+from bench.doctor import VLLM_PYTHON, tqdeploy_argv
+from tqdeploy.runtime import http
+from tqdeploy.runtime.procs import deployment_procs
+from tqdeploy.runtime.state import deployment_marker, read_state
+from tqdeploy.safeio import read_key_file
 
 KEEP = os.environ.get("TQDEPLOY_BENCH_UP_KEEP")  # a folder to copy the build's logs into, for a closer look
 PAIRS = int(os.environ.get("TQDEPLOY_BENCH_UP_PAIRS", "2"))
 STATUS_RUNS = int(os.environ.get("TQDEPLOY_BENCH_RUNS", "5"))
-DEMO_SPEC = Path(__file__).resolve().parents[1] / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
+DEMO_SPEC = REPO / "tool" / "tqdeploy" / "deployspec" / "defaults" / "tiny-cpu-demo.toml"
 MAKE_MODEL = REPO / "tests" / "support" / "make_tiny_model.py"
 GRACE_S = 30.0  # `tqdeploy down`'s default --grace-period (commands/down.py)
 START_TIMEOUT_S = 600.0
@@ -46,32 +50,21 @@ def free_port() -> int:
 
 
 def is_ready(base_url: str, model: str, key: str | None = None) -> bool:
-    """up's definition of ready (runtime/wait.py): /health 200 and the served model listed in /v1/models
-    (which a keyed server answers only with the key, as up asks it)."""
-    import json
-    import urllib.request
-
-    models = urllib.request.Request(base_url + "/v1/models", headers={"Authorization": f"Bearer {key}"} if key else {})
-    try:
-        with urllib.request.urlopen(base_url + "/health", timeout=2) as r:
-            if r.status != 200:
-                return False
-        with urllib.request.urlopen(models, timeout=2) as r:
-            return any(m.get("id") == model for m in json.load(r).get("data", []))
-    except (OSError, ValueError):
-        return False
+    """up's definition of ready, asked through the library's own probe (runtime/http.py, what runtime/wait.py
+    polls): /health 200 and the served model in /v1/models (which a keyed server lists only with the key)."""
+    return http.health(base_url) == 200 and model in (http.served_models(base_url, key) or [])
 
 
 def build_key(build: Path) -> str | None:
     """The demo is keyed (server.api_key_file): the key `tqdeploy build` created, for the by-hand poll."""
-    from tqdeploy.safeio import read_key_file
-
     path = build / "secrets" / "vllm-api-key"
     return read_key_file(path) if path.is_file() else None
 
 
-def wait_ready(base_url: str, model: str, timeout: float, gone=lambda: False, key: str | None = None) -> float | None:
-    """time.monotonic() when first ready; None on timeout or once gone() says the server exited."""
+def poll_ready(base_url: str, model: str, timeout: float, gone=lambda: False, key: str | None = None) -> float | None:
+    """time.monotonic() when is_ready first holds; None on timeout or once gone() says the server exited.
+    Not runtime/wait.py's wait_ready: that one follows a deployment through its state.json and log, and the
+    by-hand and plain starts it is compared with have neither; both arms are asked the same probe."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and not gone():
         if is_ready(base_url, model, key):
@@ -89,9 +82,6 @@ def port_free(port: int) -> bool:
 def seconds_until_gone(t0: float, build: Path, pgid: int, port: int, timeout: float = 120.0) -> float:
     """Seconds from t0 until no process of the group, the deployment marker or a VLLM:: child in the build dir
     is left (runtime/procs.py) and the port is free; inf when that did not happen within timeout."""
-    from tqdeploy.runtime.procs import deployment_procs
-    from tqdeploy.runtime.state import deployment_marker
-
     marker = deployment_marker(build)
     while time.monotonic() < t0 + timeout:
         if not deployment_procs(marker) and port_free(port):
@@ -129,7 +119,7 @@ def start_by_hand(build: Path, python: str, env: dict[str, str], port: int) -> t
             ["sh", "serve.sh"], cwd=build, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
-        ready_at = wait_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, key)
+        ready_at = poll_ready(f"http://127.0.0.1:{port}", "tiny", START_TIMEOUT_S, lambda: proc.poll() is not None, key)
     finally:
         gone = stop_group(build, proc, port)
     return (None if ready_at is None else ready_at - t0), gone
@@ -149,14 +139,12 @@ def stop_group(build: Path, proc: subprocess.Popen, port: int) -> float:
 
 def run_up(build: Path, python: str, env: dict[str, str], port: int) -> dict[str, float]:
     """One `tqdeploy up` (its wall clock to ready, and its own share), status runs, one `down`."""
-    from tqdeploy.runtime.state import read_state
-
     seen: list[float] = []
     exited: list[float] = []  # the poller stops a few seconds after up exits (a failed start)
     after_exit = lambda: bool(exited) and time.monotonic() > exited[0] + 5  # noqa: E731
     url = f"http://127.0.0.1:{port}"
     key = build_key(build)
-    poller = threading.Thread(target=lambda: seen.append(wait_ready(url, "tiny", 900, after_exit, key) or 0))
+    poller = threading.Thread(target=lambda: seen.append(poll_ready(url, "tiny", 900, after_exit, key) or 0))
     boot_t0, t0 = time.clock_gettime(time.CLOCK_BOOTTIME), time.monotonic()
     poller.start()
     up = subprocess.run(tqdeploy_argv() + ["up", str(build), "--python", python], env=env, capture_output=True)

@@ -7,7 +7,7 @@ import json
 import math
 import statistics
 
-from tqdeploy.bench import startup
+from bench import startup
 
 
 def test_the_interleaved_h200_runs_give_one_row_per_checkpoint_and_concurrency_from_every_lease():

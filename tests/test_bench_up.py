@@ -1,4 +1,4 @@
-"""The measuring helpers of the up benchmark (tqdeploy.bench.up) on real local things: an HTTP server on
+"""The measuring helpers of the up benchmark (bench/up.py) on real local things: an HTTP server on
 127.0.0.1 answering like vLLM's /health and /v1/models, a real process group holding a port, /proc start
 times. No timing asserts: only that each helper sees what it claims to see."""
 
@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tqdeploy.bench import up as bench_up
+from bench import up as bench_up
 
 
 class _Vllmish(BaseHTTPRequestHandler):
@@ -67,14 +67,14 @@ def test_ready_needs_health_200_and_the_served_model_listed(server):
     assert bench_up.is_ready(server, "tiny", "sk-bench")
 
 
-def test_wait_ready_returns_when_ready_and_gives_up_when_the_server_is_gone(server):
+def test_poll_ready_returns_when_ready_and_gives_up_when_the_server_is_gone(server):
     threading.Timer(0.5, lambda: setattr(_Vllmish, "models", ["tiny"]) or setattr(_Vllmish, "health", 200)).start()
     t0 = time.monotonic()
-    ready_at = bench_up.wait_ready(server, "tiny", 30)
+    ready_at = bench_up.poll_ready(server, "tiny", 30)
     assert ready_at is not None and ready_at >= t0
     _Vllmish.health = 503
-    assert bench_up.wait_ready(server, "tiny", 30, gone=lambda: True) is None
-    assert bench_up.wait_ready(server, "tiny", 0.3) is None
+    assert bench_up.poll_ready(server, "tiny", 30, gone=lambda: True) is None
+    assert bench_up.poll_ready(server, "tiny", 0.3) is None
 
 
 def test_seconds_until_gone_waits_for_the_whole_group_and_the_port(tmp_path):
@@ -119,7 +119,7 @@ def test_boottime_started_is_when_the_process_was_forked():
 def test_the_benchmark_is_found_by_make_bench():
     import pkgutil
 
-    import tqdeploy.bench as pkg
+    import bench as pkg
 
     assert "up" in {m.name for m in pkgutil.iter_modules(pkg.__path__)}
     import inspect

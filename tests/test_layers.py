@@ -33,7 +33,7 @@ LAYERS: list[set[str]] = [
     # a running server's answers (check) and the real demo model; tune drives builds, loads and checks
     {"answers", "demomodel"},
     {"tune"},
-    {"commands", "bench"},
+    {"commands"},
     {"cli"},
     {"__main__"},
 ]

@@ -1,7 +1,7 @@
 """The lint benchmark feeds vLLM's parser exactly the arguments the linter checks, from a script the
 linter rejects (so both sides do the same validation work on the same input)."""
 
-from tqdeploy.bench.lint import BLOG_SCRIPT, vllm_args
+from bench.lint import BLOG_SCRIPT, vllm_args
 from tqdeploy.lint import lint_script
 
 

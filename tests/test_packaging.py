@@ -60,6 +60,9 @@ def test_wheel_carries_the_data_folders(wheel_venv):
         assert on_disk and on_disk <= names, sorted(on_disk - names)[:5]
     assert "tqdeploy/deployspec/defaults/tiny-cpu-demo.toml" in names
     assert not any("__pycache__" in n or n.startswith("tests/") for n in names)
+    # the lab is no part of the product (issue 36): the benchmarks live in bench/ beside the package
+    assert "tqdeploy/cli.py" in names and (REPO / "bench" / "__main__.py").is_file()
+    assert not [n for n in names if n.startswith(("tqdeploy/bench/", "bench/"))]
 
 
 def test_installed_package_is_not_the_checkout(wheel_venv):

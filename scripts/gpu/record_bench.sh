@@ -4,7 +4,7 @@
 #            weights, dropped from the page cache after writing): the weights phase against the disk's own
 #            O_DIRECT read rate and the page-cache residency that profile measures, cold then warm.
 #   bench    `tqdeploy profile --load` against `vllm bench serve` (vllm/benchmarks/serve.py of the same vLLM) on
-#            the same warm server and load, rounds interleaved (python -m tqdeploy.bench profile, URL mode).
+#            the same warm server and load, rounds interleaved (python -m bench profile from the checkout, URL mode).
 # Needs: vLLM 0.25.0 importable (PYTHONPATH), torch with CUDA, safetensors, tokenizers, one free GPU.
 # Usage: record_bench.sh OUT_DIR weights|bench...
 set -u
@@ -40,7 +40,7 @@ bench() {
   TQDEPLOY_BENCH_URL=http://127.0.0.1:18000 TQDEPLOY_BENCH_VLLM_PYTHON=python3 TQDEPLOY_BENCH_MODEL="$b/models/dense8w" \
     TQDEPLOY_BENCH_SERVED=dense8w TQDEPLOY_BENCH_CONCURRENCY="${BENCH_CONCURRENCY:-8}" TQDEPLOY_BENCH_INPUT=512 \
     TQDEPLOY_BENCH_OUTPUT=128 TQDEPLOY_BENCH_PROMPTS=64 TQDEPLOY_BENCH_ROUNDS=3 TQDEPLOY_BENCH_RAW="$out/bench-raw.json" \
-    python3 -m tqdeploy.bench profile 2>&1 | tee "$out/bench.txt"
+    PYTHONPATH="$repo:$PYTHONPATH" python3 -m bench profile 2>&1 | tee "$out/bench.txt"
   # KV usage under load with enough requests per step for several /metrics samples at a 0.25 s period
   tq profile --url http://127.0.0.1:18000 --model "$b/models/dense8w" --load --concurrency 1,8,32 --requests 256 \
     --prompt-tokens 512 --output-tokens 128 --sample-interval 0.25 --out "$out/load" --json \
