@@ -4,7 +4,7 @@ same load, and the cost of /metrics sampling (the same load with and without the
 
 Goals: TTFT p50 and output throughput within 10% of vllm bench serve; sampling overhead <= 1%.
 
-The same comparison runs on a GPU host (scripts/gpu/record_bench.sh, vLLM 0.25.0 on the H200) through these
+The same comparison runs on a GPU host (scripts/gpu/records/record_bench.sh, vLLM 0.25.0 on the H200) through these
 environment variables: TQDEPLOY_BENCH_VLLM_PYTHON (a python that imports vllm), TQDEPLOY_BENCH_MODEL,
 TQDEPLOY_BENCH_SERVED (served model name), TQDEPLOY_BENCH_URL (a server already running: none is started),
 TQDEPLOY_BENCH_SERVER_ARGS (flags for the server it starts), TQDEPLOY_BENCH_CONCURRENCY / _INPUT / _OUTPUT /

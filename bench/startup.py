@@ -8,7 +8,7 @@ everything tqdeploy's serve.sh sets (the other caches, the CPU build's AOT setti
 polled the same way (/health 200 and the model in /v1/models). Then tokens/s: both up at once, the same load
 interleaved step by step (tqdeploy.profile.paired; the rounds even, so each goes first equally often), the
 geometric mean of the per-step ratios and its 95% interval in the row's name. The H200 figures of the same
-comparison, recorded by scripts/gpu/startup.sh (docs/startup.md), are printed beside them from the committed
+comparison, recorded by scripts/gpu/tools/startup.sh (docs/startup.md), are printed beside them from the committed
 records.
 """
 

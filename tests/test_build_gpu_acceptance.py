@@ -1,4 +1,4 @@
-"""scripts/gpu/acceptance.sh, what of it runs without a GPU: shellcheck on the GPU scripts, its prepare phase for
+"""scripts/gpu/tools/acceptance.sh, what of it runs without a GPU: shellcheck on the GPU scripts, its prepare phase for
 real (doctor, the keyed build, lint, `download --spec build/default` from the loopback Hub mirror) with a stand-in
 vLLM package of the wanted version, and its summary on the H200 run recorded in tests/fixtures/gpu-runs/."""
 
@@ -15,14 +15,14 @@ from support.hubmirror import make_repo
 from support.vllm_server import free_port
 
 REPO = Path(__file__).resolve().parents[1]
-GPU = REPO / "scripts" / "gpu"
+GPU = REPO / "scripts" / "gpu" / "tools"
 RUNS = REPO / "tests" / "fixtures" / "gpu-runs" / "h200-vllm-0.25.0"
 BIN = Path(sys.executable).parent
 
 
 def test_shellcheck_passes_the_gpu_scripts():
-    scripts = sorted(GPU.glob("*.sh"))
-    assert GPU / "acceptance.sh" in scripts
+    scripts = sorted(GPU.parent.rglob("*.sh"))  # the tools and the records of single leases
+    assert GPU / "acceptance.sh" in scripts and GPU.parent / "records" / "record_bench.sh" in scripts
     res = subprocess.run([str(BIN / "shellcheck"), *map(str, scripts)], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stdout + res.stderr
 

@@ -1,4 +1,4 @@
-"""scripts/gpu/make_dense_weights.py's shapes and arguments (writing the weights needs CUDA: the H200 runs it)."""
+"""scripts/gpu/tools/make_dense_weights.py's shapes and arguments (writing the weights needs CUDA: the H200 runs it)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "make_dense_weights.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tools" / "make_dense_weights.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
 import make_dense_weights as dense  # noqa: E402

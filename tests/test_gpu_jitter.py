@@ -1,5 +1,5 @@
-"""scripts/gpu/jitter.py: the host's own window-to-window spread (the CUDA workloads run on the H200; the CPU one
-runs here for real)."""
+"""scripts/gpu/records/jitter.py: the host's own window-to-window spread (the CUDA workloads run on the H200; the CPU
+one runs here for real)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "jitter.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "records" / "jitter.py"
 sys.path.insert(0, str(SCRIPT.parent))
 
 import jitter  # noqa: E402

@@ -1,4 +1,4 @@
-"""scripts/gpu/pack_site.sh (run by the lead before a lease): a real pip install of a real wheel here, packed into
+"""scripts/gpu/tools/pack_site.sh (run by the lead before a lease): a real pip install of a real wheel here, packed into
 xz'd parts no larger than asked, which unpack in order into the same files; bad input refused in one line."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import tarfile
 import zipfile
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "pack_site.sh"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tools" / "pack_site.sh"
 PAYLOAD = os.urandom(300_000)  # incompressible: xz keeps it about this size, so it spans several parts
 
 

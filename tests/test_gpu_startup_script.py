@@ -1,4 +1,4 @@
-"""scripts/gpu/startup.sh (run by the lead on the H200): shellcheck-clean, and its report phase, run for real on
+"""scripts/gpu/tools/startup.sh (run by the lead on the H200): shellcheck-clean, and its report phase, run for real on
 records shaped like its own, writes startup.json and the ratios issue 18 asks for (recreated/warm, tqdeploy vs
 plain over alternated pairs)."""
 
@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "startup.sh"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tools" / "startup.sh"
 
 
 def test_shellcheck_passes():
     shellcheck = Path(sys.executable).parent / "shellcheck"
-    res = subprocess.run([str(shellcheck), "-x", str(SCRIPT)], capture_output=True, text=True, cwd=SCRIPT.parents[2])
+    res = subprocess.run([str(shellcheck), "-x", str(SCRIPT)], capture_output=True, text=True, cwd=SCRIPT.parents[3])
     assert res.returncode == 0, res.stdout + res.stderr
 
 

@@ -1,6 +1,6 @@
-"""scripts/gpu/volume_carry.py: a lease's filled cache volume packed into parts the device can return, and unpacked
-into the next lease's build. Run for real on folders of real files: what arrives is what left, the API key never
-leaves, and bad or hostile input is refused in one line with nothing half-written."""
+"""scripts/gpu/tools/volume_carry.py: a lease's filled cache volume packed into parts the device can return, and
+unpacked into the next lease's build. Run for real on folders of real files: what arrives is what left, the API key
+never leaves, and bad or hostile input is refused in one line with nothing half-written."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "volume_carry.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tools" / "volume_carry.py"
 KEY = "sk-carry-test-2f9d41c7"
 
 

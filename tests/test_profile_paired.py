@@ -1,4 +1,4 @@
-"""The interleaved comparison of two servers' tokens/s (tqdeploy.profile.paired, scripts/gpu/paired_load.py):
+"""The interleaved comparison of two servers' tokens/s (tqdeploy.profile.paired, scripts/gpu/tools/paired_load.py):
 the order alternates, the interval and both readings (verdict, margin) follow the per-step ratios, the order and
 the run as factors take their effects out of the noise, and real runs against two loopback servers streaming at
 different paces find the faster one, with the key sent to both, the steps bounded, each round's partial result
@@ -21,7 +21,7 @@ from tqdeploy.errors import TQError
 from tqdeploy.profile import paired
 from tqdeploy.profile.load import load_spec
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "paired_load.py"
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tools" / "paired_load.py"
 EVENT = f"data: {json.dumps({'choices': [{'text': 'a', 'token_ids': [5]}]})}\n\n".encode()
 DONE = b"data: [DONE]\n\n"
 

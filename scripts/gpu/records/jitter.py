@@ -1,5 +1,9 @@
 """How steady the lent machine itself is, window by window: the spread a tokens/s step inherits from the host.
 
+RECORD (kept for provenance, not a tool): run in lease 8 (2026-12-03) on the lent H200; its result is
+tests/fixtures/gpu-runs/h200-vllm-0.25.0/startup/jitter-lease8.json, cited by docs/startup.md (the host's own
+spread: 10-13% for host-CPU-bound work, 1.2% for memory-bound GPU work).
+
 dense8w's 5 s load steps vary 5-13% (coefficient of variation) for one server at one concurrency, and its decode
 steps are short (ITL about 2 ms), so the host CPU's per-step work is a large share of each (docs/startup.md,
 lease 8). This times three fixed workloads in alternating windows of the same length:
@@ -23,7 +27,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tool"))
 
 from tqdeploy.errors import TQError, report_error  # noqa: E402
 

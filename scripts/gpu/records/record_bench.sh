@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RECORD (kept for provenance, not a tool): written 2026-12-01 (commit 9b9c675) for the lent H200 with vLLM 0.25.0.
+# Its outputs were not committed as fixtures and no doc cites them: docs/profile.md's `make bench` figures are
+# the CPU machine's. Kept because bench/profile.py's URL mode (TQDEPLOY_BENCH_URL, ...) exists for it.
 # Records two things on a GPU host (vLLM 0.25.0 on the H200), for tests/fixtures/gpu-runs/:
 #   weights  `tqdeploy profile BUILD --start both` of "dense8w" (make_dense_weights.py: 3.5 GB of real bf16
 #            weights, dropped from the page cache after writing): the weights phase against the disk's own
@@ -9,11 +12,11 @@
 # Usage: record_bench.sh OUT_DIR weights|bench...
 set -u
 out=${1:?usage: record_bench.sh OUT_DIR weights|bench...}; shift
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}" TQDEPLOY_VLLM_PYTHON=python3 PYTHONUNBUFFERED=1
 tq() { python3 -m tqdeploy "$@"; }
-# shellcheck source=scripts/gpu/spec.sh
-. "$repo/scripts/gpu/spec.sh"
+# shellcheck source=scripts/gpu/tools/spec.sh
+. "$repo/scripts/gpu/tools/spec.sh"
 b=/tmp/tq-gpu/dense8w; mkdir -p "$out" /tmp/tq-gpu
 
 build() {
@@ -21,7 +24,7 @@ build() {
   # the bench sends the same prompts round after round: cached prefills would favour whichever tool runs second
   gpu_spec dense8w dense8w 4096 "" '"--no-enable-prefix-caching"' > /tmp/tq-gpu/dense8w.toml
   tq build /tmp/tq-gpu/dense8w.toml --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
-  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
+  python3 "$repo/scripts/gpu/tools/make_dense_weights.py" "$b/models/dense8w" | tee "$out/model.txt"
 }
 
 weights() {

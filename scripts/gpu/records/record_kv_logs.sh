@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RECORD (kept for provenance, not a tool): run once, 2026-11-29, on the lent one-GPU H200 with vLLM 0.25.0; it
+# made tests/fixtures/vllm-logs/h200-vllm-0.25.0/dense-*-eager.log (that folder's README), whose figures
+# docs/plan.md and docs/facts.md cite (bytes per token of each KV dtype, the planner's calibration).
 # Records real vLLM start-up logs on a GPU host for the planner's calibration tests
 # (tests/fixtures/vllm-logs/h200-vllm-0.25.0/dense-<dtype>-eager.log).
 #
@@ -7,9 +10,9 @@
 # the same shape as the recorded dense-*.log fixtures. Usage: record_kv_logs.sh OUT_DIR DTYPE...
 set -u
 out=${1:?usage: record_kv_logs.sh OUT_DIR DTYPE...}; shift
-here=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")/../../.." && pwd)
 model=/tmp/dense8
-python3 "$here/scripts/gpu/make_dense8.py" "$model"
+python3 "$here/scripts/gpu/tools/make_dense8.py" "$model"
 get() { python3 -c 'import sys, urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1" 2>/dev/null; }
 for dtype in "$@"; do
   log="$out/dense-$dtype-eager.log"

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
+# RECORD (kept for provenance, not a tool): run once, 2026-12-01, on the lent one-GPU H200 with vLLM 0.25.0; it
+# made tests/fixtures/gpu-runs/h200-vllm-0.25.0/{bf16,tq}-warm-load, whose figures (KV bytes per token real
+# against planned) that folder's README gives; the profile tests replay them.
 # After record_up_profile.sh: a warm `tqdeploy up` of each recorded build, `tqdeploy profile --url ... --load`
 # against it (bounded load on 127.0.0.1) and `tqdeploy profile --log` of its stamped log, then `down`.
 # Usage: record_load.sh OUT_DIR CASE...   (CASE: bf16 | tq, built by record_up_profile.sh)
 set -u
 out=${1:?usage: record_load.sh OUT_DIR CASE...}; shift
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}"
 tq() { python3 -m tqdeploy "$@"; }
 for c in "$@"; do

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# RECORD (kept for provenance, not a tool): run 2026-12-01 on lent one-GPU H200s (the -2 folders: a second
+# machine) with vLLM 0.25.0; it made tests/fixtures/gpu-runs/h200-vllm-0.25.0/{bf16,tq}-{cold,warm}*, kvsmall-cold
+# (that folder's README), cited by docs/profile.md and docs/facts.md (bf16-cold, bf16-warm: the H200's start phases).
 # Records real `tqdeploy up / status / down` runs on a GPU host (vLLM 0.25.0 on an H200), for the
 # fixtures under tests/fixtures/gpu-runs/: the stamped server logs, up/status/down JSON, /metrics and
 # nvidia-smi memory before and after. profile's timelines are built from these logs in the tests.
@@ -9,18 +12,18 @@
 # Usage: record_up_profile.sh OUT_DIR CASE...   CASE: bf16 | tq (turboquant_4bit_nc) | kvsmall
 set -u
 out=${1:?usage: record_up_profile.sh OUT_DIR CASE...}; shift
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 tq() { python3 -m tqdeploy "$@"; }
 export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}"
 work=/tmp/tq-gpu; mkdir -p "$work" "$out"
 
 make_model() {  # $1: model dir
   [ -f "$1/config.json" ] && return
-  python3 "$repo/scripts/gpu/make_dense8.py" "$1"
+  python3 "$repo/scripts/gpu/tools/make_dense8.py" "$1"
 }
 
-# shellcheck source=scripts/gpu/spec.sh
-. "$repo/scripts/gpu/spec.sh"
+# shellcheck source=scripts/gpu/tools/spec.sh
+. "$repo/scripts/gpu/tools/spec.sh"
 
 gpu_mem() { nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits | head -1; }
 

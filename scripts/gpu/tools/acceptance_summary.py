@@ -1,9 +1,9 @@
-"""The summary of a GPU acceptance run (scripts/gpu/acceptance.sh): each step's exit code and seconds, and the key
+"""The summary of a GPU acceptance run (scripts/gpu/tools/acceptance.sh): each step's exit code and seconds, and the key
 figures (ready time cold and warm, KV tokens real vs planned, output tokens/s and /metrics scrapes per load step,
 GPU memory after down, leftover VLLM:: processes, the key nowhere in the bundle), as summary.json + summary.md.
 
-    python3 scripts/gpu/acceptance_summary.py WORK OUT          # from the run's work dir (or a copy of OUT)
-    python3 scripts/gpu/acceptance_summary.py --doc OUT docs/gpu-acceptance.md --commit SHA
+    python3 scripts/gpu/tools/acceptance_summary.py WORK OUT          # from the run's work dir (or a copy of OUT)
+    python3 scripts/gpu/tools/acceptance_summary.py --doc OUT docs/gpu-acceptance.md --commit SHA
 
 Every file read is the run's own output; a missing or unreadable one is reported as missing, never a crash, so a
 partial run (a phase that failed) still gets a summary that says where it stopped.
@@ -209,7 +209,7 @@ def write_doc(out: Path, doc: Path, commit: str) -> None:
     if summary is None or md is None:
         raise SystemExit(f"acceptance_summary: no summary.json/summary.md in {out}: run the summary phase first")
     date = str(summary.get("meta", {}).get("date_utc") or "unknown date")[:10]
-    head = "# GPU acceptance runs (scripts/gpu/acceptance.sh)\n"
+    head = "# GPU acceptance runs (scripts/gpu/tools/acceptance.sh)\n"
     intro = (
         "The README's GPU loop, keyed, on the lent H200 with vLLM 0.25.0 and a real-weights checkpoint. "
         "Newest first; each section is the run's summary.md. Run it whenever GPU-facing code changes.\n"

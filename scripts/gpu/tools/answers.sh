@@ -15,7 +15,7 @@
 set -u
 out=${1:?usage: answers.sh OUT model|run|table}
 phase=${2:?usage: answers.sh OUT model|run|table}
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 work=${TQ_ANSWERS_WORK:-/tmp/tq-answers}
 site=${TQ_VLLM_SITE:-/tmp/site}
 export PYTHONPATH="$repo/tool:$site${PYTHONPATH:+:$PYTHONPATH}"
@@ -24,8 +24,8 @@ tq() { python3 -m tqdeploy "$@"; }
 dtypes=(auto fp8 turboquant_k8v4 turboquant_4bit_nc turboquant_k3v4_nc turboquant_3bit_nc)
 call_s=${TQ_ANSWERS_CALL_S:-480}
 
-# shellcheck source=scripts/gpu/spec.sh
-. "$repo/scripts/gpu/spec.sh"
+# shellcheck source=scripts/gpu/tools/spec.sh
+. "$repo/scripts/gpu/tools/spec.sh"
 
 phase_model() {
   mkdir -p "$work"

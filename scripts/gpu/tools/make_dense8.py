@@ -2,7 +2,7 @@
 (the runs use --load-format dummy). Llama-style, 8 layers, 8 heads, 2 KV heads, head_dim 128, bf16: the shape
 of tests/fixtures/gpu-runs/h200-vllm-0.25.0/dense8/config.json and the dense-*.log fixtures.
 
-Usage: python3 scripts/gpu/make_dense8.py OUT_DIR   (needs transformers + tokenizers)
+Usage: python3 scripts/gpu/tools/make_dense8.py OUT_DIR   (needs transformers + tokenizers)
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CONFIG = {
     "architectures": ["LlamaForCausalLM"],
     "model_type": "llama",

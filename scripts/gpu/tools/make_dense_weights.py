@@ -8,8 +8,8 @@ work is a smaller share of the step, as with a 27B model (startup.sh's DENSE_LAY
 After writing, each shard is fsync'd and dropped from the page cache (posix_fadvise DONTNEED on the files this
 script wrote, nothing else), so the next start's load is a cold read from the disk.
 
-Usage: python3 scripts/gpu/make_dense_weights.py OUT_DIR [--layers N]   (N a multiple of 4, default 8; needs torch
-       with CUDA, safetensors, tokenizers)
+Usage: python3 scripts/gpu/tools/make_dense_weights.py OUT_DIR [--layers N]   (N a multiple of 4, default 8;
+       needs torch with CUDA, safetensors, tokenizers)
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import os
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "scripts" / "gpu"))
+REPO = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(REPO / "scripts" / "gpu" / "tools"))
 sys.path.insert(0, str(REPO / "tool"))
 from make_dense8 import CONFIG as DENSE8  # noqa: E402
 from make_dense8 import write_config_and_tokenizer  # noqa: E402

@@ -18,7 +18,7 @@ import json
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tool"))
 
 from tqdeploy.errors import TQError, report_error  # noqa: E402
 from tqdeploy.profile.load import load_spec  # noqa: E402

@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Sourced by the GPU recording scripts: the spec of a one-GPU vLLM 0.25.0 build serving a local checkpoint on
-# 127.0.0.1:18000 (the vLLM that runs on the lent H200; see scripts/gpu/record_up_profile.sh).
+# 127.0.0.1:18000 (the vLLM that runs on the lent H200: scripts/gpu/README.md).
 # GPU_MEMORY_UTILIZATION (default 0.9): startup.sh's ab phase runs two servers on one GPU at 0.45 each.
 # gpu_spec NAME MODEL MAX_MODEL_LEN EXTRA_VLLM_LINES EXTRA_ARGS [SERVER_LINES] [MODEL_LINES]
 #   EXTRA_ARGS: the body of a TOML list; SERVER_LINES: more [server] keys (acceptance.sh: api_key_file);

@@ -29,11 +29,11 @@
 # Usage: startup.sh OUT_DIR PHASE...   e.g. startup.sh /tmp/su build cold; then recreated warm; rotate; ...
 set -u
 out=${1:?usage: startup.sh OUT_DIR PHASE...}; shift
-repo=$(cd "$(dirname "$0")/../.." && pwd)
+repo=$(cd "$(dirname "$0")/../../.." && pwd)
 export PYTHONPATH="$repo/tool${PYTHONPATH:+:$PYTHONPATH}" TQDEPLOY_VLLM_PYTHON=python3 PYTHONUNBUFFERED=1
 tq() { python3 -m tqdeploy "$@"; }
-# shellcheck source=scripts/gpu/spec.sh
-. "$repo/scripts/gpu/spec.sh"
+# shellcheck source=scripts/gpu/tools/spec.sh
+. "$repo/scripts/gpu/tools/spec.sh"
 work=/tmp/tq-startup
 b=$work/build
 # DENSE_LAYERS (default 8) picks the checkpoint: dense8w, or e.g. dense32w (make_dense_weights.py --layers 32, about
@@ -64,16 +64,16 @@ build() {
     'api_key_file = "./secrets/vllm-api-key"' > "$work/spec.toml"
   tq build "$work/spec.toml" --out "$b" > "$out/build.txt" 2>&1 || { cat "$out/build.txt"; exit 1; }
   [ -s "$b/secrets/vllm-api-key" ] || { echo "build created no API key file" >&2; exit 1; }  # build makes it
-  python3 "$repo/scripts/gpu/make_dense_weights.py" "$b/models/$model" --layers "$layers" | tee "$out/model.txt"
+  python3 "$repo/scripts/gpu/tools/make_dense_weights.py" "$b/models/$model" --layers "$layers" | tee "$out/model.txt"
   fresh_dirs
   if [ -n "${CACHE_FROM:-}" ]; then  # a previous lease's volume (save-volume): the first start is then a recreated one
-    python3 "$repo/scripts/gpu/volume_carry.py" unpack "$CACHE_FROM" "$b/.tqdeploy/cache" | tee "$out/volume-restored.json"
+    python3 "$repo/scripts/gpu/tools/volume_carry.py" unpack "$CACHE_FROM" "$b/.tqdeploy/cache" | tee "$out/volume-restored.json"
   fi
 }
 
 save-volume() {  # the build's cache volume packed into VOLUME_OUT (parts of 15 MiB), for CACHE_FROM on the next lease
   build
-  python3 "$repo/scripts/gpu/volume_carry.py" pack "$b/.tqdeploy/cache" "${VOLUME_OUT:?save-volume: set VOLUME_OUT}" \
+  python3 "$repo/scripts/gpu/tools/volume_carry.py" pack "$b/.tqdeploy/cache" "${VOLUME_OUT:?save-volume: set VOLUME_OUT}" \
     --key-file "$b/secrets/vllm-api-key" \
     --gpu "$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)"
 }
@@ -279,7 +279,7 @@ ab-load() {
     "$b/.tqdeploy/state.json" 2>/dev/null)
   if [ "$plain_ready" != none ] && [ -n "$tq_sid" ]; then
     cpu_snapshot "$tq_sid" "$plain_pid" > "$work/cpu-before.json"
-    pinned python3 "$repo/scripts/gpu/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
+    pinned python3 "$repo/scripts/gpu/tools/paired_load.py" http://127.0.0.1:18000 "http://127.0.0.1:$plain_port" \
       --labels tqdeploy,plain --api-key-file "$b/secrets/vllm-api-key" --rounds "${AB_ROUNDS:-6}" \
       --duration "${AB_STEP:-5}" --warmup "${AB_WARMUP:-1}" --started-first "$first" \
       ${AB_SECONDS:+--max-seconds "$AB_SECONDS"} --out "$out/ab-$n.json" | tee "$out/ab-$n.txt"
@@ -358,7 +358,7 @@ PY
 }
 
 report() {
-  python3 "$repo/scripts/gpu/startup_report.py" "$records" "$out"
+  python3 "$repo/scripts/gpu/tools/startup_report.py" "$records" "$out"
 }
 
 for step in "$@"; do "$step"; done

@@ -1,4 +1,4 @@
-"""The start-up figures of scripts/gpu/startup.sh's records: OUT/startup.json and OUT/startup.md.
+"""The start-up figures of scripts/gpu/tools/startup.sh's records: OUT/startup.json and OUT/startup.md.
 
 Usage: startup_report.py RECORDS.jsonl OUT_DIR, or startup_report.py --pool AB.json... (interleaved runs of
 several sittings, pooled). Ratios are of medians within one sitting: the recreated start
@@ -14,7 +14,7 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tool"))
 
 from tqdeploy.errors import TQError, report_error  # noqa: E402
 
@@ -88,7 +88,7 @@ def comparisons(rows: list[dict]) -> dict:
 
 def markdown(rows: list[dict], cmp: dict) -> str:
     lines = [
-        "# Start-up on the GPU host (scripts/gpu/startup.sh)",
+        "# Start-up on the GPU host (scripts/gpu/tools/startup.sh)",
         "",
         "| phase | runner | to ready (s) | tok/s c=1 / 8 / 64 | key files on volume | compile-cache hit lines |",
         "|---|---|---|---|---|---|",

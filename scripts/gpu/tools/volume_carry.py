@@ -1,4 +1,4 @@
-"""Carries a filled cache volume from one lent GPU machine to the next (scripts/gpu/startup.sh, issue 18).
+"""Carries a filled cache volume from one lent GPU machine to the next (scripts/gpu/tools/startup.sh, issue 18).
 
 A lease's first start is cold: plain vLLM's took 378-434 s on the H200, a quarter of the session's device time.
 The build's cache volume holds every cache a start writes (docs/startup.md, item 1), so packing it at the end of
@@ -27,7 +27,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tool"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tool"))
 
 from tqdeploy.errors import TQError, report_error  # noqa: E402
 

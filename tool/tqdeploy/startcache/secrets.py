@@ -1,4 +1,4 @@
-"""No file that holds a secret leaves the volume (the volume carry's rule, scripts/gpu/volume_carry.py).
+"""No file that holds a secret leaves the volume (the volume carry's rule, scripts/gpu/tools/volume_carry.py).
 
 vLLM 0.25.0 hashes every VLLM_* variable, VLLM_API_KEY included, into the compile key and writes them to
 cache_key_factors.json on the volume (0.32.0 ignores VLLM_API_KEY: vllm/envs.py compile_factors); serve.sh
