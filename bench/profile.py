@@ -24,6 +24,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +72,11 @@ json.dump({k: result.get(k) for k in ("median_ttft_ms", "output_throughput", "co
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
-def _start(port: int, log: Path) -> subprocess.Popen:
+def _start(port: int, log: Path) -> subprocess.Popen[bytes]:
     args = [str(VLLM_PYTHON), "-m", "vllm.entrypoints.openai.api_server", "--model", str(MODEL)]
     args += ["--served-model-name", SERVED, "--host", "127.0.0.1", "--port", str(port), *shlex.split(SERVER_ARGS)]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
@@ -109,12 +111,12 @@ def _cpus(spec: str) -> set[int]:
     return out
 
 
-def _pin(spec: str):
+def _pin(spec: str) -> Callable[[], None]:
     cpus = _cpus(spec)
     return lambda: os.sched_setaffinity(0, cpus)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
@@ -125,13 +127,14 @@ def _stop(proc: subprocess.Popen) -> None:
         pass
 
 
-def _vllm_bench(base_url: str, out: Path) -> dict:
+def _vllm_bench(base_url: str, out: Path) -> dict[str, Any]:
     args = ["--backend", "vllm", "--base-url", base_url, "--endpoint", "/v1/completions", "--model", SERVED]
     args += ["--tokenizer", str(MODEL), "--dataset-name", "random", "--random-input-len", str(INPUT)]
     args += ["--random-output-len", str(OUTPUT), "--num-prompts", str(PROMPTS), "--max-concurrency", str(CONCURRENCY)]
     args += ["--ignore-eos", "--request-rate", "inf", "--disable-tqdm"]
     subprocess.run([str(VLLM_PYTHON), "-c", _DRIVER, str(out), *args], check=True, capture_output=True, timeout=600)
-    return json.loads(out.read_text())
+    result: dict[str, Any] = json.loads(out.read_text())
+    return result
 
 
 def run() -> list[Row]:

@@ -20,6 +20,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import Row
 from bench.doctor import VLLM_PYTHON, tqdeploy_argv
@@ -41,7 +42,7 @@ def make_build(root: Path, python: str, artifact: Path | None = None) -> Path:
     return build
 
 
-def up_down(build: Path, python: str, env: dict[str, str]) -> tuple[float, dict]:
+def up_down(build: Path, python: str, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     """`up --no-check` to ready (seconds, its JSON), then `down`."""
     try:
         return _timed(tqdeploy_argv() + ["up", str(build), "--python", python, "--no-check", "--json"], env)
@@ -49,7 +50,7 @@ def up_down(build: Path, python: str, env: dict[str, str]) -> tuple[float, dict]
         subprocess.run(tqdeploy_argv() + ["down", str(build)], env=env, capture_output=True, timeout=300)
 
 
-def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, dict]:
+def _timed(argv: list[str], env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     t0 = time.monotonic()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
     took = time.monotonic() - t0

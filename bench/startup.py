@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import REPO, Row
 from bench.doctor import VLLM_PYTHON, tqdeploy_argv
@@ -58,7 +59,7 @@ def plain_argv(build: Path, python: str, port: int) -> list[str]:
     return [python, "-m", "vllm.entrypoints.openai.api_server", "--model", model, *flags, "--port", str(port)]
 
 
-def spawn_plain(build: Path, python: str, env: dict[str, str], port: int) -> subprocess.Popen:
+def spawn_plain(build: Path, python: str, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
     key = build_key(build)
     argv = plain_argv(build, python, port) + ["--host", "127.0.0.1"] + (["--api-key", key] if key else [])
     with open(build / "plain.log", "ab") as log:
@@ -164,7 +165,7 @@ def h200_tok_rows() -> list[Row]:
     one row per checkpoint and concurrency: the median step's tokens/s of each side, and in the name the per-step
     ratio with its interval and both readings against 2% (within +-2%; at most 2% slower)."""
 
-    by_checkpoint: dict[str, list[dict]] = {}
+    by_checkpoint: dict[str, list[dict[str, Any]]] = {}
     for path in sorted(H200_STARTUP.glob(H200_AB)):
         result = json.loads(path.read_text())
         # runs that recorded no checkpoint all served dense8w (startup.sh before DENSE_LAYERS)
@@ -172,7 +173,7 @@ def h200_tok_rows() -> list[Row]:
     return [row for name, results in sorted(by_checkpoint.items()) for row in _pooled_rows(name, results)]
 
 
-def _pooled_rows(served: str, results: list[dict]) -> list[Row]:
+def _pooled_rows(served: str, results: list[dict[str, Any]]) -> list[Row]:
 
     pooled = pool(results)
     first = sorted({r.get("started_first") or "tqdeploy" for r in results})  # lease 6 started tqdeploy's first

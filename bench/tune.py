@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench import Row
 from bench.doctor import VLLM_PYTHON, tqdeploy_argv
@@ -27,7 +28,7 @@ from tqdeploy.runtime.deployment import load_deployment
 WORKLOAD = ["--prompt-tokens", "16", "--output-tokens", "8", "--concurrency", "1,2", "--requests", "4"]
 
 
-def _tune(build: Path, env: dict[str, str]) -> tuple[float, dict]:
+def _tune(build: Path, env: dict[str, str]) -> tuple[float, dict[str, Any]]:
     argv = tqdeploy_argv() + ["tune", str(build), "--dtypes", "auto,fp8", *WORKLOAD, "--json"]
     t0 = time.monotonic()
     proc = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=3600)
@@ -37,7 +38,7 @@ def _tune(build: Path, env: dict[str, str]) -> tuple[float, dict]:
     return took, json.loads(proc.stdout)
 
 
-def work_s(doc: dict) -> tuple[float, int]:
+def work_s(doc: dict[str, Any]) -> tuple[float, int]:
     """Seconds of vLLM starts, load steps and checks in a tune's JSON, and how many candidates were measured."""
     total, measured = 0.0, 0
     for cand in doc.get("candidates", []):

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from bench import REPO, Row
@@ -46,7 +47,8 @@ POLL_S = 0.1
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        port: int = s.getsockname()[1]
+        return port
 
 
 def is_ready(base_url: str, model: str, key: str | None = None) -> bool:
@@ -61,7 +63,9 @@ def build_key(build: Path) -> str | None:
     return read_key_file(path) if path.is_file() else None
 
 
-def poll_ready(base_url: str, model: str, timeout: float, gone=lambda: False, key: str | None = None) -> float | None:
+def poll_ready(
+    base_url: str, model: str, timeout: float, gone: Callable[[], bool] = lambda: False, key: str | None = None
+) -> float | None:
     """time.monotonic() when is_ready first holds; None on timeout or once gone() says the server exited.
     Not runtime/wait.py's wait_ready: that one follows a deployment through its state.json and log, and the
     by-hand and plain starts it is compared with have neither; both arms are asked the same probe."""
@@ -125,7 +129,7 @@ def start_by_hand(build: Path, python: str, env: dict[str, str], port: int) -> t
     return (None if ready_at is None else ready_at - t0), gone
 
 
-def stop_group(build: Path, proc: subprocess.Popen, port: int) -> float:
+def stop_group(build: Path, proc: subprocess.Popen[bytes], port: int) -> float:
     """A server started in a session of its own, stopped by its process group (TERM, GRACE_S, KILL): the seconds
     until nothing of it is left (seconds_until_gone)."""
     t_stop = time.monotonic()
