@@ -319,7 +319,7 @@ def _bundled(build: Path, out: Path):
     from tqdeploy.bundle.identity import HostIdentity
 
     names = ("state", "logs", "spec")
-    collectors = tuple(c for c in COLLECTORS if c[0] in names)
+    collectors = tuple(c for c in COLLECTORS if c.name in names)
     return build_bundle(build, out, collectors=collectors, identity=HostIdentity(hostnames=(), users=()))
 
 

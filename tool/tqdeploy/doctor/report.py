@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.findings import Finding, exit_code_for, sort_worst_first, summarize
+from tqdeploy.snapshot import HostSnapshot
 
 SCHEMA = "tqdeploy.doctor/1"
 
@@ -16,6 +17,9 @@ class DoctorResult:
     source: str  # "this host" or the snapshot file replayed
     fail_on: str = "error"
     options: dict[str, Any] = field(default_factory=dict)
+    # The snapshot the checks judged: the bundle records it beside the verdicts (not in this JSON, which is
+    # the verdicts only; `--snapshot-out` writes it on its own).
+    host: HostSnapshot | None = field(default=None, repr=False)
 
     def shown_findings(self) -> list[Finding]:
         """The findings as printed: every text and evidence value through tqdeploy.redact (secrets only;

@@ -116,7 +116,7 @@ def run_doctor(
 
     ids, moot = split_for_variant(select_checks(ctx), variant)
     findings = run_checks(ctx, ids) + moot + flag_findings + ([model_error] if model_error else [])
-    return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
+    return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options, host=host)
 
 
 def check_snapshot_out(path: Path, force: bool) -> None:
