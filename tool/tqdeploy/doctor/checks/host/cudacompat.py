@@ -11,7 +11,8 @@ from typing import Any
 def table() -> dict[str, Any]:
     from tqdeploy.resources import data_dir
 
-    return json.loads((data_dir("checks") / "cuda_compat.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((data_dir("checks") / "cuda_compat.json").read_text(encoding="utf-8"))
+    return data
 
 
 def cuda_tuple(text: str) -> tuple[int, int]:

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.doctor.registry import check, error, passed, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, passed, warn
 
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 VERSION_PROBE = """
@@ -55,12 +55,12 @@ def node_facts(build_dir: Path, python: str | None = None) -> dict[str, Any]:
     }
 
 
-def _given(ctx) -> dict[str, Any] | None:
+def _given(ctx: HostInputs) -> dict[str, Any] | None:
     return ctx.options.get("multinode")
 
 
-@check("TQ127", "multinode", "multi-node ports free, distinct and in range")
-def node_ports(ctx):
+@host_check("TQ127", "multinode", "multi-node ports free, distinct and in range")
+def node_ports(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -79,8 +79,8 @@ def node_ports(ctx):
     return passed(ev, title=f"master port {master} and API port {api} free and distinct")
 
 
-@check("TQ128", "multinode", "interface between nodes named and present")
-def node_interface(ctx):
+@host_check("TQ128", "multinode", "interface between nodes named and present")
+def node_interface(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -96,8 +96,8 @@ def node_interface(ctx):
     return passed(ev, title=f"nodes talk over {', '.join(sorted(set(names.values())))}")
 
 
-@check("TQ129", "multinode", "tensor x pipeline parallel fits GPUs per node x nodes")
-def node_layout(ctx):
+@host_check("TQ129", "multinode", "tensor x pipeline parallel fits GPUs per node x nodes")
+def node_layout(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -129,8 +129,8 @@ def node_layout(ctx):
     return passed(ev, title=f"tp {tp} x pp {pp} = {per_node} GPUs x {nodes} nodes")
 
 
-@check("TQ130", "multinode", "this node runs the build's vLLM (no node runs Ray)")
-def node_versions(ctx):
+@host_check("TQ130", "multinode", "this node runs the build's vLLM (no node runs Ray)")
+def node_versions(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
