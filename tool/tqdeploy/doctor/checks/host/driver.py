@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from packaging.version import InvalidVersion, Version
+
 from tqdeploy.doctor.checks.host.cudacompat import build_cuda, cuda_tuple, driver_cuda_str, min_driver_for, variants_for
 from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
 
@@ -109,8 +111,6 @@ VLLM_COMPAT_ENV_SINCE = "0.32.0"
 
 
 def _forward_compat(version: str | None, need: tuple[int, int]) -> str:
-    from packaging.version import InvalidVersion, Version
-
     package = f"cuda-compat-{need[0]}-{need[1]}"
     how = f"put /usr/local/cuda-{need[0]}.{need[1]}/compat first on LD_LIBRARY_PATH"
     try:

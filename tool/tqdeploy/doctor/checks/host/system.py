@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from tqdeploy.doctor.checks.host.common import MIB, mib
 from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
 
@@ -122,8 +124,6 @@ def nofile(ctx: HostInputs) -> Verdicts:
 
 
 def _kernel_version(release: str) -> tuple[int, ...]:
-    import re
-
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", release)
     return tuple(int(x) for x in m.groups()) if m else ()
 

@@ -25,6 +25,15 @@ from tqdeploy.doctor.registry import (
     warn,
 )
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.model.compat import (
+    config_max_model_len,
+    max_model_len_problems,
+    tensor_parallel_problems,
+    turboquant_problems,
+    valid_tp_sizes,
+    weights_fit_problems,
+)
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
 from tqdeploy.snapshot import GPU, HostSnapshot
 from tqdeploy.units import GiB
 
@@ -57,8 +66,6 @@ def _cc(ctx: ModelInputs) -> tuple[int, int] | None:
 
 @model_check("TQ203", "model", "tensor parallel size fits the heads")
 def tensor_parallel(ctx: ModelInputs) -> Verdicts:
-    from tqdeploy.model.compat import tensor_parallel_problems, valid_tp_sizes
-
     f = ctx.model
     tp, why = _tp(ctx)
     valid = valid_tp_sizes(f)
@@ -83,8 +90,6 @@ def tensor_parallel(ctx: ModelInputs) -> Verdicts:
 
 @model_check("TQ204", "model", "max-model-len within the config's context")
 def max_model_len(ctx: ModelInputs) -> Verdicts:
-    from tqdeploy.model.compat import config_max_model_len, max_model_len_problems
-
     f = ctx.model
     limit = config_max_model_len(f)
     ev = {
@@ -107,9 +112,6 @@ def max_model_len(ctx: ModelInputs) -> Verdicts:
 
 @model_check("TQ205", "model", "TurboQuant compatibility")
 def turboquant(ctx: ModelInputs) -> Verdicts:
-    from tqdeploy.model.compat import turboquant_problems
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
     f = ctx.model
     dtype = (
         ctx.options.get("kv_cache_dtype") or (f.turbo_quant_config or {}).get("kv_cache_dtype") or "turboquant_4bit_nc"
@@ -134,9 +136,6 @@ def turboquant(ctx: ModelInputs) -> Verdicts:
 
 @model_on_host_check("TQ206", "model", "weights fit per GPU")
 def weights_fit(ctx: ModelOnHostInputs) -> Verdicts:
-    from tqdeploy.model.compat import weights_fit_problems
-    from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
-
     f = ctx.model
     memories = [g.memory_total for g in ctx.host.gpus if g.memory_total]
     if not memories:
