@@ -1,13 +1,14 @@
 """`tqdeploy bundle`: a support bundle that is safe to attach to a public bug report, and replayable.
 
 Public API:
-  build_bundle(build_dir, out, *, logs_since_s=None, redact=True, collectors=COLLECTORS, identity=None,
+  build_bundle(build_dir, out, *, logs_since_s=None, redact=True, collectors=None (COLLECTORS), identity=None,
                force=False) -> BundleResult      (identity: tqdeploy.bundle.identity.HostIdentity, this host's)
   inspect_bundle(path, identity=None) -> InspectResult  (verifies hashes, scans every member, nested too)
   snapshot_from_bundle(path) -> dict               (the host snapshot, for `doctor --snapshot bundle.tar.gz`)
 
-Collectors (tqdeploy.bundle.collect_build, collect_host) each return files for the archive or raise Absent;
-the builder redacts every byte (and every member name) through one tqdeploy.redact.Redactor before anything
+Collectors (tqdeploy.bundle.collect_build, collect_host; listed in build.COLLECTORS) each declare the products
+they need and provide (collector.py, products.py), are run in the order those give, and return files for the
+archive or raise Absent; the builder redacts every byte (and every member name) through one tqdeploy.redact.Redactor before anything
 is written; a file a collector may not read safely (a symlink, a FIFO, outside the build) is recorded as skipped.
 """
 

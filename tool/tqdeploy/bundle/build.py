@@ -215,7 +215,7 @@ def build_bundle(
     *,
     logs_since_s: float | None = None,
     redact: bool = True,
-    collectors: Sequence[Collector] = COLLECTORS,
+    collectors: Sequence[Collector] | None = None,
     timeout_s: float = COLLECTOR_TIMEOUT_S,
     identity: HostIdentity | None = None,
     force: bool = False,
@@ -227,7 +227,8 @@ def build_bundle(
     red = seeded_redactor(state, redact, identity if identity is not None else this_host())
     state_rec = state_record(build_dir, state)
     ctx = BundleContext(build_dir, red, logs_since_s=logs_since_s, state=state, record=state_rec, skipped=skipped)
-    records, pending = _collect(ctx, red, collectors, timeout_s)
+    # COLLECTORS read at call time: a module that adds to it (docs/architecture.md) is seen
+    records, pending = _collect(ctx, red, COLLECTORS if collectors is None else collectors, timeout_s)
     # Pass 2: values learnt late (a key found in the last file) and their encodings, out of every file;
     # member names through the same redactor, so a host name in a file name is a placeholder too.
     entries = Entries()
