@@ -8,8 +8,9 @@ Public API:
 
 Collectors (tqdeploy.bundle.collect_build, collect_host; listed in build.COLLECTORS) each declare the products
 they need and provide (collector.py, products.py), are run in the order those give, and return files for the
-archive or raise Absent; the builder redacts every byte (and every member name) through one tqdeploy.redact.Redactor before anything
-is written; a file a collector may not read safely (a symlink, a FIFO, outside the build) is recorded as skipped.
+archive or raise Absent; the builder redacts every byte (and every member name) through one
+tqdeploy.redact.Redactor before anything is written; a file a collector may not read safely (a symlink, a FIFO,
+outside the build) is recorded as skipped.
 """
 
 from __future__ import annotations
