@@ -99,39 +99,46 @@ class Outcome:
     product: object | None = None
 
 
-def _run_in_thread(collector: Collector, ctx: BundleContext, inputs: Inputs, timeout: float) -> dict[str, Any]:
-    """{"result": ...} or {"error": exc}; {} when it overran. A daemon thread: one that hangs past its timeout
-    cannot keep `tqdeploy bundle` from exiting, and what it returns later is never read."""
-    outcome: dict[str, Any] = {}
+@dataclass
+class _Finished:
+    """What the collector's thread left behind: what it returned, or what it raised."""
+
+    result: Files | Collected | None = None
+    error: BaseException | None = None
+
+
+def _run_in_thread(collector: Collector, ctx: BundleContext, inputs: Inputs, timeout: float) -> _Finished | None:
+    """The collector's outcome, or None when it overran. A daemon thread: one that hangs past its timeout cannot
+    keep `tqdeploy bundle` from exiting, and what it returns later is never read."""
+    finished = _Finished()
 
     def target() -> None:
         try:
-            outcome["result"] = collector.run(ctx, inputs)
+            finished.result = collector.run(ctx, inputs)
         except BaseException as exc:  # noqa: BLE001 - reported by the caller, whatever it is
-            outcome["error"] = exc
+            finished.error = exc
 
     worker = threading.Thread(target=target, name=f"bundle-{collector.name}", daemon=True)
     worker.start()
     worker.join(timeout)
-    return {} if worker.is_alive() else dict(outcome)
+    return None if worker.is_alive() else finished
 
 
 def run_collector(collector: Collector, ctx: BundleContext, inputs: Inputs, timeout: float) -> Outcome:
     """One collector, recorded for the manifest whatever happens: raising or overrunning is never fatal; a
     product of a type it did not declare is a failure of that collector (its files are kept out too)."""
     t0 = time.perf_counter()
-    outcome = _run_in_thread(collector, ctx, inputs, timeout)
-    record: dict[str, Any] = {"name": collector.name}
-    exc = outcome.get("error")
-    result = outcome.get("result")
+    finished = _run_in_thread(collector, ctx, inputs, timeout)
+    record: dict[str, Any] = {"name": collector.name}  # a manifest entry: JSON
+    result = finished.result if finished else None
     collected = result if isinstance(result, Collected) else Collected(result or {})
     product = collected.product
-    if not outcome:
+    if finished is None:
         record.update(status="timeout", error=f"did not finish within {timeout:.0f} s")
-    elif isinstance(exc, Absent):
-        record.update(status="absent", reason=str(exc))
-    elif exc is not None:
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+    elif isinstance(finished.error, Absent):
+        record.update(status="absent", reason=str(finished.error))
+    elif finished.error is not None:
+        record.update(status="failed", error=f"{type(finished.error).__name__}: {finished.error}"[:500])
     elif product is not None and (collector.provides is None or not isinstance(product, collector.provides)):
         declared = collector.provides.__name__ if collector.provides else "nothing"
         record.update(status="failed", error=f"provided a {type(product).__name__}; it declares {declared}")
