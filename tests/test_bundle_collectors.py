@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import tarfile
-from dataclasses import dataclass
 
 import pytest
 
@@ -15,18 +14,9 @@ from tqdeploy.bundle.collector import Collected, Collector, CollectorGraphError,
 from tqdeploy.bundle.identity import HostIdentity
 from tqdeploy.bundle.products import JudgedHost, ServerVersion
 from tqdeploy.errors import TQError
+from tqdeploy.snapshot import HostSnapshot
 
 NOBODY = HostIdentity()
-
-
-@dataclass(frozen=True)
-class Greeting:
-    text: str
-
-
-@dataclass(frozen=True)
-class Loudness:
-    level: int
 
 
 def members(path) -> dict[str, bytes]:
@@ -34,16 +24,20 @@ def members(path) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
+# Two small collectors around a real product: one provides the server's /version answer, one reads it.
 def greeter(ctx, inputs):
-    return Collected({"greet/hello.txt": "hello\n"}, Greeting("hello"))
+    return Collected({"greet/hello.txt": "hello\n"}, ServerVersion(b"hello"))
 
 
 def shouter(ctx, inputs):
-    return {"greet/shout.txt": inputs.need(Greeting).text.upper() + "\n"}
+    return {"greet/shout.txt": inputs.need(ServerVersion).body.decode().upper() + "\n"}
 
 
 def test_a_consumer_declared_first_runs_after_its_provider_and_gets_the_product(tmp_path):
-    collectors = (Collector("shout", shouter, needs=(Greeting,)), Collector("greet", greeter, provides=Greeting))
+    collectors = (
+        Collector("shout", shouter, needs=(ServerVersion,)),
+        Collector("greet", greeter, provides=ServerVersion),
+    )
     assert [c.name for c in ordered(collectors)] == ["greet", "shout"]
     result = build_bundle(None, tmp_path / "b.tar.gz", collectors=collectors, identity=NOBODY)
     assert [c["name"] for c in result.manifest["collectors"]] == ["greet", "shout"]
@@ -61,8 +55,8 @@ def test_the_product_collectors_keep_their_declared_order_where_needs_allow():
 
 def test_a_cycle_is_named_before_anything_is_collected(tmp_path):
     collectors = (
-        Collector("greet", greeter, needs=(Loudness,), provides=Greeting),
-        Collector("shout", shouter, needs=(Greeting,), provides=Loudness),
+        Collector("greet", greeter, needs=(JudgedHost,), provides=ServerVersion),
+        Collector("shout", shouter, needs=(ServerVersion,), provides=JudgedHost),
     )
     with pytest.raises(CollectorGraphError, match=r"cycle: greet -> shout -> greet") as caught:
         build_bundle(None, tmp_path / "b.tar.gz", collectors=collectors, identity=NOBODY)
@@ -71,10 +65,10 @@ def test_a_cycle_is_named_before_anything_is_collected(tmp_path):
 
 
 def test_a_need_no_collector_provides_is_named(tmp_path):
-    with pytest.raises(CollectorGraphError, match="shout needs Greeting, which no collector provides"):
-        build_bundle(None, tmp_path / "b.tar.gz", collectors=(Collector("shout", shouter, needs=(Greeting,)),))
-    with pytest.raises(CollectorGraphError, match="both provide Greeting"):
-        ordered((Collector("a", greeter, provides=Greeting), Collector("b", greeter, provides=Greeting)))
+    with pytest.raises(CollectorGraphError, match="shout needs ServerVersion, which no collector provides"):
+        build_bundle(None, tmp_path / "b.tar.gz", collectors=(Collector("shout", shouter, needs=(ServerVersion,)),))
+    with pytest.raises(CollectorGraphError, match="both provide ServerVersion"):
+        ordered((Collector("a", greeter, provides=ServerVersion), Collector("b", greeter, provides=ServerVersion)))
     with pytest.raises(CollectorGraphError, match="two bundle collectors are named 'a'"):
         ordered((Collector("a", greeter), Collector("a", shouter)))
 
@@ -84,42 +78,42 @@ def test_a_failed_provider_makes_its_consumer_absent_naming_it(tmp_path):
         raise RuntimeError("the disk is gone")
 
     def optional_reader(ctx, inputs):
-        got = inputs.optional(Greeting)
-        return {"greet/optional.json": {"greeting": got.text if got else None}}
+        got = inputs.optional(ServerVersion)
+        return {"greet/optional.json": {"greeting": got.body.decode() if got else None}}
 
     collectors = (
-        Collector("greet", broken, provides=Greeting),
-        Collector("shout", shouter, needs=(Greeting,)),
-        Collector("maybe", optional_reader, needs=(Greeting,)),
+        Collector("greet", broken, provides=ServerVersion),
+        Collector("shout", shouter, needs=(ServerVersion,)),
+        Collector("maybe", optional_reader, needs=(ServerVersion,)),
     )
     result = build_bundle(None, tmp_path / "b.tar.gz", collectors=collectors, identity=NOBODY)
     by_name = {c["name"]: c for c in result.manifest["collectors"]}
     assert by_name["greet"]["status"] == "failed"
     assert by_name["shout"]["status"] == "absent"
-    assert by_name["shout"]["reason"] == "no Greeting: collector greet failed, provided none"
+    assert by_name["shout"]["reason"] == "no ServerVersion: collector greet failed, provided none"
     assert by_name["maybe"]["status"] == "ok"
     assert json.loads(members(result.path)["greet/optional.json"]) == {"greeting": None}
 
 
 def test_a_collector_gets_only_what_it_declared_and_provides_only_its_declared_type(tmp_path):
     def undeclared(ctx, inputs):
-        return {"greet/x.txt": inputs.need(Greeting).text}
+        return {"greet/x.txt": inputs.need(ServerVersion).body}
 
     def liar(ctx, inputs):
-        return Collected({"greet/liar.txt": "x"}, Loudness(3))
+        return Collected({"greet/liar.txt": "x"}, JudgedHost(HostSnapshot()))
 
     collectors = (
-        Collector("greet", greeter, provides=Greeting),
+        Collector("greet", greeter, provides=ServerVersion),
         Collector("undeclared", undeclared),
-        Collector("liar", liar, provides=Greeting),
+        Collector("liar", liar, provides=ServerVersion),
     )
-    with pytest.raises(CollectorGraphError):  # two providers of Greeting
+    with pytest.raises(CollectorGraphError):  # two providers of ServerVersion
         ordered(collectors)
     collectors = (collectors[0], collectors[1], Collector("liar", liar))
     result = build_bundle(None, tmp_path / "b.tar.gz", collectors=collectors, identity=NOBODY)
     by_name = {c["name"]: c for c in result.manifest["collectors"]}
     assert by_name["undeclared"]["status"] == "failed"
-    assert "reads Greeting without declaring it in needs" in by_name["undeclared"]["error"]
+    assert "reads ServerVersion without declaring it in needs" in by_name["undeclared"]["error"]
     assert by_name["liar"] == by_name["liar"] | {"status": "failed", "files": []}
-    assert "provided a Loudness; it declares nothing" in by_name["liar"]["error"]
+    assert "provided a JudgedHost; it declares nothing" in by_name["liar"]["error"]
     assert "greet/liar.txt" not in members(result.path)
