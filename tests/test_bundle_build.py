@@ -94,7 +94,7 @@ def assert_no_seed(raw: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
-    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import build_bundle
 
     root = tmp_path_factory.mktemp("seeded")
     with pytest.MonkeyPatch.context() as mp:
@@ -185,8 +185,8 @@ def test_doctor_replays_from_the_bundle_with_the_same_verdicts(seeded, run_cli):
 
 
 def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
-    from tqdeploy.bundle import archive, build_bundle, collect_build
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle import archive, collect_build
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     build = make_build(tmp_path)
     (build / "sub").mkdir()
@@ -210,8 +210,7 @@ def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
 
 
 def test_a_failing_and_an_overrunning_collector_are_recorded_not_fatal(tmp_path):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.collector import Collector
 
     release = threading.Event()
@@ -285,8 +284,7 @@ def test_inspect_of_a_file_that_is_not_a_bundle(tmp_path, run_cli):
 @pytest.mark.docker
 def test_container_inspect_env_values_are_redacted(tmp_path):
     docker = pytest.importorskip("docker")
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     try:
         client = docker.from_env(timeout=10)
@@ -321,8 +319,7 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
 def test_the_runtime_collector_asks_the_states_runtime_chosen_from_the_registry(tmp_path, monkeypatch):
     """The bundle knows no runtime by name: the validated state's runtime (a dummy registered with one line)
     says what it runs; the process runtime has nothing beyond processes and logs; a bad state is acted on never."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.context import state_record
     from tqdeploy.runtime import registry, state
 
@@ -363,8 +360,7 @@ GOLDEN = __import__("pathlib").Path(__file__).resolve().parent / "golden"
 def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden, tmp_path):
     """issue 19 item 2: serve.sh's VLLM_API_KEY="$(cat "$API_KEY_FILE")", the comment `--api-key is absent`,
     compose/k8s comments and dotted versions came out altered; a build with no secret counted 6."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.identity import HostIdentity, this_host
 
     src = GOLDEN / golden
@@ -384,7 +380,7 @@ def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden
 
 def test_human_output_shows_placeholders_as_written(tmp_path, run_cli):
     """Rich reads `[ip-1]` as a style tag: printed with markup it vanished from the report lines."""
-    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import build_bundle
     from tqdeploy.bundle.collector import Collector
 
     def boom(ctx, inputs):

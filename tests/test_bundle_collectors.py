@@ -8,8 +8,7 @@ import tarfile
 
 import pytest
 
-from tqdeploy.bundle import build_bundle
-from tqdeploy.bundle.build import COLLECTORS
+from tqdeploy.bundle.build import COLLECTORS, build_bundle
 from tqdeploy.bundle.collector import Collected, Collector, CollectorGraphError, ordered
 from tqdeploy.bundle.identity import HostIdentity
 from tqdeploy.bundle.products import JudgedHost, ServerVersion

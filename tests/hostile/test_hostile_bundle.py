@@ -250,8 +250,7 @@ def container_collector(ctx, inputs):
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """One bundle of the planted audit; (result, root, build, seconds)."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.collector import Collector
 
     root = tmp_path_factory.mktemp("planted")
@@ -392,8 +391,7 @@ def test_a_build_file_that_holds_nothing_is_byte_identical_and_nothing_is_counte
 
 
 def _bundle(build: Path, out: Path, names=("state", "logs", "spec", "profile"), **kw):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     return build_bundle(build, out, collectors=tuple(c for c in COLLECTORS if c.name in names), **kw)
 
@@ -449,8 +447,7 @@ def test_symlinked_log_folder_state_and_log_path_outside_are_skipped_with_their_
 
 
 def test_versions_never_run_a_program_named_by_another_process(tmp_path, server):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     marker = tmp_path / "ran"
     evil = tmp_path / "python-evil"

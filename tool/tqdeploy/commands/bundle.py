@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from tqdeploy.bundle import build_bundle, inspect_bundle
+from tqdeploy.bundle import inspect_bundle
+from tqdeploy.bundle.build import build_bundle
 from tqdeploy.bundle.cli_args import check_keywords, default_out, parse_duration, resolve_build_dir, resolve_out
 from tqdeploy.bundle.identity import read_keywords, this_host
 from tqdeploy.commands import options
