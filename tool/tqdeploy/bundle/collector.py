@@ -14,7 +14,7 @@ Inputs.optional and does without.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TypeVar
 
 from tqdeploy.bundle.context import Absent, BundleContext
@@ -68,11 +68,13 @@ CollectorRun = Callable[[BundleContext, Inputs], Files | Collected]
 
 @dataclass(frozen=True)
 class Collector:
+    """One entry of the bundle's collector list: its name in the manifest, the function, the product types it
+    needs (handed over through Inputs) and the one it provides (returned in Collected)."""
+
     name: str
     run: CollectorRun
     needs: tuple[type, ...] = ()
     provides: type | None = None
-    doc: str = field(default="", compare=False)
 
 
 class CollectorGraphError(TQError):
