@@ -94,7 +94,7 @@ def assert_no_seed(raw: bytes) -> None:
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory):
-    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import build_bundle
 
     root = tmp_path_factory.mktemp("seeded")
     with pytest.MonkeyPatch.context() as mp:
@@ -185,13 +185,13 @@ def test_doctor_replays_from_the_bundle_with_the_same_verdicts(seeded, run_cli):
 
 
 def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
-    from tqdeploy.bundle import archive, build_bundle, collect_build
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle import archive, collect_build
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     build = make_build(tmp_path)
     (build / "sub").mkdir()
     (build / "sub" / "profile.json").write_bytes(b"\x00\x01binary")
-    wanted = tuple(c for c in COLLECTORS if c[0] in ("logs", "profile"))
+    wanted = tuple(c for c in COLLECTORS if c.name in ("logs", "profile"))
     result = build_bundle(build, tmp_path / "b.tar.gz", logs_since_s=3600, collectors=wanted)
     log = members(result.path)["logs/server.log"]
     assert b"OLDMARK" not in log and b"non-default args" in log
@@ -210,23 +210,26 @@ def test_logs_since_binary_drop_and_truncation(tmp_path, monkeypatch):
 
 
 def test_a_failing_and_an_overrunning_collector_are_recorded_not_fatal(tmp_path):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
+    from tqdeploy.bundle.collector import Collector
 
     release = threading.Event()
 
-    def boom(ctx):
+    def boom(ctx, inputs):
         raise RuntimeError(f"cannot read /home/zqseeduser/x at {IP}")
 
-    def slow(ctx):
+    def slow(ctx, inputs):
         release.wait(30)
         return {"slow/never.txt": "late"}
 
-    spec = tuple(c for c in COLLECTORS if c[0] == "spec")
+    spec = tuple(c for c in COLLECTORS if c.name == "spec")
     t0 = time.perf_counter()
     try:
         result = build_bundle(
-            make_build(tmp_path), tmp_path / "b.tar.gz", collectors=(("boom", boom), ("slow", slow), *spec), timeout_s=2
+            make_build(tmp_path),
+            tmp_path / "b.tar.gz",
+            collectors=(Collector("boom", boom), Collector("slow", slow), *spec),
+            timeout_s=2,
         )
     finally:
         release.set()
@@ -281,8 +284,7 @@ def test_inspect_of_a_file_that_is_not_a_bundle(tmp_path, run_cli):
 @pytest.mark.docker
 def test_container_inspect_env_values_are_redacted(tmp_path):
     docker = pytest.importorskip("docker")
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     try:
         client = docker.from_env(timeout=10)
@@ -302,7 +304,7 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
             "last_error": None,
         }
         build = make_build(tmp_path, state)
-        wanted = tuple(c for c in COLLECTORS if c[0] == "runtime")
+        wanted = tuple(c for c in COLLECTORS if c.name == "runtime")
         result = build_bundle(build, tmp_path / "b.tar.gz", collectors=wanted)
     finally:
         container.remove(force=True)
@@ -317,13 +319,12 @@ def test_container_inspect_env_values_are_redacted(tmp_path):
 def test_the_runtime_collector_asks_the_states_runtime_chosen_from_the_registry(tmp_path, monkeypatch):
     """The bundle knows no runtime by name: the validated state's runtime (a dummy registered with one line)
     says what it runs; the process runtime has nothing beyond processes and logs; a bad state is acted on never."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.context import state_record
     from tqdeploy.runtime import registry, state
 
     monkeypatch.setitem(registry.RUNTIMES, "dummy", "support.dummy_runtime:DummyRuntime")
-    wanted = tuple(c for c in COLLECTORS if c[0] == "runtime")
+    wanted = tuple(c for c in COLLECTORS if c.name == "runtime")
     build = tmp_path / "build"
     state.new_state(build, runtime="dummy", port=8123, supervisor_pid=os.getpid(), started_at=time.time())
     result = build_bundle(build, tmp_path / "dummy.tar.gz", collectors=wanted)
@@ -359,13 +360,12 @@ GOLDEN = __import__("pathlib").Path(__file__).resolve().parent / "golden"
 def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden, tmp_path):
     """issue 19 item 2: serve.sh's VLLM_API_KEY="$(cat "$API_KEY_FILE")", the comment `--api-key is absent`,
     compose/k8s comments and dotted versions came out altered; a build with no secret counted 6."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.identity import HostIdentity, this_host
 
     src = GOLDEN / golden
     on_disk = {f"build/{p.relative_to(src)}": p.read_bytes() for p in src.rglob("*") if p.is_file()}
-    spec_only = tuple(c for c in COLLECTORS if c[0] == "spec")
+    spec_only = tuple(c for c in COLLECTORS if c.name == "spec")
     planted_host = HostIdentity(hostnames=["gpu-zq-7.zqcorp.internal"], users=["zqalice"], domains=["zqcorp.internal"])
     for n, ident in enumerate((planted_host, this_host())):
         result = build_bundle(src, tmp_path / f"b{n}.tar.gz", collectors=spec_only, identity=ident)
@@ -380,12 +380,13 @@ def test_a_rendered_build_without_secrets_is_byte_identical_in_the_bundle(golden
 
 def test_human_output_shows_placeholders_as_written(tmp_path, run_cli):
     """Rich reads `[ip-1]` as a style tag: printed with markup it vanished from the report lines."""
-    from tqdeploy.bundle import build_bundle
+    from tqdeploy.bundle.build import build_bundle
+    from tqdeploy.bundle.collector import Collector
 
-    def boom(ctx):
+    def boom(ctx, inputs):
         raise RuntimeError(f"cannot reach {IP}")
 
-    result = build_bundle(None, tmp_path / "b.tar.gz", collectors=(("boom", boom),))
+    result = build_bundle(None, tmp_path / "b.tar.gz", collectors=(Collector("boom", boom),))
     from tqdeploy.output import make_console
 
     console = make_console()

@@ -56,7 +56,8 @@ def _chat_with_the_key(base_url: str, key: str) -> None:
 
 
 def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
-    from tqdeploy.bundle import build_bundle, inspect_bundle
+    from tqdeploy.bundle import inspect_bundle
+    from tqdeploy.bundle.build import build_bundle
 
     build, _, up = deployment
     key = build_key(build)
@@ -90,7 +91,8 @@ def test_bundle_of_the_demo_while_up_runs_it(deployment, tmp_path, monkeypatch):
 
 
 def test_bundle_of_the_demo_after_down(deployment, tmp_path):
-    from tqdeploy.bundle import build_bundle, inspect_bundle
+    from tqdeploy.bundle import inspect_bundle
+    from tqdeploy.bundle.build import build_bundle
 
     build, port, up = deployment
     rc, down, output = tq("down", str(build), "--json", timeout=120)

@@ -9,6 +9,7 @@ import pytest
 import tqdeploy.doctor.checks.host  # noqa: F401  registers the checks
 from support.doctor_hosts import GIB, h200, h200_live, two_gpus, variant
 from tqdeploy.doctor.registry import REGISTRY, CheckContext
+from tqdeploy.model.facts import ModelFacts
 from tqdeploy.snapshot import HostSnapshot
 
 
@@ -207,9 +208,9 @@ def test_disk_token_and_mirror():
     disk = {"path": "/m/hub", "measured_at": "/m", "free_bytes": 200 * 10**9, "total_bytes": 10**12}
     assert severities(run("TQ122", with_host(disk=disk))) == ["ok"]
     assert severities(run("TQ122", with_host(disk=disk | {"free_bytes": 20 * 10**9}))) == ["warn"]
-    big = {"source": "Qwen/Qwen3.6-27B@main", "weight_bytes": 300 * 10**9}
+    big = ModelFacts(source="Qwen/Qwen3.6-27B@main", weight_bytes=300 * 10**9)
     assert severities(run("TQ122", with_host(disk=disk), model=big)) == ["error"]
-    local = {"source": "/models/qwen", "weight_bytes": 300 * 10**9}  # already on disk: nothing to download
+    local = ModelFacts(source="/models/qwen", weight_bytes=300 * 10**9)  # already on disk: nothing to download
     assert severities(run("TQ122", with_host(disk=disk), model=local)) == ["ok"]
     assert severities(run("TQ123", with_host(env={"hf_token_present": True}))) == ["ok"]
     (f,) = run("TQ123", with_host(env={"hf_token_present": False}))

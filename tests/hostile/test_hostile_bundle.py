@@ -230,7 +230,7 @@ def make_build(root: Path, base_url: str, pid: int | None) -> Path:
     return build
 
 
-def container_collector(ctx):
+def container_collector(ctx, inputs):
     """The Docker SDK's inspect answer (the adapter boundary), shaped as a real engine returns it."""
     return {
         "docker/container.json": {
@@ -250,8 +250,8 @@ def container_collector(ctx):
 @pytest.fixture(scope="module")
 def planted(tmp_path_factory):
     """One bundle of the planted audit; (result, root, build, seconds)."""
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
+    from tqdeploy.bundle.collector import Collector
 
     root = tmp_path_factory.mktemp("planted")
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Server)
@@ -264,7 +264,7 @@ def planted(tmp_path_factory):
             mp.setenv("HF_TOKEN", P["env_hf"])
             mp.setenv("TQ_DB_PASSWORD", P["env_db"])
             build = make_build(root, f"http://127.0.0.1:{httpd.server_address[1]}", proc.pid)
-            wanted = (*COLLECTORS, ("docker-container", container_collector))
+            wanted = (*COLLECTORS, Collector("docker-container", container_collector))
             t0 = time.perf_counter()
             result = build_bundle(build, root / "bundle.tar.gz", collectors=wanted, identity=identity(root))
             seconds = time.perf_counter() - t0
@@ -391,10 +391,9 @@ def test_a_build_file_that_holds_nothing_is_byte_identical_and_nothing_is_counte
 
 
 def _bundle(build: Path, out: Path, names=("state", "logs", "spec", "profile"), **kw):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
-    return build_bundle(build, out, collectors=tuple(c for c in COLLECTORS if c[0] in names), **kw)
+    return build_bundle(build, out, collectors=tuple(c for c in COLLECTORS if c.name in names), **kw)
 
 
 def _small_build(root: Path) -> Path:
@@ -448,8 +447,7 @@ def test_symlinked_log_folder_state_and_log_path_outside_are_skipped_with_their_
 
 
 def test_versions_never_run_a_program_named_by_another_process(tmp_path, server):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
 
     marker = tmp_path / "ran"
     evil = tmp_path / "python-evil"
@@ -459,7 +457,7 @@ def test_versions_never_run_a_program_named_by_another_process(tmp_path, server)
     try:
         build = _small_build(tmp_path)
         (build / ".tqdeploy" / "state.json").write_text(json.dumps({"pid": proc.pid, "base_url": server}))
-        wanted = tuple(c for c in COLLECTORS if c[0] in ("state", "metrics", "versions"))
+        wanted = tuple(c for c in COLLECTORS if c.name in ("state", "metrics", "versions"))
         result = build_bundle(build, tmp_path / "b.tar.gz", collectors=wanted)
     finally:
         proc.kill()

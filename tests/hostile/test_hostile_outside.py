@@ -314,12 +314,11 @@ def _build_with(root: Path, logs: dict[str, str], spec: str = "# spec\n") -> Pat
 
 
 def _bundled(build: Path, out: Path):
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.build import COLLECTORS
+    from tqdeploy.bundle.build import COLLECTORS, build_bundle
     from tqdeploy.bundle.identity import HostIdentity
 
     names = ("state", "logs", "spec")
-    collectors = tuple(c for c in COLLECTORS if c[0] in names)
+    collectors = tuple(c for c in COLLECTORS if c.name in names)
     return build_bundle(build, out, collectors=collectors, identity=HostIdentity(hostnames=(), users=()))
 
 

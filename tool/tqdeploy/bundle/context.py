@@ -1,5 +1,6 @@
 """What every collector is given: the build dir, the deployment state, the time window, bounded subprocesses,
-and the record of what was skipped (a symlink, a FIFO, a path outside the build)."""
+and the record of what was skipped (a symlink, a FIFO, a path outside the build). What one collector hands
+to another is no part of it: that travels as declared products (bundle/collector.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,13 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdeploy.buildfolder import STATE_DIR, BuildFolder
 from tqdeploy.redact import Redactor
-
-if TYPE_CHECKING:
-    from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.state import CorruptState, parsed_record
+from tqdeploy.safeio import FileRefused, is_within, read_text
 
 SUBPROCESS_TIMEOUT_S = 10.0
 STATE_LIMIT = 1024 * 1024
@@ -25,7 +26,7 @@ class Absent(Exception):
     """What a collector reads is not on this host (no build dir, no server, no nvidia-smi): not a failure."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class BundleContext:
     build_dir: Path | None
     redactor: Redactor
@@ -35,8 +36,7 @@ class BundleContext:
     # The same JSON validated into runtime's typed record (state_record): what a collector acts on. None when
     # there is no state or a field is not what tqdeploy writes there.
     record: StateRecord | None = None
-    scratch: dict[str, Any] = field(default_factory=dict)  # collectors share results (the host snapshot)
-    skipped: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)  # appended to by every collector
 
     def need_build_dir(self) -> Path:
         if self.build_dir is None or not self.build_dir.is_dir():
@@ -62,8 +62,6 @@ class BundleContext:
 def read_state(build_dir: Path | None, skipped: list[dict[str, str]] | None = None) -> dict[str, Any] | None:
     """BUILD_DIR/.tqdeploy/state.json (schema tqdeploy.state/1, written by `tqdeploy up`), or None: a regular
     file inside the build, not followed through a symlink, at most 1 MiB, a JSON object."""
-    from tqdeploy.safeio import FileRefused, read_text
-
     if build_dir is None:
         return None
     path = BuildFolder(build_dir).state_json  # as given: the bundle records the paths the user named
@@ -85,8 +83,6 @@ def read_state(build_dir: Path | None, skipped: list[dict[str, str]] | None = No
 
 def state_record(build_dir: Path | None, state: dict[str, Any] | None) -> StateRecord | None:
     """The state read_state returned, validated once into the typed record (runtime/statefields.py)."""
-    from tqdeploy.runtime.state import CorruptState, parsed_record
-
     if build_dir is None or state is None:
         return None
     try:
@@ -97,8 +93,6 @@ def state_record(build_dir: Path | None, state: dict[str, Any] | None) -> StateR
 
 def inside(build_dir: Path, value: Any) -> Path | None:
     """A path named by the state, when it resolves inside the build (relative ones against it), else None."""
-    from tqdeploy.safeio import is_within
-
     if not isinstance(value, str) or not value:
         return None
     path = Path(value) if os.path.isabs(value) else build_dir / value

@@ -4,6 +4,7 @@ the words the user names. Read here, at the adapter boundary, so tests pass a re
 
 from __future__ import annotations
 
+import getpass
 import os
 import socket
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.redact.rules import GENERIC_USERS
+from tqdeploy.safeio import FileRefused, read_bytes, read_text
 
 PASSWD = Path("/etc/passwd")
 PASSWD_LIMIT = 4 * 1024 * 1024
@@ -30,12 +32,8 @@ class HostIdentity:
 def people(passwd: Path = PASSWD) -> list[str]:
     """Accounts of people in a passwd-format file (uid >= 1000, not nobody), plus the current user and the
     one behind sudo; root and service names such as `vllm` are words of the product, never replaced."""
-    from tqdeploy.safeio import FileRefused, read_text
-
     names = {os.environ.get("SUDO_USER", "")}
     try:
-        import getpass
-
         names.add(getpass.getuser())
     except (KeyError, OSError):
         pass
@@ -54,8 +52,6 @@ def people(passwd: Path = PASSWD) -> list[str]:
 
 def host_names() -> list[str]:
     """The short and the full name of this host (the full one only where the resolver answers locally)."""
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     names = {socket.gethostname()}
     try:
         names.add(read_bytes(Path("/etc/hostname"), 256, "/etc/hostname", follow_symlinks=True).decode().strip())
@@ -66,8 +62,6 @@ def host_names() -> list[str]:
 
 def read_keywords(path: Path) -> list[str]:
     """--keyword-file: one word per line, `#` comments and blank lines skipped."""
-    from tqdeploy.safeio import read_text
-
     text = read_text(path, KEYWORD_FILE_LIMIT, "the --keyword-file")
     words = [ln.strip() for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     short = [w for w in words if len(w) < 3]

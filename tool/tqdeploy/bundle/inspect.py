@@ -10,8 +10,19 @@ import tarfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
-from tqdeploy.bundle.identity import HostIdentity
+from rich.console import Console
+
+from tqdeploy.bundle.archive import TAIL_KEPT, as_text
+from tqdeploy.bundle.identity import HostIdentity, this_host
+from tqdeploy.bundle.manifest import parse_manifest
+from tqdeploy.bundle.unpack import Budget, TooLarge, members, walk
+from tqdeploy.errors import TQError, shown
+from tqdeploy.redact import Redactor, scan
+from tqdeploy.redact.keys import decode_blob, drop_private_keys
+from tqdeploy.redact.rules import BASE64_BLOB
+from tqdeploy.safeio import FileRefused, read_bytes
 
 MAX_FINDINGS_PER_MEMBER = 20
 LEAF_LINES = 32  # a span this short is scanned line by line
@@ -48,9 +59,8 @@ class InspectResult:
             "problems": self.problems,
         }
 
-    def render(self, console) -> None:
-        from tqdeploy.errors import shown  # every name and field here comes from the bundle: escaped, cut
-
+    def render(self, console: Console) -> None:
+        # every name and field here comes from the bundle: each through shown(), escaped and cut
         m = self.manifest
         head = f"bundle {shown(self.path)}: tqdeploy {shown(m.get('tool_version'))}, {shown(m.get('created_at'))}"
         console.print(head, markup=False)
@@ -71,11 +81,6 @@ class InspectResult:
 
 def _views(text: str) -> list[tuple[str, str]]:
     """(encoding, decoded text) of the base64, hex and URL-encoded words in text that decode to text."""
-    from urllib.parse import unquote
-
-    from tqdeploy.redact.keys import decode_blob
-    from tqdeploy.redact.rules import BASE64_BLOB
-
     out = []
     for m in BASE64_BLOB.finditer(text):
         for blob in {m.group(0), m.group(0) + "=" * (-len(m.group(0)) % 4)}:
@@ -101,16 +106,12 @@ class Scanner:
     next, in every encoding."""
 
     def __init__(self, identity: HostIdentity) -> None:
-        from tqdeploy.redact import Redactor
-
         self.probe = Redactor(
             hostnames=identity.hostnames, usernames=identity.users, domains=identity.domains, keywords=identity.keywords
         )
 
     def kinds(self, text: str, path: bool = False, log: bool = False) -> dict[str, int]:
         """What a redaction would still replace in text (a member name, a log: as the bundle redacts them)."""
-        from tqdeploy.redact import scan
-
         found = dict(scan(text, self.probe, path, log))
         for encoding, decoded in _views(text):
             for kind, n in scan(decoded, self.probe).items():
@@ -135,8 +136,6 @@ class Scanner:
 
     def lines(self, member: str, text: str, log: bool = False) -> list[dict[str, Any]]:
         """Where in the member: the line of each finding (a private key block: its first line)."""
-        from tqdeploy.redact.keys import drop_private_keys
-
         out: list[dict[str, Any]] = []
         all_lines = text.splitlines()
         self._locate(member, all_lines, 0, len(all_lines), out, log)
@@ -151,11 +150,6 @@ class Scanner:
 
 
 def inspect_bundle(path: Path, identity: HostIdentity | None = None) -> InspectResult:
-    from tqdeploy.bundle.identity import this_host
-    from tqdeploy.bundle.unpack import Budget, TooLarge, members, walk
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     if not path.is_file():
         raise TQError(f"bundle {path} does not exist or is not a file", "pass a file written by `tqdeploy bundle`")
     try:
@@ -171,7 +165,6 @@ def inspect_bundle(path: Path, identity: HostIdentity | None = None) -> InspectR
         raise TQError(
             f"bundle {path} is unreadable: no manifest.json in it", "pass a file written by `tqdeploy bundle`"
         )
-    from tqdeploy.bundle.manifest import parse_manifest
 
     result = InspectResult(path, parse_manifest(top.pop("manifest.json"), str(path)))
     scanner = Scanner(identity if identity is not None else this_host())
@@ -198,8 +191,6 @@ def _verify(result: InspectResult, top: dict[str, bytes]) -> None:
 
 
 def _scan_member(result: InspectResult, scanner: Scanner, name: str, data: bytes) -> None:
-    from tqdeploy.bundle.archive import TAIL_KEPT, as_text
-
     if name.rsplit("/", 1)[-1].endswith("mapping.json"):
         result.problems.append(f"{name}: a placeholder mapping inside the bundle")
     text = as_text(data)

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.bundle.identity import HostIdentity
+from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.redact import Redactor, is_secret_name
+from tqdeploy.safeio import FileRefused, read_key_file
 
 NOT_SECRETS = frozenset({"true", "false", "none", "null", "yes", "no", "absent", "present"})
 
@@ -37,8 +39,6 @@ def seeded_redactor(state: dict[str, Any] | None, enabled: bool, identity: HostI
 def _api_key(state: dict[str, Any] | None) -> str | None:
     """The key in the state's api_key_file: read (bounded, a regular file of one printable line, as `up`
     reads it) only to replace it wherever it appears; the file itself is never bundled."""
-    from tqdeploy.safeio import FileRefused, read_key_file
-
     path = (state or {}).get("api_key_file")
     if not isinstance(path, str) or not path:
         return None
@@ -56,8 +56,6 @@ def mapping_path_for(out: Path) -> Path:
 def write_mapping(out: Path, mapping: dict[str, dict[str, str]]) -> Path:
     """Placeholder -> original, next to the archive (never in it), readable by this user only (0600),
     written to a new file and renamed into place: a symlink at the path is replaced, never followed."""
-    from tqdeploy.fsutil import atomic_write_text
-
     path = mapping_path_for(out)
     doc = {"schema": "tqdeploy.bundle-mapping/1", "bundle": out.name, "mapping": mapping}
     atomic_write_text(path, json.dumps(doc, indent=2) + "\n", mode=0o600)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.jsonin import loads
 from tqdeploy.snapshot_types import check_type
 
 FIELD_LIMIT = 1000  # characters of a version, a date, a collector's name or reason
@@ -46,8 +47,6 @@ def _check(values: dict[str, Any], fields: dict[str, Any], where: str) -> None:
 
 def parse_manifest(raw: bytes, where: str) -> dict[str, Any]:
     """The manifest of bundle ``where``, checked; TQError naming the field otherwise."""
-    from tqdeploy.jsonin import loads
-
     fix = "pass a bundle written by `tqdeploy bundle`, or record a new one"
     data = loads(raw, f"manifest.json of bundle {where}", fix)
     if not isinstance(data, dict):

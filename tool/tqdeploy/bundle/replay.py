@@ -9,7 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.bundle.archive import read_archive
 from tqdeploy.errors import TQError
+from tqdeploy.jsonin import loads
 from tqdeploy.snapshot import SCHEMA, HostSnapshot
 
 SNAPSHOT_MEMBER = "host/snapshot.json"
@@ -26,8 +28,6 @@ def is_bundle(path: str | Path) -> bool:
 
 def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
     """The raw host snapshot (tqdeploy.snapshot/1) recorded in a bundle, as a dict."""
-    from tqdeploy.bundle.archive import read_archive
-
     p = Path(path)
     try:
         _, files = read_archive(p)
@@ -38,7 +38,6 @@ def snapshot_from_bundle(path: str | Path) -> dict[str, Any]:
             f"bundle {p} holds no {SNAPSHOT_MEMBER} (its doctor collector did not run)",
             "run `tqdeploy bundle --inspect FILE` to see which collectors failed; record a new bundle",
         )
-    from tqdeploy.jsonin import loads
 
     where, fix = f"{SNAPSHOT_MEMBER} in bundle {p}", "record a new bundle"
     data = loads(files[SNAPSHOT_MEMBER], where, fix, constants=True)  # depth-bounded; NaN named by from_dict

@@ -10,10 +10,15 @@ import tarfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
 MAX_MEMBERS = 20000
 MAX_TOTAL_BYTES = 512 * 1024 * 1024
 MAX_DEPTH = 4
+
+
+class Readable(Protocol):
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 class TooLarge(Exception):
@@ -44,7 +49,7 @@ def kind_of(data: bytes) -> str | None:
     return None
 
 
-def _read_limited(fh, budget: Budget) -> bytes:
+def _read_limited(fh: Readable, budget: Budget) -> bytes:
     left = MAX_TOTAL_BYTES - budget.total
     data = fh.read(left + 1)
     budget.take(len(data))

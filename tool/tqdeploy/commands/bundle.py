@@ -6,7 +6,12 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.bundle import inspect_bundle
+from tqdeploy.bundle.build import build_bundle
+from tqdeploy.bundle.cli_args import check_keywords, default_out, parse_duration, resolve_build_dir, resolve_out
+from tqdeploy.bundle.identity import read_keywords, this_host
 from tqdeploy.commands import options
+from tqdeploy.output import emit
 
 ORDER = 80
 
@@ -40,19 +45,12 @@ def bundle(
     as_json: bool = options.as_json(),
 ) -> int:
     """Collect doctor, plan, spec, state, logs, metrics, versions, GPU/kernel/Docker facts into one tar.gz."""
-    from tqdeploy.bundle.identity import read_keywords, this_host
-    from tqdeploy.output import emit
-
     words = tuple(keyword) + (tuple(read_keywords(keyword_file)) if keyword_file else ())
     identity = this_host(domains=tuple(domain), keywords=words)
     if inspect is not None:
-        from tqdeploy.bundle import inspect_bundle
-
         checked = inspect_bundle(inspect, identity)
         emit(checked, as_json)
         return checked.exit_code
-    from tqdeploy.bundle import build_bundle
-    from tqdeploy.bundle.cli_args import check_keywords, default_out, parse_duration, resolve_build_dir, resolve_out
 
     check_keywords(words)
     result = build_bundle(

@@ -6,7 +6,11 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.bundle.replay import load_host_snapshot
 from tqdeploy.commands import options
+from tqdeploy.doctor.run import run_doctor
+from tqdeploy.output import emit
+from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
 ORDER = 10
 
@@ -51,11 +55,6 @@ def doctor(
     command: list[str] | None = typer.Argument(None, help="Or the launch command after `--`: vllm serve MODEL ..."),
 ) -> int:
     """Check the driver, GPUs, PCIe, topology, shared memory, Docker, CUDA libraries and model cache."""
-    from tqdeploy.bundle.replay import load_host_snapshot
-    from tqdeploy.doctor.run import run_doctor
-    from tqdeploy.output import emit
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
     result = run_doctor(
         snapshot=snapshot,
         snapshot_out=snapshot_out,

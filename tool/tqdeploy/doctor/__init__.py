@@ -1,6 +1,7 @@
 """`tqdeploy doctor` in one place.
 
-registry.py     Check, @check, CheckContext, run_checks: how a check is declared and run
+registry.py     Check, @host_check / @model_check / @model_on_host_check, CheckContext and the typed inputs
+                each check declares (HostInputs, ModelInputs, ModelOnHostInputs), run_checks
 checks/host/    the host checks (TQ1xx), one module per area
 checks/model/   the checkpoint audit (TQ2xx, --model)
 run.py          run_doctor: probe or replay a host snapshot, lint a launch command, run the checks

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from rich.console import Console
+
+from tqdeploy import __version__
 from tqdeploy.findings import Finding, exit_code_for, sort_worst_first, summarize
+from tqdeploy.output import render_findings
+from tqdeploy.redact import Redactor
+from tqdeploy.snapshot import HostSnapshot
 
 SCHEMA = "tqdeploy.doctor/1"
 
@@ -16,14 +22,13 @@ class DoctorResult:
     source: str  # "this host" or the snapshot file replayed
     fail_on: str = "error"
     options: dict[str, Any] = field(default_factory=dict)
+    # The snapshot the checks judged: the bundle records it beside the verdicts (not in this JSON, which is
+    # the verdicts only; `--snapshot-out` writes it on its own).
+    host: HostSnapshot | None = field(default=None, repr=False)
 
     def shown_findings(self) -> list[Finding]:
         """The findings as printed: every text and evidence value through tqdeploy.redact (secrets only;
         hosts and addresses are the doctor's subject), one redactor so a secret keeps one placeholder."""
-        from dataclasses import replace
-
-        from tqdeploy.redact import Redactor
-
         r = Redactor(names=False)
         return [
             replace(f, title=r.text(f.title), remediation=r.text(f.remediation), evidence=r.data(f.evidence))
@@ -35,8 +40,6 @@ class DoctorResult:
         return exit_code_for(self.findings, self.fail_on)
 
     def to_dict(self) -> dict[str, Any]:
-        from tqdeploy import __version__
-
         return {
             "schema": SCHEMA,
             "tool_version": __version__,
@@ -46,9 +49,7 @@ class DoctorResult:
             "summary": summarize(self.findings) | {"fail_on": self.fail_on, "exit_code": self.exit_code},
         }
 
-    def render(self, console) -> None:
-        from tqdeploy.output import render_findings
-
+    def render(self, console: Console) -> None:
         render_findings(console, self.shown_findings(), title=f"tqdeploy doctor: {self.source}")
         s = summarize(self.findings)
         console.print(

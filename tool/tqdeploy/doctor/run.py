@@ -12,34 +12,36 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
+import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
+from tqdeploy.doctor.checks.host.multinode import node_facts
+from tqdeploy.doctor.registry import REGISTRY, CheckContext, check_options, run_checks
 from tqdeploy.doctor.report import DoctorResult
 from tqdeploy.doctor.variant import split_for_variant, validate_variant
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.keyfile import inspect_key_file
+from tqdeploy.lint import lint_source
+from tqdeploy.model import load_model_facts
+from tqdeploy.model.facts import ModelFacts
+from tqdeploy.probe import collect
 from tqdeploy.snapshot import HostSnapshot
 
 FAIL_ON = ("error", "warn")
 
 
-def select_checks(ctx) -> list[str]:
-    """Ids of the checks to run: host checks always, others only when their inputs are given."""
-    from tqdeploy.doctor.registry import REGISTRY
-
-    ids = []
-    for cid, chk in sorted(REGISTRY.items()):
-        optional = [n for n in chk.needs if n != "host"]
-        if all(getattr(ctx, n, None) is not None for n in optional):
-            ids.append(cid)
-    return ids
+def select_checks(ctx: CheckContext) -> list[str]:
+    """Ids of the checks to run: host checks always (a missing host is their skip to report), the others only
+    when their inputs are given (no flood of skips for model checks without --model)."""
+    return [cid for cid, chk in sorted(REGISTRY.items()) if set(chk.missing(ctx)) <= {"host"}]
 
 
 def validate_options(vllm_version: str, fail_on: str, image_cuda: str | None = None) -> None:
-    from packaging.version import InvalidVersion, Version
-
-    from tqdeploy.errors import TQError
-
     if fail_on not in FAIL_ON:
         raise TQError(
             f"--fail-on {fail_on!r} is not one of {', '.join(FAIL_ON)}", "use --fail-on error or --fail-on warn"
@@ -78,8 +80,6 @@ def run_doctor(
     command / command_file: the launch command itself, linted (TQ3xx) and read for the same values;
     read_snapshot: how --snapshot FILE is read (the command passes bundle.replay.load_host_snapshot, which also
     replays a bundle); HostSnapshot.load (JSON only) by default."""
-    from tqdeploy.doctor.registry import CheckContext, run_checks
-
     validate_options(vllm_version, fail_on, image_cuda)
     validate_variant(variant)
     if snapshot_out is not None:
@@ -89,13 +89,11 @@ def run_doctor(
         host = (read_snapshot or HostSnapshot.load)(snapshot)
         source = f"snapshot {snapshot}"
     else:
-        from tqdeploy.probe import collect
-
         host = collect(offline=offline, **(probe_kwargs or {}))
         source = "this host"
     if snapshot_out is not None:
         _save(host, snapshot_out)
-    options = {"vllm_version": vllm_version, "offline": offline, "variant": variant}
+    options: dict[str, Any] = {"vllm_version": vllm_version, "offline": offline, "variant": variant}
     if image_cuda:
         options["image_cuda"] = image_cuda
     flag_findings: list[Finding] = []
@@ -103,27 +101,27 @@ def run_doctor(
         launch_options, flag_findings = lint_launch(command, command_file, vllm_version, host)
         options.update(launch_options)
     options.update({k: v for k, v in (serving or {}).items() if v is not None})  # explicit options win
-    if api_key_file is not None:  # this machine's file, also when replaying a snapshot: the key never travels
-        from tqdeploy.keyfile import inspect_key_file
-
-        options["api_key_file"] = inspect_key_file(api_key_file).to_dict()
-    if multinode is not None:  # this host's facts for a node of that build (doctor/checks/host/multinode.py)
-        from tqdeploy.doctor.checks.host.multinode import node_facts
-
-        options["multinode"] = node_facts(Path(multinode), python)
-    ctx = CheckContext(host=host, model=model_facts, options=options)
-    import tqdeploy.doctor.checks  # noqa: F401  (registers every check)
-
+    options.update(_local_files(api_key_file, multinode, python))
+    ctx = CheckContext(host=host, model=model_facts, options=check_options(options))
     ids, moot = split_for_variant(select_checks(ctx), variant)
     findings = run_checks(ctx, ids) + moot + flag_findings + ([model_error] if model_error else [])
-    return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options)
+    return DoctorResult(findings=findings, source=source, fail_on=fail_on, options=options, host=host)
+
+
+def _local_files(api_key_file: Path | None, multinode: Path | None, python: str | None) -> dict[str, Any]:
+    """What the checks of this machine's own files read (TQ126, TQ127-TQ130): looked at here, also when
+    replaying a snapshot, so an API key never travels in one."""
+    out: dict[str, Any] = {}
+    if api_key_file is not None:
+        out["api_key_file"] = inspect_key_file(api_key_file).to_dict()
+    if multinode is not None:  # this host's facts for a node of that build (doctor/checks/host/multinode.py)
+        out["multinode"] = node_facts(Path(multinode), python)
+    return out
 
 
 def check_snapshot_out(path: Path, force: bool) -> None:
     """Before any probing: an existing file is replaced only with --force (and then atomically), a
     folder or special file never; a recorded snapshot is evidence someone may still need."""
-    from tqdeploy.errors import TQError
-
     if path.is_symlink() or path.exists():
         if not path.is_file() or path.is_symlink():
             raise TQError(
@@ -133,9 +131,7 @@ def check_snapshot_out(path: Path, force: bool) -> None:
             raise TQError(f"--snapshot-out {path} already exists", "pass another file name, or --force to replace it")
 
 
-def _save(host, path: Path) -> None:
-    from tqdeploy.errors import TQError
-
+def _save(host: HostSnapshot, path: Path) -> None:
     try:
         host.save(path)
     except OSError as exc:
@@ -145,13 +141,10 @@ def _save(host, path: Path) -> None:
         ) from exc
 
 
-def _load_model(source: str) -> tuple[Any, Finding | None]:
+def _load_model(source: str) -> tuple[ModelFacts | None, Finding | None]:
     """(facts, None), or (None, a TQ201 error) for a checkpoint folder that is there but cannot be sized
     (a text-only or encoder config, a corrupt header): the host checks still run and say their part.
     A folder or repo that cannot be found stays a usage error (exit 2): nothing was audited."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.model import load_model_facts
-
     try:
         return load_model_facts(source), None
     except TQError as exc:
@@ -162,13 +155,9 @@ def _load_model(source: str) -> tuple[Any, Finding | None]:
 
 
 def lint_launch(
-    command: list[str] | None, command_file: Path | None, vllm_version: str, host
+    command: list[str] | None, command_file: Path | None, vllm_version: str, host: HostSnapshot
 ) -> tuple[dict[str, Any], list[Finding]]:
     """The launch command's lint findings (area "flags", secrets redacted) and the serving values it sets."""
-    from dataclasses import replace
-
-    from tqdeploy.lint import lint_source
-
     report = lint_source(command, command_file, vllm_version=vllm_version, host=host, live=False)
     evidence: dict[str, Any] = {"command": report.command_text}
     if report.changed:

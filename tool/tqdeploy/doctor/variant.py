@@ -9,6 +9,8 @@ the NVIDIA container runtime, whose area "containers" it shares with the Docker 
 
 from __future__ import annotations
 
+from tqdeploy.doctor.registry import REGISTRY, Check
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 
 VARIANTS = ("gpu", "cpu")
@@ -18,8 +20,6 @@ CPU_REASON = "variant cpu: the CPU build of vLLM uses no GPU"
 
 
 def validate_variant(variant: str) -> None:
-    from tqdeploy.errors import TQError
-
     if variant not in VARIANTS:
         raise TQError(
             f"--variant {variant!r} is not one of {', '.join(VARIANTS)}",
@@ -27,14 +27,12 @@ def validate_variant(variant: str) -> None:
         )
 
 
-def needs_gpu(check) -> bool:
+def needs_gpu(check: Check) -> bool:
     return check.area in GPU_AREAS or check.id in GPU_CHECKS
 
 
 def split_for_variant(ids: list[str], variant: str) -> tuple[list[str], list[Finding]]:
     """(ids to run, skipped findings for the checks the variant makes moot)."""
-    from tqdeploy.doctor.registry import REGISTRY
-
     if variant == "gpu":
         return ids, []
     moot = [REGISTRY[i] for i in ids if needs_gpu(REGISTRY[i])]

@@ -1,7 +1,8 @@
 """Host checks (TQ1xx) for `tqdeploy doctor`. Importing this package registers them.
 
-Each module covers one area; every check reads only ``ctx.host`` (a HostSnapshot) and
-``ctx.options`` (target vLLM version, image CUDA...), never the machine.
+Each module covers one area; every check is a ``@host_check`` and reads only the HostInputs it is handed
+(``host``: the HostSnapshot, ``options``: target vLLM version, image CUDA..., ``model`` when --model is
+given), never the machine.
 """
 
 from tqdeploy.doctor.checks.host import (  # noqa: F401

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import skipped
+from collections.abc import Callable
+
+from tqdeploy.doctor.registry import HostInputs, skipped
+from tqdeploy.findings import Finding
+from tqdeploy.snapshot import GPU, HostSnapshot
 from tqdeploy.units import GiB
 
 MIB = 1024**2
@@ -16,7 +20,7 @@ def mib(n: int | None) -> float | None:
     return None if n is None else round(n / MIB, 1)
 
 
-def no_gpu_verdict(host):
+def no_gpu_verdict(host: HostSnapshot) -> Finding | None:
     """The skip every per-GPU check returns when there is nothing to look at."""
     if not host.driver.get("present"):
         return skipped("no NVIDIA driver (see TQ101)")
@@ -25,7 +29,7 @@ def no_gpu_verdict(host):
     return None
 
 
-def unreadable_gpu_verdict(gpu):
+def unreadable_gpu_verdict(gpu: GPU) -> Finding | None:
     """The skip a per-GPU check returns for a GPU NVML could not open (TQ101 reports it as an error)."""
     if "handle" in (gpu.field_errors or {}):
         return skipped(
@@ -36,7 +40,7 @@ def unreadable_gpu_verdict(gpu):
     return None
 
 
-def per_gpu(ctx, judge):
+def per_gpu(ctx: HostInputs, judge: Callable[[HostInputs, GPU], Finding]) -> Finding | list[Finding]:
     """One verdict per GPU from judge(ctx, gpu), with the shared skips for no GPU and for a GPU NVML
     could not open."""
     if (v := no_gpu_verdict(ctx.host)) is not None:

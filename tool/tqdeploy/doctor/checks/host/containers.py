@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import check, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, host_check, info, passed, skipped, warn
 
 
-@check("TQ119", "containers", "Docker engine")
-def docker_engine(ctx):
+@host_check("TQ119", "containers", "Docker engine")
+def docker_engine(ctx: HostInputs) -> Verdicts:
     d = ctx.host.docker
     if not d:
         return skipped(ctx.host.probe_errors.get("docker", "not probed"))
@@ -32,8 +32,8 @@ def docker_engine(ctx):
     )
 
 
-@check("TQ120", "containers", "NVIDIA container runtime / CDI")
-def nvidia_runtime(ctx):
+@host_check("TQ120", "containers", "NVIDIA container runtime / CDI")
+def nvidia_runtime(ctx: HostInputs) -> Verdicts:
     d = ctx.host.docker
     if not d:
         return skipped(ctx.host.probe_errors.get("docker", "not probed"))

@@ -6,12 +6,16 @@ import functools
 import json
 from typing import Any
 
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from tqdeploy.resources import data_dir
+
 
 @functools.cache
 def table() -> dict[str, Any]:
-    from tqdeploy.resources import data_dir
-
-    return json.loads((data_dir("checks") / "cuda_compat.json").read_text(encoding="utf-8"))
+    data: dict[str, Any] = json.loads((data_dir("checks") / "cuda_compat.json").read_text(encoding="utf-8"))
+    return data
 
 
 def cuda_tuple(text: str) -> tuple[int, int]:
@@ -32,8 +36,6 @@ def build_cuda(vllm_version: str | None, override: str | None = None) -> tuple[s
         return str(override), "given by the operator"
     if not vllm_version:
         return None, "no vLLM version given"
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
 
     try:
         v = Version(vllm_version)
@@ -46,9 +48,6 @@ def build_cuda(vllm_version: str | None, override: str | None = None) -> tuple[s
 
 
 def variants_for(vllm_version: str | None) -> dict[str, str]:
-    from packaging.specifiers import SpecifierSet
-    from packaging.version import InvalidVersion, Version
-
     try:
         v = Version(vllm_version or "")
     except InvalidVersion:

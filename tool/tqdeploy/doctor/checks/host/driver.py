@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from packaging.version import InvalidVersion, Version
+
 from tqdeploy.doctor.checks.host.cudacompat import build_cuda, cuda_tuple, driver_cuda_str, min_driver_for, variants_for
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
 
 
-@check("TQ101", "driver", "NVIDIA driver and visible GPUs")
-def driver_present(ctx):
+@host_check("TQ101", "driver", "NVIDIA driver and visible GPUs")
+def driver_present(ctx: HostInputs) -> Verdicts:
     d = ctx.host.driver
     if not d.get("present"):
         reason = d.get("error") or ctx.host.probe_errors.get("nvml") or "NVML was not probed"
@@ -38,7 +40,7 @@ def driver_present(ctx):
     return passed(ev, title=f"NVIDIA driver {d.get('version')} with {len(ctx.host.gpus)} GPU(s)")
 
 
-def _driver_needed(ctx) -> str:
+def _driver_needed(ctx: HostInputs) -> str:
     """'>= 580 for vLLM 0.32.0 (CUDA 13.0)' from checks/cuda_compat.json, or a pointer to TQ102 when unknown."""
     version = ctx.options.get("vllm_version")
     target, _ = build_cuda(version, ctx.options.get("image_cuda"))
@@ -48,8 +50,8 @@ def _driver_needed(ctx) -> str:
     return f">= {minimum} for vLLM {version} (CUDA {target})" if version else f">= {minimum} for CUDA {target}"
 
 
-@check("TQ102", "driver", "driver CUDA version covers the vLLM build")
-def driver_cuda(ctx):
+@host_check("TQ102", "driver", "driver CUDA version covers the vLLM build")
+def driver_cuda(ctx: HostInputs) -> Verdicts:
     d = ctx.host.driver
     if not d.get("present"):
         return skipped("no NVIDIA driver (see TQ101)")
@@ -109,8 +111,6 @@ VLLM_COMPAT_ENV_SINCE = "0.32.0"
 
 
 def _forward_compat(version: str | None, need: tuple[int, int]) -> str:
-    from packaging.version import InvalidVersion, Version
-
     package = f"cuda-compat-{need[0]}-{need[1]}"
     how = f"put /usr/local/cuda-{need[0]}.{need[1]}/compat first on LD_LIBRARY_PATH"
     try:

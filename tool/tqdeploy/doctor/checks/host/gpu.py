@@ -2,25 +2,29 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from tqdeploy.doctor.checks.host.common import gib, per_gpu
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
+from tqdeploy.findings import Finding
 from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
+from tqdeploy.snapshot import GPU
 
 VLLM_MIN_CC = (7, 5)  # vLLM's floor (docs/facts.md: "vLLM needs CC >= 7.5")
 TURBOQUANT_MIN_CC = (8, 0)  # TurboQuant's effective floor: T4 (7.5) fails, vLLM issue #43576 (docs/facts.md)
 # At start-up vLLM refuses to run when free memory < utilization x total (vllm/v1/worker/utils.py).
 
 
-def _label(gpu) -> str:
+def _label(gpu: GPU) -> str:
     return f"GPU {gpu.index} ({gpu.name or 'unknown'})"
 
 
-@check("TQ103", "gpu", "GPU model, memory and compute capability")
-def compute_capability(ctx):
+@host_check("TQ103", "gpu", "GPU model, memory and compute capability")
+def compute_capability(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _compute_capability)
 
 
-def _compute_capability(ctx, gpu):
+def _compute_capability(ctx: HostInputs, gpu: GPU) -> Finding:
     cc = tuple(gpu.compute_capability or ())
     ev = {
         "gpu": gpu.index,
@@ -50,12 +54,12 @@ def _compute_capability(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: {gib(gpu.memory_total)} GiB, compute capability {cc[0]}.{cc[1]}")
 
 
-@check("TQ104", "gpu", "ECC mode, retired pages and remapped rows")
-def memory_health(ctx):
+@host_check("TQ104", "gpu", "ECC mode, retired pages and remapped rows")
+def memory_health(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _memory_health)
 
 
-def _memory_health(ctx, gpu):
+def _memory_health(ctx: HostInputs, gpu: GPU) -> Finding:
     ev = {
         "gpu": gpu.index,
         "ecc_mode": gpu.ecc_mode,
@@ -100,12 +104,12 @@ def _memory_health(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: ECC and memory repair state clean")
 
 
-@check("TQ105", "gpu", "persistence mode")
-def persistence(ctx):
+@host_check("TQ105", "gpu", "persistence mode")
+def persistence(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _persistence)
 
 
-def _persistence(ctx, gpu):
+def _persistence(ctx: HostInputs, gpu: GPU) -> Finding:
     ev = {"gpu": gpu.index, "persistence": gpu.persistence}
     if gpu.persistence is False:
         return warn(
@@ -121,12 +125,12 @@ def _persistence(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: persistence mode on")
 
 
-@check("TQ106", "gpu", "MIG mode")
-def mig(ctx):
+@host_check("TQ106", "gpu", "MIG mode")
+def mig(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _mig)
 
 
-def _mig(ctx, gpu):
+def _mig(ctx: HostInputs, gpu: GPU) -> Finding:
     mode = gpu.mig_mode
     ev = {"gpu": gpu.index, "mig_current": mode[0] if mode else None, "mig_pending": mode[1] if mode else None}
     if not mode:
@@ -148,7 +152,7 @@ def _mig(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: MIG off")
 
 
-def _process(p: dict) -> str:
+def _process(p: dict[str, Any]) -> str:
     """'pid 4242: 40.0 GiB'; NVML leaves the figure out inside some containers (no access to the pid)."""
     used = p.get("used_memory")
     return (
@@ -156,12 +160,12 @@ def _process(p: dict) -> str:
     )
 
 
-@check("TQ107", "gpu", "GPU memory held by other processes")
-def memory_in_use(ctx):
+@host_check("TQ107", "gpu", "GPU memory held by other processes")
+def memory_in_use(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _memory_in_use)
 
 
-def _memory_in_use(ctx, gpu):
+def _memory_in_use(ctx: HostInputs, gpu: GPU) -> Finding:
     util = float(ctx.options.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION)
     total, used = gpu.memory_total, gpu.memory_used
     free = None if total is None or used is None else total - used
@@ -178,7 +182,7 @@ def _memory_in_use(ctx, gpu):
     pids = ", ".join(str(p["pid"]) for p in gpu.processes)
     if free is None and not gpu.processes:
         return skipped("NVML reported no memory figures", ev, title=f"{_label(gpu)}: memory use unknown")
-    elif free is not None and need is not None and free < need:
+    elif free is not None and total and need is not None and free < need:
         return error(
             ev,
             f"stop the other processes ({pids or 'see `nvidia-smi`'}) or lower "

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
+from tqdeploy.model.facts import ModelFacts
 
 # Qwen3.6-27B BF16 weights incl. vision tower and MTP: ~55.6 GB (docs/facts.md), tqdeploy's first target.
 DEFAULT_TARGET_WEIGHTS_BYTES = 55_600_000_000
 
 
-def _model_weights_bytes(model) -> int | None:
+def _model_weights_bytes(model: ModelFacts | None) -> int | None:
     """Bytes still to download for --model REPO@REV (ModelFacts.weight_bytes); a local folder needs none."""
     if model is None:
         return None
-    get = model.get if isinstance(model, dict) else lambda k, d=None: getattr(model, k, d)
-    source = str(get("source", "") or "")
-    if source and "@" not in source:  # a checkpoint folder already on disk
+    if model.source and "@" not in model.source:  # a checkpoint folder already on disk
         return None
-    value = get("weight_bytes")
-    return int(value) if isinstance(value, (int, float)) and value > 0 else None
+    return model.weight_bytes if model.weight_bytes and model.weight_bytes > 0 else None
 
 
-@check("TQ122", "storage", "free disk where models are cached")
-def cache_disk(ctx):
+@host_check("TQ122", "storage", "free disk where models are cached")
+def cache_disk(ctx: HostInputs) -> Verdicts:
     disk = ctx.host.disk
     if not disk:
         return skipped(ctx.host.probe_errors.get("disk", "not probed"))
     free = disk.get("free_bytes")
+    if not isinstance(free, int):  # a hand-made snapshot's disk section without its figure
+        return skipped("the snapshot's disk section records no free_bytes")
     weights = _model_weights_bytes(ctx.model)
     need = weights or DEFAULT_TARGET_WEIGHTS_BYTES
     what = "the given model's weights" if weights else "Qwen3.6-27B BF16 weights (~55.6 GB, the default target)"
@@ -48,8 +48,8 @@ def cache_disk(ctx):
     return passed(ev, title=f"{round(free / 1e9, 1)} GB free in the model cache")
 
 
-@check("TQ123", "hub", "Hugging Face token")
-def hf_token(ctx):
+@host_check("TQ123", "hub", "Hugging Face token")
+def hf_token(ctx: HostInputs) -> Verdicts:
     env = ctx.host.env
     if not env:
         return skipped(ctx.host.probe_errors.get("env", "not probed"))
@@ -63,8 +63,8 @@ def hf_token(ctx):
     )
 
 
-@check("TQ124", "hub", "model mirror (HF_ENDPOINT) reachable")
-def mirror(ctx):
+@host_check("TQ124", "hub", "model mirror (HF_ENDPOINT) reachable")
+def mirror(ctx: HostInputs) -> Verdicts:
     env = ctx.host.env
     endpoint = (env or {}).get("hf_endpoint")
     if not endpoint:

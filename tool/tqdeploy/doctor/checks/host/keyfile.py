@@ -7,13 +7,12 @@ option the check is left out.
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import check, error, passed, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, passed, warn
+from tqdeploy.keyfile import KeyFileFacts
 
 
-@check("TQ126", "server", "API key file usable and private")
-def api_key_file(ctx):
-    from tqdeploy.keyfile import KeyFileFacts
-
+@host_check("TQ126", "server", "API key file usable and private")
+def api_key_file(ctx: HostInputs) -> Verdicts:
     given = ctx.options.get("api_key_file")
     if not given:
         return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from tqdeploy.doctor.checks.host.cudacompat import build_cuda, cuda_tuple
-from tqdeploy.doctor.registry import check, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, host_check, info, passed, skipped, warn
 
 
 def _wheel_cuda_major(name: str) -> int | None:
@@ -18,8 +18,8 @@ def _wheel_cuda_major(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-@check("TQ121", "libraries", "CUDA runtime and cuDNN the server will load")
-def cuda_libraries(ctx):
+@host_check("TQ121", "libraries", "CUDA runtime and cuDNN the server will load")
+def cuda_libraries(ctx: HostInputs) -> Verdicts:
     libs = ctx.host.cuda_libs
     if not libs:
         return skipped(ctx.host.probe_errors.get("cuda_libs", "not probed"))

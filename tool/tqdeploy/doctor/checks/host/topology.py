@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from tqdeploy.doctor.checks.host.common import no_gpu_verdict, per_gpu
-from tqdeploy.doctor.registry import check, info, passed, skipped, warn
+from tqdeploy.doctor.registry import HostInputs, Verdicts, host_check, info, passed, skipped, warn
+from tqdeploy.findings import Finding
+from tqdeploy.snapshot import GPU
 
 
-@check("TQ112", "topology", "NVLink state")
-def nvlink_state(ctx):
+@host_check("TQ112", "topology", "NVLink state")
+def nvlink_state(ctx: HostInputs) -> Verdicts:
     if (v := no_gpu_verdict(ctx.host)) is not None:
         return v
     gpus = ctx.host.gpus
@@ -16,7 +18,7 @@ def nvlink_state(ctx):
     return per_gpu(ctx, _nvlink_state)
 
 
-def _nvlink_state(ctx, gpu):
+def _nvlink_state(ctx: HostInputs, gpu: GPU) -> Finding:
     active = [link["link"] for link in gpu.nvlinks if link.get("active")]
     down = [link["link"] for link in gpu.nvlinks if not link.get("active")]
     ev = {"gpu": gpu.index, "active_links": len(active), "inactive_links": down, "error": gpu.nvlink_error or None}
@@ -38,8 +40,8 @@ def _nvlink_state(ctx, gpu):
         return passed(ev, title=f"GPU {gpu.index}: {len(active)} NVLinks active")
 
 
-@check("TQ113", "topology", "GPU pair topology and peer-to-peer access")
-def p2p_matrix(ctx):
+@host_check("TQ113", "topology", "GPU pair topology and peer-to-peer access")
+def p2p_matrix(ctx: HostInputs) -> Verdicts:
     if (v := no_gpu_verdict(ctx.host)) is not None:
         return v
     if len(ctx.host.gpus) < 2:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from tqdeploy.doctor.registry import check, error, info, passed, warn
+from tqdeploy.doctor.registry import ModelInputs, Verdicts, error, info, model_check, passed, warn
 from tqdeploy.findings import Severity
 from tqdeploy.units import GiB
 
 
-@check("TQ201", "model", "checkpoint architecture", needs=("model",))
-def architecture(ctx):
+@model_check("TQ201", "model", "checkpoint architecture")
+def architecture(ctx: ModelInputs) -> Verdicts:
     f = ctx.model
     ev = {
         "architecture": f.architecture,
@@ -47,8 +47,8 @@ def architecture(ctx):
     )
 
 
-@check("TQ202", "model", "turbo_quant_config in config.json", needs=("model",))
-def turbo_quant_config(ctx):
+@model_check("TQ202", "model", "turbo_quant_config in config.json")
+def turbo_quant_config(ctx: ModelInputs) -> Verdicts:
     f = ctx.model
     if f.turbo_quant_config_raw is None:
         return info(

@@ -12,8 +12,29 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from tqdeploy.doctor.registry import check, error, info, passed, skipped, warn
+from tqdeploy.doctor.registry import (
+    ModelInputs,
+    ModelOnHostInputs,
+    Verdicts,
+    error,
+    info,
+    model_check,
+    model_on_host_check,
+    passed,
+    skipped,
+    warn,
+)
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.model.compat import (
+    config_max_model_len,
+    max_model_len_problems,
+    tensor_parallel_problems,
+    turboquant_problems,
+    valid_tp_sizes,
+    weights_fit_problems,
+)
+from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
+from tqdeploy.snapshot import GPU, HostSnapshot
 from tqdeploy.units import GiB
 
 
@@ -24,29 +45,27 @@ def _results(problems: list[Finding], ok_title: str, ok_evidence: dict[str, Any]
     return [replace(p, evidence=dict(ok_evidence, **p.evidence)) for p in problems]
 
 
-def _tp(ctx) -> tuple[int | None, str]:
+def _gpus(host: HostSnapshot | None) -> list[GPU]:
+    return host.gpus if host is not None else []
+
+
+def _tp(ctx: ModelInputs | ModelOnHostInputs) -> tuple[int | None, str]:
     tp = ctx.options.get("tensor_parallel_size")
     if tp:
         return int(tp), "--tensor-parallel-size"
-    gpus = getattr(ctx.host, "gpus", None) or []
+    gpus = _gpus(ctx.host)
     if gpus:
         return len(gpus), f"{len(gpus)} GPU(s) on the host"
     return None, ""
 
 
-def _cc(ctx) -> tuple[int, int] | None:
-    ccs = [
-        (g.compute_capability[0], g.compute_capability[1])
-        for g in (getattr(ctx.host, "gpus", None) or [])
-        if g.compute_capability
-    ]
+def _cc(ctx: ModelInputs) -> tuple[int, int] | None:
+    ccs = [(g.compute_capability[0], g.compute_capability[1]) for g in _gpus(ctx.host) if g.compute_capability]
     return min(ccs) if ccs else None
 
 
-@check("TQ203", "model", "tensor parallel size fits the heads", needs=("model",))
-def tensor_parallel(ctx):
-    from tqdeploy.model.compat import tensor_parallel_problems, valid_tp_sizes
-
+@model_check("TQ203", "model", "tensor parallel size fits the heads")
+def tensor_parallel(ctx: ModelInputs) -> Verdicts:
     f = ctx.model
     tp, why = _tp(ctx)
     valid = valid_tp_sizes(f)
@@ -57,7 +76,7 @@ def tensor_parallel(ctx):
         return info(ev, "", title=f"valid tensor parallel sizes: {', '.join(map(str, valid))}")
     ev["tp"], ev["tp_from"] = tp, why
     results = _results(tensor_parallel_problems(f, tp), f"TP={tp} divides the heads ({why})", ev)
-    gpus = len(getattr(ctx.host, "gpus", None) or [])
+    gpus = len(_gpus(ctx.host))
     if gpus and tp > gpus:  # one GPU per rank on a single node: vLLM waits for ranks that never come
         ev = dict(ev, gpus_on_host=gpus)
         results = [v for v in results if v.severity is not Severity.OK]
@@ -69,10 +88,8 @@ def tensor_parallel(ctx):
     return results
 
 
-@check("TQ204", "model", "max-model-len within the config's context", needs=("model",))
-def max_model_len(ctx):
-    from tqdeploy.model.compat import config_max_model_len, max_model_len_problems
-
+@model_check("TQ204", "model", "max-model-len within the config's context")
+def max_model_len(ctx: ModelInputs) -> Verdicts:
     f = ctx.model
     limit = config_max_model_len(f)
     ev = {
@@ -93,11 +110,8 @@ def max_model_len(ctx):
     return _results(max_model_len_problems(f, int(mml)), f"--max-model-len {int(mml):,} <= {limit:,}", ev)
 
 
-@check("TQ205", "model", "TurboQuant compatibility", needs=("model",))
-def turboquant(ctx):
-    from tqdeploy.model.compat import turboquant_problems
-    from tqdeploy.pins import DEFAULT_VLLM_VERSION
-
+@model_check("TQ205", "model", "TurboQuant compatibility")
+def turboquant(ctx: ModelInputs) -> Verdicts:
     f = ctx.model
     dtype = (
         ctx.options.get("kv_cache_dtype") or (f.turbo_quant_config or {}).get("kv_cache_dtype") or "turboquant_4bit_nc"
@@ -120,18 +134,15 @@ def turboquant(ctx):
     return _results(problems, f"{dtype} works with this checkpoint on vLLM {version}", ev)
 
 
-@check("TQ206", "model", "weights fit per GPU", needs=("model", "host"))
-def weights_fit(ctx):
-    from tqdeploy.model.compat import weights_fit_problems
-    from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
-
+@model_on_host_check("TQ206", "model", "weights fit per GPU")
+def weights_fit(ctx: ModelOnHostInputs) -> Verdicts:
     f = ctx.model
-    gpus = [g for g in (ctx.host.gpus or []) if g.memory_total]
-    if not gpus:
+    memories = [g.memory_total for g in ctx.host.gpus if g.memory_total]
+    if not memories:
         return skipped("no GPU memory in the host snapshot")
     tp, why = _tp(ctx)
     assert tp is not None  # the host has GPUs here, so _tp gives at least their count
-    memory = min(g.memory_total for g in gpus)
+    memory = min(memories)
     util = float(ctx.options.get("gpu_memory_utilization") or DEFAULT_GPU_MEMORY_UTILIZATION)
     total = f.weight_bytes or 0
     ev = {
