@@ -107,12 +107,17 @@ class TQCommand(TyperCommand):
 class TQGroup(TyperGroup):
     """The `tqdeploy` group: the command list whole (each command's first sentence, wrapped, never cut)."""
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def summaries(self, ctx: Any) -> list[tuple[str, str]]:
+        """(name, first sentence of its help) of each command to list; cli.CommandTable reads its table instead."""
         rows = []
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 rows.append((name, first_sentence(cmd.short_help or cmd.help or "")))
+        return rows
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = self.summaries(ctx)
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
