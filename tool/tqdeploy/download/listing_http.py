@@ -22,6 +22,8 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
+from tqdeploy.adaptors import hfhub
+from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.download.listing import RemoteFile
 
 LISTING_LIMIT = 64 << 20  # the listing of a repository of 10,000 files with blobs is a few MiB
@@ -66,20 +68,16 @@ def _read(resp, deadline: float, policy, limit: int) -> bytes:
 def _get(url: str, params: dict[str, str] | None, token, timeout_s: float, policy, deadline: float, limit: int):
     """(body, next page URL or None) of one GET, read within ``deadline`` and ``limit`` bytes; an HTTP error is
     raised as huggingface_hub raises it (RevisionNotFoundError, GatedRepoError...)."""
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-    from tqdeploy.download.httplib import session_http_lib
-
     http_lib = session_http_lib()
     left = deadline - time.monotonic()
     if left <= 0:
         raise ListingRefused(f"its listing did not arrive within {LISTING_DEADLINE_S:g} s")
     timeout = http_lib.Timeout(timeout_s, read=min(timeout_s, left))
-    headers = build_hf_headers(token=token)
-    with get_session().stream("GET", url, params=params, headers=headers, timeout=timeout) as resp:
+    headers = hfhub.build_hf_headers(token=token)
+    with hfhub.get_session().stream("GET", url, params=params, headers=headers, timeout=timeout) as resp:
         body = _read(resp, deadline, policy, limit)
         if resp.status_code >= 300:  # errors mapped as huggingface_hub maps them (RevisionNotFoundError...)
-            hf_raise_for_status(
+            hfhub.hf_raise_for_status(
                 http_lib.Response(resp.status_code, headers=resp.headers, content=body[:65536], request=resp.request)
             )
         return body, resp.links.get("next", {}).get("url")

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.adaptors import hfhub
 from tqdeploy.download import diskspace
 from tqdeploy.download.fetch_run import LOCAL, PARTIAL_DIR, DownloadOutcome, FetchRun, mismatch
 from tqdeploy.download.hashing import digest_files
@@ -31,9 +32,7 @@ def resolve_token(token: str | None) -> str | None:
     """The token given, else huggingface_hub's own choice: HF_TOKEN, then the token `hf auth login` stored."""
     if token is not None:
         return token or None
-    from huggingface_hub import get_token
-
-    return get_token()
+    return hfhub.get_token()
 
 
 def download_model(
@@ -90,14 +89,13 @@ def run_download(
     from tqdeploy.net.urls import check_hf_endpoint_env
 
     check_hf_endpoint_env()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
-    from huggingface_hub import is_offline_mode
 
     from tqdeploy.download import buildlock
 
     started = time.monotonic()
     policy = (policy or RetryPolicy()).started()  # --deadline counts from here, listing included
     dest = Path(dest).expanduser().absolute()
-    if is_offline_mode():  # huggingface_hub's session refuses every request then
+    if hfhub.is_offline_mode():  # huggingface_hub's session refuses every request then
         raise TQError(
             "HF_HUB_OFFLINE is set, so no mirror can be asked",
             "unset HF_HUB_OFFLINE, or add --offline to list the files still missing",
@@ -187,13 +185,14 @@ def _write_error(err: OSError, dest: Path) -> TQError:
 
 def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage) -> DownloadOutcome:
     """Listing, index, selection, then the files; the manifest is saved as each file lands."""
-    from huggingface_hub.utils import build_hf_headers
 
     from tqdeploy import __version__
 
     outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
     listing = list_repo(endpoints, repo_id, revision, token or False, bars.event, policy=policy)
-    headers = build_hf_headers(token=token if token else False, library_name="tqdeploy", library_version=__version__)
+    headers = hfhub.build_hf_headers(
+        token=token if token else False, library_name="tqdeploy", library_version=__version__
+    )
     run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
     run.manifest = Manifest(repo_id, revision, listing.commit)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tqdeploy.adaptors import plot
 from tqdeploy.tune.goodput import num
 from tqdeploy.tune.verdict import Row
 
@@ -13,10 +14,7 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
     measured = [r for r in rows if r.result and not r.excluded and not r.failed]
     if not measured:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot.pyplot()
 
     from tqdeploy.fsutil import atomic_write_bytes
 
