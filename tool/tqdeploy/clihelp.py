@@ -9,6 +9,7 @@ Typer is the only import, so `tqdeploy --help` stays instant.
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from typer.core import TyperCommand, TyperGroup
 
 from tqdeploy.cliexamples import EXAMPLES, EXIT_CODES
+from tqdeploy.errors import TQError
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
@@ -94,8 +96,6 @@ class TQCommand(TyperCommand):
         rest = super().parse_args(ctx, head)
         before = ctx.params.get(LAUNCH_COMMAND_PARAM)
         if before:
-            from tqdeploy.errors import TQError
-
             raise TQError(
                 f"unexpected argument {before[0]!r}: tqdeploy {self.name} takes a launch command only after `--`",
                 f"tqdeploy {self.name} [OPTIONS] -- {shlex.join(before)}",
@@ -163,8 +163,6 @@ RENAMED_OPTIONS: dict[str, dict[str, str]] = {
 
 def _closest_options(err: Any, option: str) -> list[str]:
     """The command's option nearest the typo (click's own list is sorted by name, not by how near)."""
-    import difflib
-
     command = getattr(getattr(err, "ctx", None), "command", None)
     renamed = RENAMED_OPTIONS.get(getattr(command, "name", None) or "", {}).get(option.split("=", 1)[0])
     if renamed:

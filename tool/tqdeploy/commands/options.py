@@ -7,9 +7,13 @@ not a command: cli.py skips it (cli.NOT_COMMANDS).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
+
+from tqdeploy.errors import TQError
+from tqdeploy.suggest import use_hint
 
 MODEL_REF = "DIR or REPO@REV"
 SNAPSHOT = "Host snapshot (tqdeploy doctor --snapshot-out)"
@@ -73,10 +77,6 @@ def check_seconds(flag: str, value: float | None, *, most: float = WEEK_S, examp
     `nan` passes every `> 0` test and `inf` overflows time_t in a deadline (an internal error once): both are
     refused here with one line, before anything runs. None (the option not given) passes.
     """
-    import math
-
-    from tqdeploy.errors import TQError
-
     if value is None:
         return
     if not math.isfinite(value) or not 0 < value <= most:
@@ -91,8 +91,6 @@ FAIL_ON = ("error", "warn")
 
 def _check_fail_on(value: str) -> str:
     if value not in FAIL_ON:
-        from tqdeploy.suggest import use_hint
-
         err = typer.BadParameter(f"{value!r} is not one of {', '.join(FAIL_ON)}")
         err.remediation = use_hint(value, FAIL_ON)  # type: ignore[attr-defined]  # clihelp.usage_error shows it
         raise err

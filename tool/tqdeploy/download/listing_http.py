@@ -25,6 +25,9 @@ from urllib.parse import quote
 from tqdeploy.adaptors import hfhub
 from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.download.listing import RemoteFile
+from tqdeploy.download.selection import is_unsafe_path
+from tqdeploy.errors import TQError, shown
+from tqdeploy.jsonin import loads
 
 LISTING_LIMIT = 64 << 20  # the listing of a repository of 10,000 files with blobs is a few MiB
 LISTING_DEADLINE_S = 120.0  # one listing answer, whole; the Hub answers in well under a second
@@ -89,9 +92,6 @@ def _deadline(policy) -> float:
 
 
 def _json(body: bytes) -> Any:
-    from tqdeploy.errors import TQError
-    from tqdeploy.jsonin import loads
-
     try:
         return loads(body, "its listing", "")
     except TQError as err:
@@ -153,9 +153,6 @@ def _size(value: Any, where: str) -> int:
 def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> RemoteFile:
     """One listed file, checked: a safe relative path without control characters, an integer size, hashes
     of 64 (sha256) and 40 (git blob id) lowercase hex characters."""
-    from tqdeploy.download.selection import is_unsafe_path
-    from tqdeploy.errors import shown
-
     if not isinstance(path, str) or not path or len(path) > PATH_LIMIT:
         raise ListingRefused(f"a file name {shown(path, 80)} is not a repository path")
     if _CONTROL.search(path):
@@ -171,8 +168,6 @@ def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> R
 
 
 def check_commit(commit: Any) -> str:
-    from tqdeploy.errors import shown
-
     if not (isinstance(commit, str) and _SHA1.match(commit)):
         raise ListingRefused(f"its commit {shown(commit, 80)} is not 40 hex characters")
     return commit

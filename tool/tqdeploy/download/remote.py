@@ -17,6 +17,7 @@ from functools import partial
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.adaptors.httplib import session_http_lib
+from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.listing_http import ListingRefused, check_commit, get_revision, remote_file
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
@@ -149,7 +150,6 @@ def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing |
     policy, endpoint, repo, revision, token, timeout_s = ctx
     if info.sha and info.siblings is not None and all(_complete(s) for s in info.siblings):
         return RepoListing(repo, revision, check_commit(info.sha), _files(info.siblings), endpoint, unreachable)
-    from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 
     try:
         commit, files, source = listing_without_blobs(ctx, info, on_event)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tqdeploy.adaptors import hfhub
@@ -50,8 +50,6 @@ class RetryPolicy:
 
     def started(self) -> RetryPolicy:
         """This policy with its deadline counted from now."""
-        from dataclasses import replace
-
         return replace(self, deadline_at=time.monotonic() + self.deadline_s) if self.deadline_s else self
 
     def left_s(self) -> float | None:

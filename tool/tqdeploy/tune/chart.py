@@ -3,9 +3,11 @@ reference with each dtype's floor, one bar per measured dtype. matplotlib (Agg),
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 from tqdeploy.adaptors import plot
+from tqdeploy.fsutil import atomic_write_bytes
 from tqdeploy.tune.goodput import num
 from tqdeploy.tune.verdict import Row
 
@@ -15,8 +17,6 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
     if not measured:
         return None
     plt = plot.pyplot()
-
-    from tqdeploy.fsutil import atomic_write_bytes
 
     names = [r.dtype for r in measured]
     holds = [float(r.holds or 0) for r in measured]
@@ -38,7 +38,6 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
             axes[2].hlines(floor, i - 0.4, i + 0.4, colors="red", linestyles="dashed")
     axes[2].set_ylim(bottom=min([0.9, *[q for q in quality if q]]))
     fig.tight_layout()
-    import io
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)
