@@ -73,7 +73,8 @@ def test_the_table_names_every_command_module_once():
 def test_each_table_line_is_its_commands_own_name_and_summary(name):
     command = load_command(name)
     assert command.name == name
-    assert COMMANDS[name].summary == first_sentence(command.short_help or command.help or "")
+    # the list may stop short of the help's first sentence, never say something else
+    assert first_sentence(command.short_help or command.help or "").startswith(COMMANDS[name].summary)
 
 
 def test_a_mistyped_command_gets_a_did_you_mean(run_cli):

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import typer
-from typer.core import CompletionItem, TyperCommand, TyperGroup
+from typer._click.shell_completion import CompletionItem  # typer vendors click: its completion item
+from typer.core import TyperCommand, TyperGroup
 
 from tqdeploy import __version__
 from tqdeploy.clihelp import HELP_OPTION_NAMES, TQCommand, TQGroup, usage_error
@@ -29,8 +30,8 @@ from tqdeploy.output import echo
 class CommandLine:
     """One line of the command table: the module under tqdeploy.commands and the summary `--help` lists.
 
-    The summary is the first sentence of the command's own help (tests/test_cli_table.py holds them equal), so
-    the list can be printed without importing the command."""
+    The summary is the first sentence of the command's own help, or its start (tests/test_cli_table.py holds
+    them so), so the list can be printed without importing the command."""
 
     module: str
     summary: str
@@ -63,8 +64,9 @@ COMMANDS: dict[str, CommandLine] = {
     "connect": CommandLine("connect", "Print the settings a client needs for this deployment (never the key itself)"),
     "up": CommandLine(
         "up",
+        # its help's first sentence goes on to name docs/answers.md, which a wheel user does not have
         "Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start, then check"
-        " its answers (docs/answers.md)",
+        " its answers",
     ),
     "status": CommandLine("status", "Show the deployment's state"),
     "check": CommandLine(
