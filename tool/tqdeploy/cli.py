@@ -133,7 +133,8 @@ class CommandTable(TQGroup):
         try:
             return self._click_resolve_command(ctx, args)
         except Exception as err:  # click's UsageError (vendored by typer: matched by shape) gets a did-you-mean
-            close = difflib.get_close_matches(args[0], list(COMMANDS)) if args and hasattr(err, "message") else []
+            unknown = bool(args) and args[0] not in COMMANDS and hasattr(err, "message")
+            close = difflib.get_close_matches(args[0], list(COMMANDS)) if unknown else []
             if close:
                 err.message = err.message.rstrip(".") + ". Did you mean " + ", ".join(map(repr, close)) + "?"  # type: ignore[attr-defined]
             raise
