@@ -4,7 +4,7 @@ One place for all commands, instead of an edit in each: `-h` and `--help`; an un
 did-you-mean, also before `--`; a launch command only after `--`; help with plain metavars (TEXT, INTEGER,
 PATH), the command list whole (never cut with `...`), examples and the exit codes; usage errors in the tool's
 own one line + `fix:` format (errors.report_error), exit 2. cli.py installs these classes on every command.
-Typer is the only import, so `tqdeploy --help` stays instant.
+It imports typer and the error and example modules only: `tqdeploy --help` loads it (cli.py).
 """
 
 from __future__ import annotations

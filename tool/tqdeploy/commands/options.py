@@ -1,8 +1,7 @@
 """CLI options that several commands take, defined once: the same flag names, types and wording everywhere.
 
 Each factory returns a ``typer.Option`` to use as a parameter default; a command passes only what is its own
-(what the option is for there). Typer is the only import, so `tqdeploy --help` stays fast. This module is
-not a command: cli.py skips it (cli.NOT_COMMANDS).
+(what the option is for there). This module is not a command: it has no line in cli.COMMANDS.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The PNG: start-up phases as bars on one time axis; under a load, KV usage and running / waiting
-requests over time. matplotlib with the Agg backend (no display), imported only here."""
+requests over time. matplotlib on the Agg backend (no display), through adaptors/plot.py."""
 
 from __future__ import annotations
 

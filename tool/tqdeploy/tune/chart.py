@@ -1,5 +1,5 @@
 """tune.png: capacity (sequences of the context held), goodput at the targets, and perplexity over the
-reference with each dtype's floor, one bar per measured dtype. matplotlib (Agg), imported only here."""
+reference with each dtype's floor, one bar per measured dtype. matplotlib (Agg) through adaptors/plot.py."""
 
 from __future__ import annotations
 
