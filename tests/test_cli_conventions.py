@@ -3,18 +3,16 @@
 from collections import defaultdict
 
 import pytest
-import typer
 
-from tqdeploy.cli import app
+from tqdeploy.cli import COMMANDS, load_command
 from tqdeploy.clihelp import RENAMED_OPTIONS
 
 
 def _options() -> dict[str, dict[str, object]]:
     """Each option spelling -> {command: the click parameter it sets}."""
-    group = typer.main.get_command(app)
     table: dict[str, dict[str, object]] = defaultdict(dict)
-    for name, command in group.commands.items():  # type: ignore[attr-defined]
-        for param in command.params:
+    for name in COMMANDS:  # every command of the table, loaded as a run loads it
+        for param in load_command(name).params:
             for spelling in (*param.opts, *param.secondary_opts):
                 if spelling.startswith("-"):
                     table[spelling][name] = param

@@ -18,8 +18,19 @@ TOOL = Path(__file__).resolve().parent.parent / "tool"
 
 # Bottom first. A room may import only rooms of lower layers.
 LAYERS: list[set[str]] = [
-    # plain data and the one error/result types
-    {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
+    # plain data and the one error/result types; the heavy SDKs behind one adaptor module each (adaptors)
+    {
+        "adaptors",
+        "errors",
+        "findings",
+        "filenames",
+        "fsutil",
+        "pins",
+        "units",
+        "suggest",
+        "snapshot_types",
+        "cliexamples",
+    },
     # the build folder's contract (paths, the lock's reader and verifier), bounded reads, URL handling (net)
     {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net", "jsonin"},
     # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot), a multi-node build's
@@ -213,7 +224,8 @@ def test_the_package_graph_is_at_most_twelve_floors_high():
     check (answers, over connect's endpoint and the runtime) and issue 37's tune (over answers and profile) stand on
     top of that stack and add two. A floor more than those is a room placed too high, or an arrow to cut."""
     floor = floors(import_edges(TOOL))
-    assert floor["__main__"] == max(floor.values()) <= 12, sorted(floor.items(), key=lambda item: -item[1])
+    # the commands stand on top: cli.py loads the chosen one by name at dispatch (its command table), no import
+    assert floor["commands"] == max(floor.values()) <= 12, sorted(floor.items(), key=lambda item: -item[1])
     assert floor["tune"] > floor["answers"] > floor["connect"]
     assert floor["runtime"] < floor["bundle"] and floor["net"] < floor["redact"]  # the moves of issue 22 hold
     assert floors({("a", "b"): [], ("b", "c"): [], ("a", "c"): []}) == {"a": 3, "b": 2, "c": 1}

@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,8 +136,6 @@ def own_dir(build_dir: Path | str, path: Path | str, mode: int = 0o755) -> Path:
     `up` write node folders and worker records at the link's target, outside the build. The build folder itself
     may be reached through links (it is resolved); below it nothing is followed.
     """
-    import stat
-
     root = Path(build_dir).resolve()
     target = Path(path) if Path(path).is_absolute() else root / path
     try:

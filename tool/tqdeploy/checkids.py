@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import re
 
+from tqdeploy.errors import TQError
+from tqdeploy.lint.catalogue import FINDING_ID, load_catalogue
 from tqdeploy.model.checkcodes import check_for_code
+from tqdeploy.resources import data_dir, doc_path
+from tqdeploy.suggest import closest
 
 ADVICE_ID = re.compile(r"FA\d{3}")
 
@@ -19,8 +23,6 @@ def is_compat_code(name: str) -> bool:
 
 
 def _advice_page(name: str) -> str | None:
-    from tqdeploy.lint.catalogue import FINDING_ID, load_catalogue
-
     entry = next((e for e in load_catalogue() if e.id == name), None)
     if entry is None:
         return None
@@ -35,9 +37,6 @@ def _advice_page(name: str) -> str | None:
 
 
 def known_ids() -> list[str]:
-    from tqdeploy.lint.catalogue import load_catalogue
-    from tqdeploy.resources import data_dir
-
     pages = sorted(p.stem for p in (data_dir("checks") / "docs").glob("TQ*.md"))
     return pages + [e.id for e in load_catalogue()]
 
@@ -45,9 +44,6 @@ def known_ids() -> list[str]:
 def explain_page(name: str) -> tuple[str, str]:
     """(id, markdown) of a check id (TQ101), a catalogue entry (FA001) or a compat rule's code (TQ_HYBRID_BUG,
     shown as the page of the check that reports it). A TQError names the closest id otherwise."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.resources import doc_path
-
     wanted = name.strip().upper() if name.strip().lower() != "held-memory" else "held-memory"
     if is_compat_code(wanted):
         wanted = (check_for_code(wanted) or ("", ""))[0]
@@ -59,7 +55,6 @@ def explain_page(name: str) -> tuple[str, str]:
         page = _advice_page(wanted)
         if page is not None:
             return wanted, page
-    from tqdeploy.suggest import closest
 
     near = closest(wanted, known_ids())
     raise TQError(

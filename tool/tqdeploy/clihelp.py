@@ -4,11 +4,12 @@ One place for all commands, instead of an edit in each: `-h` and `--help`; an un
 did-you-mean, also before `--`; a launch command only after `--`; help with plain metavars (TEXT, INTEGER,
 PATH), the command list whole (never cut with `...`), examples and the exit codes; usage errors in the tool's
 own one line + `fix:` format (errors.report_error), exit 2. cli.py installs these classes on every command.
-Typer is the only import, so `tqdeploy --help` stays instant.
+It imports typer and the error and example modules only: `tqdeploy --help` loads it (cli.py).
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 import shlex
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from typer.core import TyperCommand, TyperGroup
 
 from tqdeploy.cliexamples import EXAMPLES, EXIT_CODES
+from tqdeploy.errors import TQError
 
 HELP_OPTION_NAMES = ["-h", "--help"]
 
@@ -94,8 +96,6 @@ class TQCommand(TyperCommand):
         rest = super().parse_args(ctx, head)
         before = ctx.params.get(LAUNCH_COMMAND_PARAM)
         if before:
-            from tqdeploy.errors import TQError
-
             raise TQError(
                 f"unexpected argument {before[0]!r}: tqdeploy {self.name} takes a launch command only after `--`",
                 f"tqdeploy {self.name} [OPTIONS] -- {shlex.join(before)}",
@@ -107,12 +107,17 @@ class TQCommand(TyperCommand):
 class TQGroup(TyperGroup):
     """The `tqdeploy` group: the command list whole (each command's first sentence, wrapped, never cut)."""
 
-    def format_commands(self, ctx: Any, formatter: Any) -> None:
+    def summaries(self, ctx: Any) -> list[tuple[str, str]]:
+        """(name, first sentence of its help) of each command to list; cli.CommandTable reads its table instead."""
         rows = []
         for name in self.list_commands(ctx):
             cmd = self.get_command(ctx, name)
             if cmd is not None and not cmd.hidden:
                 rows.append((name, first_sentence(cmd.short_help or cmd.help or "")))
+        return rows
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = self.summaries(ctx)
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -158,8 +163,6 @@ RENAMED_OPTIONS: dict[str, dict[str, str]] = {
 
 def _closest_options(err: Any, option: str) -> list[str]:
     """The command's option nearest the typo (click's own list is sorted by name, not by how near)."""
-    import difflib
-
     command = getattr(getattr(err, "ctx", None), "command", None)
     renamed = RENAMED_OPTIONS.get(getattr(command, "name", None) or "", {}).get(option.split("=", 1)[0])
     if renamed:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import traceback
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
@@ -105,8 +106,6 @@ def report_error(err: BaseException, prog: str = "tqdeploy") -> int:
             line += f" (a bug in tqdeploy; re-run with {DEBUG_ENV}=1 for a traceback)"
         code = EXIT_INTERNAL
     if debug_enabled():
-        import traceback
-
         traceback.print_exception(err, file=sys.stderr)
     print(line, file=sys.stderr)
     return code

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import tempfile
@@ -52,8 +53,6 @@ def exclusive_dir(directory: Path, busy: Exception, wait_s: float = 0.0, poll_s:
     while it records its commit in the build's lock. Waits up to wait_s for another holder, then raises
     ``busy``. Closing the descriptor releases the lock, also when the process dies.
     """
-    import fcntl
-
     fd = os.open(directory, os.O_RDONLY)
     try:
         deadline = time.monotonic() + wait_s

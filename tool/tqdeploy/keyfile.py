@@ -12,6 +12,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.errors import TQError
+from tqdeploy.safeio import key_file_mode, read_key_file
+
 
 @dataclass(frozen=True)
 class KeyFileFacts:
@@ -36,9 +39,6 @@ class KeyFileFacts:
 
 
 def inspect_key_file(path: Path) -> KeyFileFacts:
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import key_file_mode, read_key_file
-
     try:
         read_key_file(Path(path))
     except TQError as err:

@@ -11,6 +11,7 @@ import os
 import sys
 from typing import Any, Protocol
 
+from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, sort_worst_first
 
 TITLE_LIMIT = 1000  # characters of a finding's title or fix as printed
@@ -76,8 +77,6 @@ def emit(result: Result, as_json: bool) -> None:
 
 def format_evidence(evidence: dict[str, Any]) -> str:
     """key=value pairs; each value (a GPU name, a path, a server's answer) escaped and cut (idents.shown)."""
-    from tqdeploy.errors import shown
-
     parts = []
     for key, value in evidence.items():
         if isinstance(value, float):
@@ -94,8 +93,6 @@ def render_findings(console, findings: list[Finding], title: str, show_ok: bool 
     from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
-
-    from tqdeploy.errors import shown
 
     table = Table(title=escape(shown(title, TITLE_LIMIT)), show_lines=False, expand=False)  # it names a file
     table.add_column("id", no_wrap=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
+from tqdeploy.errors import TQError
+
 DATA_FOLDERS = ("checks", "templates", "dockerfiles")
 
 
@@ -27,7 +29,6 @@ def data_dir(name: str) -> Path:
     for path in candidates:
         if path.is_dir():
             return path
-    from tqdeploy.errors import TQError
 
     raise TQError(
         f"tqdeploy data folder {name}/ is missing (looked in {', '.join(map(str, candidates))})",

@@ -10,9 +10,10 @@ reason is in ``probe_errors``.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, get_type_hints
 
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_text
@@ -135,8 +136,6 @@ def _check_values(value: Any, where: str, allowed: tuple[int, ...] = ()) -> None
     in limits only) and within 64 bits. A hand-edited -150000000000 once gave "TQ103 ok ... -140.4 GiB", and a
     4,000-digit memory_total an OverflowError in plan and doctor. Every string (and key) a probe records is a
     name, path, version or one-line error: a 10 MiB GPU name once took doctor 65 s and 1.3 GB. Refused on load."""
-    import math
-
     if isinstance(value, dict):
         for key, item in value.items():
             _check_values(key, f"{where} (a key)", allowed)
@@ -167,6 +166,4 @@ def _build(cls, data: dict[str, Any]):
 
 
 def _hints(cls) -> dict[str, Any]:
-    from typing import get_type_hints
-
     return get_type_hints(cls)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 import subprocess
 import sys
 import tomllib
@@ -22,8 +23,15 @@ from tqdeploy.answers.fixed import load_inputs
 from tqdeploy.answers.reference import Reference
 from tqdeploy.answers.run import DEFAULT_BUDGET_S, PER_REQUEST_S, Target, fingerprint_of, observe
 from tqdeploy.answers.verdict import Observed
+from tqdeploy.buildfolder import folder, own_dir
+from tqdeploy.deployspec.load import with_defaults
+from tqdeploy.deployspec.write import spec_to_toml
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.net import Client
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.up import running_state
 
 REFERENCE_NAME = "answers-reference.json"
 UP_TIMEOUT_S = 900
@@ -72,11 +80,6 @@ def _cli(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
 def _reference_spec(build: Path, port: int, kv_cache_dtype: str = "auto", header: str | None = None) -> str:
     """The build's spec with kv_cache_dtype auto (tune: another dtype), absolute model and key paths, and another
     port."""
-    from tqdeploy.deployspec.load import with_defaults
-    from tqdeploy.deployspec.write import spec_to_toml
-    from tqdeploy.filenames import SPEC_FILE_NAME
-    from tqdeploy.runtime.deployment import load_deployment
-
     dep = load_deployment(build)
     raw = tomllib.loads((build / SPEC_FILE_NAME).read_text(encoding="utf-8"))
     data = with_defaults(raw)
@@ -91,10 +94,6 @@ def _reference_spec(build: Path, port: int, kv_cache_dtype: str = "auto", header
 
 def record_for_build(build: Path, target: Target) -> Path:
     """Start the build with kv_cache_dtype auto beside it, record, stop it; the reference's path."""
-    from tqdeploy.buildfolder import folder, own_dir
-    from tqdeploy.fsutil import atomic_write_text
-    from tqdeploy.runtime.up import running_state
-
     build = Path(build).resolve()
     if running_state(build) is not None:
         raise TQError(
@@ -155,8 +154,6 @@ class Recorded:
 
 def _free_port() -> int:
     """A port nothing listens on now; the reference copy binds loopback only."""
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.resources import package_data
+from tqdeploy.safeio import read_bytes
 
 SCHEMA = "tqdeploy.answers-reference/1"
 REFERENCE_LIMIT = 1 << 20
@@ -56,8 +59,6 @@ def model_files_digest(model_dir: Path, cache: Path | None = None) -> dict[str, 
     if not files:
         raise TQError(f"model folder {model_dir} holds no model files", "pass the build whose model is downloaded")
     if cache is not None and files != known:
-        from tqdeploy.fsutil import atomic_write_text
-
         atomic_write_text(cache, json.dumps(files, sort_keys=True) + "\n")
     out = {name: {"size": f["size"], "sha256": f["sha256"]} for name, f in files.items()}
     overall = hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
@@ -68,7 +69,6 @@ def _read_cache(cache: Path | None) -> dict[str, Any]:
     """The digests recorded last time; {} when there are none or the file is not what this module writes."""
     if cache is None or not cache.is_file():
         return {}
-    from tqdeploy.safeio import read_bytes
 
     try:
         data = json.loads(read_bytes(cache, REFERENCE_LIMIT, "model digest cache"))
@@ -178,8 +178,6 @@ class Reference:
 
 def load_reference(path: Path) -> Reference:
     """A reference file, bounded and validated; TQError naming the file otherwise."""
-    from tqdeploy.safeio import read_bytes
-
     fix = "record one with `tqdeploy check BUILD --record-reference`, or pass another --reference"
     raw = read_bytes(path, REFERENCE_LIMIT, "reference file", follow_symlinks=True)
     try:
@@ -191,14 +189,10 @@ def load_reference(path: Path) -> Reference:
 
 def save_reference(ref: Reference, path: Path) -> None:
     """Written to a temp file beside it and renamed into place: never half a reference."""
-    from tqdeploy.fsutil import atomic_write_text
-
     atomic_write_text(path, json.dumps(ref.to_dict(), indent=2, sort_keys=True) + "\n")
 
 
 def shipped_references() -> list[Path]:
     """The references that ship with tqdeploy (the demo model's, per vLLM release)."""
-    from tqdeploy.resources import package_data
-
     folder = package_data("tqdeploy.answers", "data") / "references"
     return sorted(folder.glob("*.json")) if folder.is_dir() else []

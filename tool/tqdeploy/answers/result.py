@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tqdeploy.findings import Finding, Severity, exit_code_for, summarize
+from tqdeploy.output import render_findings
 
 if TYPE_CHECKING:
     from tqdeploy.answers.probes import ServerFacts
@@ -67,8 +68,6 @@ class CheckResult:
         }
 
     def render(self, console) -> None:
-        from tqdeploy.output import render_findings
-
         verdict = "passed" if self.passed else "FAILED"
         console.print(f"check {verdict}: {self.url} model {self.model!r} in {self.seconds:.1f} s", soft_wrap=True)
         render_findings(console, self.findings, "tqdeploy check")

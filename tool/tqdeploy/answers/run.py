@@ -18,6 +18,7 @@ from tqdeploy.answers.reference import Fingerprint, Reference, load_reference, m
 from tqdeploy.answers.result import CheckResult
 from tqdeploy.answers.thresholds import load_thresholds
 from tqdeploy.answers.verdict import AREA, BUDGET, NO_ANSWER, NO_REFERENCE, RECORD_FIX, STALE, Observed, verdict
+from tqdeploy.buildfolder import own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.net import Client, key_refused_finding
@@ -55,7 +56,6 @@ def _digest_cache(target: Target) -> Path | None:
     that refuses links under the build; None without a build."""
     if target.own_reference is None:
         return None
-    from tqdeploy.buildfolder import own_dir
 
     state = target.own_reference.parent
     return own_dir(state.parent, state) / "model-digests.json"

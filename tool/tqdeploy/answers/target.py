@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from tqdeploy.answers.run import Target
+from tqdeploy.buildfolder import folder
+from tqdeploy.connect.endpoint import resolve_endpoint
 from tqdeploy.errors import TQError
+from tqdeploy.net import Client, check_url, model_ids
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.safeio import read_key_file
 
 # vLLM flags that change what a model answers (besides the KV dtype the check is about): another weight
 # quantization, tokenizer, generation defaults or speculative decoding (vllm/engine/arg_utils.py, 0.32.0).
@@ -36,10 +41,6 @@ def answer_flags(extra_args: list[str]) -> dict[str, str]:
 
 
 def for_build(build: Path, url: str | None, key_file: Path | None, model: str | None) -> Target:
-    from tqdeploy.buildfolder import folder
-    from tqdeploy.connect.endpoint import resolve_endpoint
-    from tqdeploy.runtime.deployment import load_deployment
-
     dep = load_deployment(build)
     ep = resolve_endpoint(dep.build_dir, base_url=url, api_key_file=key_file, model=model)
     v = dep.spec["vllm"]  # type: ignore[index]
@@ -56,9 +57,6 @@ def for_build(build: Path, url: str | None, key_file: Path | None, model: str | 
 
 
 def for_url(url: str, key_file: Path | None, model: str | None) -> Target:
-    from tqdeploy.net import Client, check_url, model_ids
-    from tqdeploy.safeio import read_key_file
-
     root = check_url(url, "--url")
     if root.endswith("/v1"):
         root = root[: -len("/v1")]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from tqdeploy.errors import TQError
+from tqdeploy.resources import data_dir
 
 FILE = "answer_thresholds.json"
 
@@ -41,8 +42,6 @@ def _bound(data: object, where: str) -> Bound:
 
 @lru_cache(maxsize=1)
 def load_thresholds() -> Thresholds:
-    from tqdeploy.resources import data_dir
-
     path = data_dir("checks") / FILE
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

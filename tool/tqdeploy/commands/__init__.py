@@ -1,1 +1,1 @@
-"""One module per CLI command; each exposes ``register(app)`` and ``ORDER``."""
+"""One module per CLI command; each exposes ``register(app)`` and has a line in cli.COMMANDS (name, summary)."""

@@ -12,8 +12,9 @@ import typer
 
 from tqdeploy.clihelp import TQCommand
 from tqdeploy.commands import options
-
-ORDER = 66
+from tqdeploy.output import emit
+from tqdeploy.runtime.cachecontext import cache_context
+from tqdeploy.startcache.artifact import export_build, import_build
 
 cache_app = typer.Typer(
     help="Carry a build's start-up caches (compile, inductor, Triton) to another host as one artifact.",
@@ -40,10 +41,6 @@ def export(
     as_json: bool = options.as_json("tqdeploy.cache-export/1"),
 ) -> int:
     """Pack the build's caches with a manifest of what makes them valid; refuses a file holding a secret."""
-    from tqdeploy.output import emit
-    from tqdeploy.runtime.cachecontext import cache_context
-    from tqdeploy.startcache.artifact import export_build
-
     ctx = cache_context(build_dir, volume, python)
     result = export_build(ctx, Path(out) if out else ctx.build / "startcache.tar.xz")
     emit(result, as_json)
@@ -62,10 +59,6 @@ def import_(
     as_json: bool = options.as_json("tqdeploy.cache-import/1"),
 ) -> int:
     """Check the artifact against this host and build, then extract it safely into the unused cache volume."""
-    from tqdeploy.output import emit
-    from tqdeploy.runtime.cachecontext import cache_context
-    from tqdeploy.startcache.artifact import import_build
-
     result = import_build(cache_context(build_dir, volume, python), archive, force)
     emit(result, as_json)
     return result.exit_code

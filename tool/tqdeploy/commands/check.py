@@ -6,9 +6,12 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.answers import target as targets
+from tqdeploy.answers.record import Recorded, record_for_build
+from tqdeploy.answers.run import run_check
 from tqdeploy.commands import options
-
-ORDER = 62
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
 
 
 def check(
@@ -33,11 +36,6 @@ def check(
 ) -> int:
     """Probe the server's answers: perplexity of a fixed text, greedy answers asked twice, recall of a planted
     fact. Exit codes: 0 the answers pass, 1 a finding at error (the check failed), 2 bad input."""
-    from tqdeploy.answers import target as targets
-    from tqdeploy.answers.run import run_check
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-
     options.check_seconds("--check-timeout", check_timeout, example="60")
     if url is not None and build_dir is not None and record_reference:
         raise TQError("--record-reference starts BUILD's copy: --url is not used", "drop --url")
@@ -51,8 +49,6 @@ def check(
             raise TQError(f"build directory {build} not found", "pass the directory `tqdeploy build --out` wrote")
         target = targets.for_build(build, url, api_key_file, served_model_name)
         if record_reference:
-            from tqdeploy.answers.record import Recorded, record_for_build
-
             recorded = Recorded(record_for_build(build, target))
             emit(recorded, as_json)
             return 0

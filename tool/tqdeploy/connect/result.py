@@ -7,7 +7,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.connect.endpoint import Endpoint
+from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, exit_code_for, summarize
+from tqdeploy.output import render_findings
 
 SCHEMA = "tqdeploy.connect/1"
 
@@ -44,8 +46,6 @@ class ConnectResult:
         }
 
     def render(self, console) -> None:
-        from tqdeploy.errors import shown  # the model name and URL come from a state file or a server
-
         ep = self.endpoint
         head = (
             f"{self.client}: {shown(ep.openai_base_url)} model {shown(repr(ep.served_name))} (from {shown(ep.source)})"
@@ -55,8 +55,6 @@ class ConnectResult:
         for note in self.notes:
             console.print(f"note: {shown(note, 2000)}", soft_wrap=True, markup=False)
         if self.findings is not None:
-            from tqdeploy.output import render_findings
-
             render_findings(console, self.findings, f"connect --check {self.client}")
 
 

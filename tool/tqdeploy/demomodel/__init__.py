@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tqdeploy.demomodel.cache import ensure_demo_model as ensure
+
 
 def ensure_demo_model(cache_dir: Path | None = None, wheel: Path | None = None) -> Path:
-    from tqdeploy.demomodel.cache import ensure_demo_model as ensure
-
     return ensure(cache_dir, wheel)
 
 

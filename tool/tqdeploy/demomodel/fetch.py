@@ -17,14 +17,13 @@ from pathlib import Path
 
 from tqdeploy.demomodel import facts
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import file_sha256
 
 PIP_TIMEOUT_S = 300
 CHUNK = 4 * 1024 * 1024
 
 
 def _sha256(path: Path) -> str:
-    from tqdeploy.fsutil import file_sha256
-
     return file_sha256(path)
 
 

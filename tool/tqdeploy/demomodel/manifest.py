@@ -13,6 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.demomodel import facts
+from tqdeploy.demomodel.facts import source_record
+from tqdeploy.errors import TQError
+from tqdeploy.fsutil import file_sha256
+from tqdeploy.safeio import read_bytes
 
 MANIFEST = "tqdeploy-demo-model.json"
 FORMAT = "tqdeploy.demo-model/1"
@@ -20,14 +24,10 @@ MANIFEST_LIMIT = 64 * 1024
 
 
 def _digest(path: Path) -> tuple[int, str]:
-    from tqdeploy.fsutil import file_sha256
-
     return path.stat().st_size, file_sha256(path)
 
 
 def write_manifest(folder: Path, names: list[str]) -> None:
-    from tqdeploy.demomodel.facts import source_record
-
     files = {}
     for name in names:
         size, sha = _digest(folder / name)
@@ -41,9 +41,6 @@ def write_manifest(folder: Path, names: list[str]) -> None:
 
 
 def read_manifest(folder: Path) -> dict[str, Any] | None:
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import read_bytes
-
     try:
         data = json.loads(read_bytes(folder / MANIFEST, MANIFEST_LIMIT, label="demo model manifest"))
     except (OSError, ValueError, TQError):

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.demomodel import facts
+from tqdeploy.demomodel.facts import source_record
 
 SCHEMA = "tqdeploy.demo-model/1"
 
@@ -19,8 +20,6 @@ class DemoModelResult:
     size_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
-        from tqdeploy.demomodel.facts import source_record
-
         return {
             "schema": SCHEMA,
             "path": str(self.path),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from tqdeploy.errors import EXIT_FINDINGS, TQError
 from tqdeploy.units import GiB
 
 MARGIN_FLOOR = 1 * GiB
@@ -67,8 +68,6 @@ def ensure_room(dest: Path, needed: int, disk_usage: DiskUsage = shutil.disk_usa
     """Raise a TQError naming both figures when ``needed`` bytes (+ margin) do not fit at ``dest``."""
     check = check_room(dest, needed, disk_usage)
     if not check.fits:
-        from tqdeploy.errors import EXIT_FINDINGS, TQError
-
         short = check.needed + check.margin - check.free
         raise TQError(
             f"not enough disk at {dest}: the download needs {gb(check.needed)} + {gb(check.margin)} margin,"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from tqdeploy.adaptors import hfhub
 from tqdeploy.download.listing import RemoteFile
 from tqdeploy.download.listing_http import get_tree, remote_file
 
@@ -73,13 +74,11 @@ def _from_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float,
 def _from_heads(
     endpoint: str, repo: str, revision: str, names: list[str], token, timeout_s: float
 ) -> tuple[dict[str, RemoteFile], str | None]:
-    from huggingface_hub import get_hf_file_metadata, hf_hub_url
-
     files, commit = {}, None
     for name in names:
-        url = hf_hub_url(repo, name, revision=revision, endpoint=endpoint)
+        url = hfhub.hf_hub_url(repo, name, revision=revision, endpoint=endpoint)
         try:
-            meta = get_hf_file_metadata(url, token=token, timeout=timeout_s)
+            meta = hfhub.get_hf_file_metadata(url, token=token, timeout=timeout_s)
         except Exception as err:
             raise Unverifiable(f"HEAD {name}: {type(err).__name__}") from None
         etag = (meta.etag or "").strip('"').removeprefix("W/").strip('"')

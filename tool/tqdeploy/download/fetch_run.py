@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.adaptors import hfhub
 from tqdeploy.download import transfer
 from tqdeploy.download.hashing import Digest, digest_file
 from tqdeploy.download.listing import RemoteFile, RepoListing
@@ -82,8 +83,6 @@ class FetchRun:
 
     def fetch_one(self, path: str, on_bytes: Callable[[int], None]) -> tuple[str, str]:
         """Bring one verified file to its final path; returns (endpoint that served it, sha256)."""
-        from huggingface_hub import hf_hub_url
-
         remote, partial, reasons = self.listing.files[path], self.partial(path), []
         fetched = 0
 
@@ -94,7 +93,7 @@ class FetchRun:
 
         for endpoint in [e for e in self.endpoints if e not in self.down]:
             shown = public_endpoint(endpoint)
-            url = hf_hub_url(self.listing.repo, path, revision=self.listing.commit, endpoint=endpoint)
+            url = hfhub.hf_hub_url(self.listing.repo, path, revision=self.listing.commit, endpoint=endpoint)
             job = transfer.Fetch(url, partial, remote.size, self.listing.commit, self.headers)
             for _ in range(BAD_COPIES_PER_MIRROR):
                 later = [e for e in self.endpoints if e not in self.down and e != endpoint]

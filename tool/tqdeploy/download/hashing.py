@@ -15,6 +15,8 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.errors import TQError
+
 CHUNK = 4 * 1024 * 1024  # large reads keep the per-call overhead negligible next to hashing
 
 
@@ -85,8 +87,6 @@ def digest_files(
             try:
                 out[futures[future]] = future.result()
             except OSError as err:
-                from tqdeploy.errors import TQError
-
                 raise TQError(
                     f"cannot read {futures[future]}: {err.strerror or err}",
                     "check that the file is readable by this user (or delete it to fetch it again)",

@@ -22,7 +22,12 @@ from types import SimpleNamespace
 from typing import Any
 from urllib.parse import quote
 
+from tqdeploy.adaptors import hfhub
+from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.download.listing import RemoteFile
+from tqdeploy.download.selection import is_unsafe_path
+from tqdeploy.errors import TQError, shown
+from tqdeploy.jsonin import loads
 
 LISTING_LIMIT = 64 << 20  # the listing of a repository of 10,000 files with blobs is a few MiB
 LISTING_DEADLINE_S = 120.0  # one listing answer, whole; the Hub answers in well under a second
@@ -66,20 +71,16 @@ def _read(resp, deadline: float, policy, limit: int) -> bytes:
 def _get(url: str, params: dict[str, str] | None, token, timeout_s: float, policy, deadline: float, limit: int):
     """(body, next page URL or None) of one GET, read within ``deadline`` and ``limit`` bytes; an HTTP error is
     raised as huggingface_hub raises it (RevisionNotFoundError, GatedRepoError...)."""
-    from huggingface_hub.utils import build_hf_headers, get_session, hf_raise_for_status
-
-    from tqdeploy.download.httplib import session_http_lib
-
     http_lib = session_http_lib()
     left = deadline - time.monotonic()
     if left <= 0:
         raise ListingRefused(f"its listing did not arrive within {LISTING_DEADLINE_S:g} s")
     timeout = http_lib.Timeout(timeout_s, read=min(timeout_s, left))
-    headers = build_hf_headers(token=token)
-    with get_session().stream("GET", url, params=params, headers=headers, timeout=timeout) as resp:
+    headers = hfhub.build_hf_headers(token=token)
+    with hfhub.get_session().stream("GET", url, params=params, headers=headers, timeout=timeout) as resp:
         body = _read(resp, deadline, policy, limit)
         if resp.status_code >= 300:  # errors mapped as huggingface_hub maps them (RevisionNotFoundError...)
-            hf_raise_for_status(
+            hfhub.hf_raise_for_status(
                 http_lib.Response(resp.status_code, headers=resp.headers, content=body[:65536], request=resp.request)
             )
         return body, resp.links.get("next", {}).get("url")
@@ -91,9 +92,6 @@ def _deadline(policy) -> float:
 
 
 def _json(body: bytes) -> Any:
-    from tqdeploy.errors import TQError
-    from tqdeploy.jsonin import loads
-
     try:
         return loads(body, "its listing", "")
     except TQError as err:
@@ -155,9 +153,6 @@ def _size(value: Any, where: str) -> int:
 def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> RemoteFile:
     """One listed file, checked: a safe relative path without control characters, an integer size, hashes
     of 64 (sha256) and 40 (git blob id) lowercase hex characters."""
-    from tqdeploy.download.selection import is_unsafe_path
-    from tqdeploy.errors import shown
-
     if not isinstance(path, str) or not path or len(path) > PATH_LIMIT:
         raise ListingRefused(f"a file name {shown(path, 80)} is not a repository path")
     if _CONTROL.search(path):
@@ -173,8 +168,6 @@ def remote_file(path: Any, size: Any, sha256: Any, git_oid: Any, lfs: bool) -> R
 
 
 def check_commit(commit: Any) -> str:
-    from tqdeploy.errors import shown
-
     if not (isinstance(commit, str) and _SHA1.match(commit)):
         raise ListingRefused(f"its commit {shown(commit, 80)} is not 40 hex characters")
     return commit

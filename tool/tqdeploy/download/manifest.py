@@ -12,6 +12,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.download.selection import is_unsafe_path
+from tqdeploy.errors import TQError, has_control
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+
 MANIFEST_NAME = "tqdeploy-manifest.json"
 SCHEMA = "tqdeploy.download.manifest/1"
 
@@ -60,8 +65,6 @@ class Manifest:
     def from_dict(cls, data: dict[str, Any]) -> Manifest:
         if data.get("schema") != SCHEMA:
             raise ValueError(f"schema is {data.get('schema')!r}, expected {SCHEMA!r}")
-        from tqdeploy.download.selection import is_unsafe_path
-        from tqdeploy.errors import has_control
 
         files = [ManifestFile(**f) for f in data["files"]]
         for f in files:
@@ -87,7 +90,6 @@ def load_manifest(dest: Path) -> Manifest | None:
     path = manifest_path(dest)
     if not path.is_file():
         return None
-    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
 
     fix = "delete it and run `tqdeploy download` again to rebuild it"
     data = read_json_file(path, MAX_INDEX_BYTES, fix)  # capped, no NaN, bounded nesting
@@ -96,8 +98,6 @@ def load_manifest(dest: Path) -> Manifest | None:
             raise ValueError("not a JSON object")
         return Manifest.from_dict(data)
     except (ValueError, KeyError, TypeError) as err:
-        from tqdeploy.errors import TQError
-
         raise TQError(
             f"{path} is not a tqdeploy manifest ({str(err)[:200]})",
             fix,
@@ -105,7 +105,5 @@ def load_manifest(dest: Path) -> Manifest | None:
 
 
 def save_manifest(dest: Path, manifest: Manifest) -> None:
-    from tqdeploy.fsutil import atomic_write_text
-
     text = json.dumps(manifest.to_dict(), indent=2, sort_keys=True) + "\n"
     atomic_write_text(manifest_path(dest), text)

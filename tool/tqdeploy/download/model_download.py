@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import shutil
 import time
@@ -11,7 +12,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdeploy.download import diskspace
+from tqdeploy import __version__
+from tqdeploy.adaptors import hfhub
+from tqdeploy.download import buildlock, diskspace
 from tqdeploy.download.fetch_run import LOCAL, PARTIAL_DIR, DownloadOutcome, FetchRun, mismatch
 from tqdeploy.download.hashing import digest_files
 from tqdeploy.download.manifest import MANIFEST_NAME, Manifest, ManifestFile, load_manifest, save_manifest
@@ -20,6 +23,8 @@ from tqdeploy.download.remote import list_repo, normalize_endpoint
 from tqdeploy.download.selection import WEIGHTS_INDEX, is_weight, select_serving_files
 from tqdeploy.download.transfer import RetryPolicy
 from tqdeploy.errors import EXIT_FINDINGS, TQError
+from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
+from tqdeploy.net.urls import check_hf_endpoint_env
 
 
 def default_endpoints() -> list[str]:
@@ -31,9 +36,7 @@ def resolve_token(token: str | None) -> str | None:
     """The token given, else huggingface_hub's own choice: HF_TOKEN, then the token `hf auth login` stored."""
     if token is not None:
         return token or None
-    from huggingface_hub import get_token
-
-    return get_token()
+    return hfhub.get_token()
 
 
 def download_model(
@@ -87,17 +90,12 @@ def run_download(
     this repo and revision (checked before anything is fetched). Without it and with ``find_lock``, the
     lock of the build whose models dir ``dest`` is gets it (buildlock.find_build_lock).
     """
-    from tqdeploy.net.urls import check_hf_endpoint_env
-
     check_hf_endpoint_env()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
-    from huggingface_hub import is_offline_mode
-
-    from tqdeploy.download import buildlock
 
     started = time.monotonic()
     policy = (policy or RetryPolicy()).started()  # --deadline counts from here, listing included
     dest = Path(dest).expanduser().absolute()
-    if is_offline_mode():  # huggingface_hub's session refuses every request then
+    if hfhub.is_offline_mode():  # huggingface_hub's session refuses every request then
         raise TQError(
             "HF_HUB_OFFLINE is set, so no mirror can be asked",
             "unset HF_HUB_OFFLINE, or add --offline to list the files still missing",
@@ -123,30 +121,42 @@ def run_download(
             raise _write_error(err, dest) from None
         outcome.events[:0] = notes
         if build_lock is not None:
-            try:
-                outcome.lock = buildlock.record_commit(
-                    build_lock, repo_id, revision, outcome.manifest.commit, dest / MANIFEST_NAME
-                )
-            except OSError as err:
-                raise TQError(
-                    f"the files are in place, but {build_lock.path} cannot be written: {err.strerror or err}",
-                    "make the build directory writable and run the same command again (it fetches nothing)",
-                ) from None
-            except TQError as err:
-                if lock is not None:
-                    raise
-                outcome.events.append(f"commit not recorded: {err.message}")
-                bars.event(outcome.events[-1])
+            _record_commit(build_lock, outcome, revision, asked=lock is not None, on_event=bars.event)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _record_commit(
+    build_lock: buildlock.BuildLock,
+    outcome: DownloadOutcome,
+    revision: str,
+    *,
+    asked: bool,
+    on_event: Callable[[str], None],
+) -> None:
+    """The fetched commit into the build's lock. A lock found on its own (not ``asked`` for with --lock) that
+    does not take it is a note, not a failure: the files are in place."""
+    manifest = outcome.manifest
+    try:
+        outcome.lock = buildlock.record_commit(
+            build_lock, manifest.repo, revision, manifest.commit, outcome.dest / MANIFEST_NAME
+        )
+    except OSError as err:
+        raise TQError(
+            f"the files are in place, but {build_lock.path} cannot be written: {err.strerror or err}",
+            "make the build directory writable and run the same command again (it fetches nothing)",
+        ) from None
+    except TQError as err:
+        if asked:
+            raise
+        outcome.events.append(f"commit not recorded: {err.message}")
+        on_event(outcome.events[-1])
 
 
 @contextmanager
 def _one_download_at_a_time(dest: Path):
     """An flock on dest/.tqdeploy/download.lock: a second download into the same folder is told so at once
     instead of racing the first over the same partial files."""
-    import fcntl
-
     created = not dest.exists()
     lock = dest / ".tqdeploy" / "download.lock"
     try:
@@ -187,13 +197,12 @@ def _write_error(err: OSError, dest: Path) -> TQError:
 
 def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage) -> DownloadOutcome:
     """Listing, index, selection, then the files; the manifest is saved as each file lands."""
-    from huggingface_hub.utils import build_hf_headers
-
-    from tqdeploy import __version__
 
     outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]
     listing = list_repo(endpoints, repo_id, revision, token or False, bars.event, policy=policy)
-    headers = build_hf_headers(token=token if token else False, library_name="tqdeploy", library_version=__version__)
+    headers = hfhub.build_hf_headers(
+        token=token if token else False, library_name="tqdeploy", library_version=__version__
+    )
     run = FetchRun(listing, dest, endpoints, headers, policy or RetryPolicy(), bars, outcome)
     run.manifest = Manifest(repo_id, revision, listing.commit)
 
@@ -257,8 +266,6 @@ def _size(path: Path) -> int:
 
 
 def _shards_of(index: Path) -> set[str] | None:
-    from tqdeploy.model.jsonfile import MAX_INDEX_BYTES, read_json_file
-
     fix = "report it to the repository's owner"
     data = read_json_file(index, MAX_INDEX_BYTES, fix)  # capped, regular file, no NaN, bounded nesting
     weight_map = data.get("weight_map") if isinstance(data, dict) else None

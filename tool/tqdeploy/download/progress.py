@@ -12,6 +12,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from tqdeploy.errors import shown
+from tqdeploy.output import make_console
+
 LINE_EVERY_S = 30.0  # without a terminal: a line at least this often while bytes arrive
 LINE_LIMIT = 8000  # characters of one printed line (a list of skipped files can be long; 8 MiB is not)
 
@@ -30,8 +33,6 @@ class Bars:
                 TimeRemainingColumn,
                 TransferSpeedColumn,
             )
-
-            from tqdeploy.output import make_console
 
             self._progress = Progress(
                 TextColumn("{task.description}"),
@@ -63,8 +64,6 @@ class Bars:
         return lambda n: progress.advance(task, n)
 
     def event(self, message: str) -> None:
-        from tqdeploy.errors import shown
-
         message = shown(message, LINE_LIMIT)  # names and reasons from a mirror: escaped, cut
         if self._on_event is not None:
             self._on_event(message)
@@ -102,6 +101,4 @@ class _LineProgress:
 def say(console, text: str) -> None:
     """One line of a result: never wrapped, no rich markup and no control characters (file names come from
     the network, or from a manifest anyone may have edited: idents.shown)."""
-    from tqdeploy.errors import shown
-
     console.print(shown(text, LINE_LIMIT), soft_wrap=True, markup=False, highlight=False)

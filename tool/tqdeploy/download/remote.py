@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 
+from tqdeploy.adaptors import hfhub
+from tqdeploy.adaptors.httplib import session_http_lib
+from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.listing_http import ListingRefused, check_commit, get_revision, remote_file
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
 from tqdeploy.errors import EXIT_FINDINGS, TQError
-from tqdeploy.net.urls import check_endpoint, shown_url
+from tqdeploy.net.urls import check_endpoint, redact_hub_logs, shown_url
 
 
 def public_endpoint(url: str) -> str:
@@ -40,52 +45,25 @@ def list_repo(
     sleep: Callable[[float], None] = time.sleep,
 ) -> RepoListing:
     """Ask each mirror in order; 408/429/5xx are retried per ``policy`` before moving on."""
-    from huggingface_hub.errors import (
-        GatedRepoError,
-        HfHubHTTPError,
-        RepositoryNotFoundError,
-        RevisionNotFoundError,
-    )
-
-    from tqdeploy.net.urls import redact_hub_logs
-
     redact_hub_logs()
-
     policy = policy or RetryPolicy()
     not_found: list[str] = []
     failures: list[str] = []
     unreachable: list[str] = []
     for i, endpoint in enumerate(endpoints):
         shown = public_endpoint(endpoint)
+        on_mirror = partial(_on_mirror, on_event, shown)
         try:
             info = _with_retries(
-                lambda e=endpoint: get_revision(e, repo, revision, token, timeout_s, policy),
-                policy,
-                lambda m, s=shown: on_event(f"mirror {s}: {m}"),
-                sleep,
+                lambda e=endpoint: get_revision(e, repo, revision, token, timeout_s, policy), policy, on_mirror, sleep
             )
             ctx = (policy, endpoint, repo, revision, token, timeout_s)
-            listing = _listing(info, ctx, tuple(unreachable), lambda m, s=shown: on_event(f"mirror {s}: {m}"))
-        except ListingRefused as err:  # too large, too slow, or not a listing to take: this mirror fails
-            failures.append(f"{shown}: {err.reason}")
-            reason = err.reason
-        except RevisionNotFoundError:
-            not_found.append(f"{shown}: no revision {revision!r}")
-            reason = "revision not found"
-        except GatedRepoError:
-            failures.append(f"{shown}: gated repository")
-            reason = "gated repository: accept its terms on the Hub and set HF_TOKEN"
-        except RepositoryNotFoundError:
-            not_found.append(f"{shown}: no repository {repo!r} (or it is private and no valid token was sent)")
-            reason = "repository not found"
-        except HfHubHTTPError as err:
-            code = err.response.status_code if err.response is not None else "?"
-            failures.append(f"{shown}: HTTP {code}")
-            reason = f"HTTP {code}"
-        except Exception as err:  # network errors of any transport: this mirror is unusable now
-            failures.append(f"{shown}: {type(err).__name__}")
-            unreachable.append(endpoint)
-            reason = f"unreachable ({type(err).__name__})"
+            listing = _listing(info, ctx, tuple(unreachable), on_mirror)
+        except Exception as err:  # every way a mirror can fail to list: said, and the next mirror is asked
+            miss = _why_not_listed(err, repo, revision)
+            (not_found if miss.not_found else failures).append(f"{shown}: {miss.detail}")
+            unreachable += [endpoint] if miss.unreachable else []
+            reason = miss.reason
         else:
             if isinstance(listing, RepoListing):
                 return listing
@@ -93,12 +71,48 @@ def list_repo(
             reason = "answer lacks the commit, file sizes or hashes"
         if i + 1 < len(endpoints):
             on_event(f"mirror {shown}: {reason}; trying {public_endpoint(endpoints[i + 1])}")
+    raise _not_listed(repo, revision, not_found, failures)
+
+
+def _on_mirror(on_event: Callable[[str], None], shown: str, message: str) -> None:
+    on_event(f"mirror {shown}: {message}")
+
+
+@dataclass(frozen=True)
+class _Miss:
+    """Why one mirror gave no listing: for the final message (detail), the progress line (reason)."""
+
+    detail: str
+    reason: str
+    not_found: bool = False  # believed only when every mirror says so
+    unreachable: bool = False  # not asked again for the sizes and hashes (fallback.py)
+
+
+def _why_not_listed(err: Exception, repo: str, revision: str) -> _Miss:
+    hub_errors = hfhub.errors()
+    if isinstance(err, ListingRefused):  # too large, too slow, or not a listing to take: this mirror fails
+        return _Miss(err.reason, err.reason)
+    if isinstance(err, hub_errors.RevisionNotFoundError):
+        return _Miss(f"no revision {revision!r}", "revision not found", not_found=True)
+    if isinstance(err, hub_errors.GatedRepoError):
+        return _Miss("gated repository", "gated repository: accept its terms on the Hub and set HF_TOKEN")
+    if isinstance(err, hub_errors.RepositoryNotFoundError):
+        detail = f"no repository {repo!r} (or it is private and no valid token was sent)"
+        return _Miss(detail, "repository not found", not_found=True)
+    if isinstance(err, hub_errors.HfHubHTTPError):
+        code = err.response.status_code if err.response is not None else "?"
+        return _Miss(f"HTTP {code}", f"HTTP {code}")
+    # network errors of any transport: this mirror is unusable now
+    return _Miss(type(err).__name__, f"unreachable ({type(err).__name__})", unreachable=True)
+
+
+def _not_listed(repo: str, revision: str, not_found: list[str], failures: list[str]) -> TQError:
     if not_found and not failures:
-        raise TQError(
+        return TQError(
             f"{repo}@{revision} not found: " + "; ".join(not_found),
             "check the repository id and the branch, tag or commit after '@' (default: main)",
         )
-    raise TQError(
+    return TQError(
         f"no mirror could list {repo}@{revision}: " + "; ".join(not_found + failures),
         "check --mirror / HF_ENDPOINT and the network; add another mirror with a second --mirror",
         exit_code=EXIT_FINDINGS,
@@ -108,16 +122,13 @@ def list_repo(
 def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
     """call(), retried like a file (docs/download.md): 408/429/5xx, timeouts and dropped connections; a
     refused connection is not retried (the mirror is down: the next one is asked)."""
-    from tqdeploy.download.httplib import session_http_lib
-
     http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
-    from huggingface_hub.errors import HfHubHTTPError
-
+    http_error = hfhub.errors().HfHubHTTPError
     for attempt in range(1, policy.attempts + 1):
         policy.check_deadline()
         try:
             return call()
-        except HfHubHTTPError as err:
+        except http_error as err:
             status = err.response.status_code if err.response is not None else None
             if status not in RETRY_STATUSES or attempt == policy.attempts:
                 raise
@@ -139,7 +150,6 @@ def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing |
     policy, endpoint, repo, revision, token, timeout_s = ctx
     if info.sha and info.siblings is not None and all(_complete(s) for s in info.siblings):
         return RepoListing(repo, revision, check_commit(info.sha), _files(info.siblings), endpoint, unreachable)
-    from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 
     try:
         commit, files, source = listing_without_blobs(ctx, info, on_event)

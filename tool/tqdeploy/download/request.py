@@ -10,10 +10,16 @@ every build's copy of its spec does).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.deployspec import load_spec
+from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.idents import check_no_control, check_revision
+from tqdeploy.runtime.deployment import spec_model_dir
 
 DEFAULT_REVISION = "main"
 
@@ -42,10 +48,6 @@ def default_dest(repo: str) -> Path:
 
 
 def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
-    import re
-
-    from tqdeploy.idents import check_no_control, check_revision
-
     fix = "write it as ORG/NAME@REV with one '@' and no spaces, e.g. Qwen/Qwen3.6-27B@main"
     check_no_control("REPO[@REV]", ref, fix)  # before strip(): a trailing newline is refused, not trimmed
     repo, rev = split_ref(ref)
@@ -54,18 +56,11 @@ def from_ref(ref: str, to: Path | None, mirrors: list[str] | None, lock: Path | 
     if rev is not None:
         check_revision(rev, ref, fix)
     if rev is None and lock is not None:  # the build's revision, not main, unless one is named
-        from tqdeploy.download.buildlock import open_build_lock
-
         rev = open_build_lock(lock).revision or None
     return DownloadRequest(repo, rev, to if to is not None else default_dest(repo), mirrors, lock)
 
 
 def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock: Path | None) -> DownloadRequest:
-    from tqdeploy.deployspec import load_spec
-    from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
-    from tqdeploy.filenames import SPEC_FILE_NAME
-    from tqdeploy.runtime.deployment import spec_model_dir
-
     if Path(spec_file).is_dir():  # `--spec build/default`: the build's own copy of its spec
         spec_file = Path(spec_file) / SPEC_FILE_NAME
     spec = load_spec(spec_file)

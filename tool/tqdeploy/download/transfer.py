@@ -20,9 +20,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tqdeploy.adaptors import hfhub
+from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
@@ -48,8 +50,6 @@ class RetryPolicy:
 
     def started(self) -> RetryPolicy:
         """This policy with its deadline counted from now."""
-        from dataclasses import replace
-
         return replace(self, deadline_at=time.monotonic() + self.deadline_s) if self.deadline_s else self
 
     def left_s(self) -> float | None:
@@ -153,8 +153,6 @@ def fetch(
 
 
 def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | None = None) -> None:
-    from tqdeploy.download.httplib import session_http_lib
-
     http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
 
     headers = dict(job.headers)
@@ -164,10 +162,10 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
     left = policy.left_s() if policy is not None else None
     # A mirror that sends nothing waits out the read timeout: never past the deadline.
     timeout = http_lib.Timeout(10.0, read=60.0 if left is None else max(0.5, min(60.0, left)))
-    from huggingface_hub.utils import get_session
-
     try:
-        with get_session().stream("GET", job.url, headers=headers, timeout=timeout, follow_redirects=True) as resp:
+        with hfhub.get_session().stream(
+            "GET", job.url, headers=headers, timeout=timeout, follow_redirects=True
+        ) as resp:
             offset = _start_offset(job, have, resp)
             with open(job.partial, "r+b" if offset else "wb") as out:
                 out.seek(offset)
@@ -184,17 +182,14 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
 
 def _start_offset(job: Fetch, have: int, resp) -> int:
     """Where the response body goes in the partial file; _Retry / MirrorFailed for answers that cannot be used."""
-    from huggingface_hub.errors import HfHubHTTPError
-    from huggingface_hub.utils import hf_raise_for_status
-
     if resp.status_code in RETRY_STATUSES:
         raise _Retry(f"HTTP {resp.status_code}", retry_after_s(resp.headers.get("Retry-After")))
     if resp.status_code == 416:  # our partial is not a prefix the mirror recognises: start over
         job.partial.unlink(missing_ok=True)
         raise _Retry("HTTP 416 on resume, restarting the file", 0.0)
     try:
-        hf_raise_for_status(resp)
-    except HfHubHTTPError as err:
+        hfhub.hf_raise_for_status(resp)
+    except hfhub.errors().HfHubHTTPError as err:
         raise MirrorFailed(f"HTTP {resp.status_code}: {str(err).splitlines()[0]}") from None
     _check_commit(resp, job.commit)
     if have and resp.status_code == 200:

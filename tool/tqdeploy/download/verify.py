@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -9,10 +10,12 @@ from typing import Any
 from tqdeploy.download.fetch_run import LOCAL
 from tqdeploy.download.hashing import digest_files
 from tqdeploy.download.manifest import Manifest, load_manifest
+from tqdeploy.download.model_download import resolve_token
 from tqdeploy.download.progress import Bars, say
 from tqdeploy.download.remote import list_repo, normalize_endpoint, public_endpoint
 from tqdeploy.download.transfer import RetryPolicy
 from tqdeploy.errors import TQError
+from tqdeploy.net.urls import check_hf_endpoint_env, shown_url
 
 SCHEMA = "tqdeploy.download.verify/1"
 
@@ -69,10 +72,6 @@ class VerifyReport:
     def repair_command(self) -> str:
         """The download that fetches the bad files again, from the mirrors this copy came from (or the ones
         --verify was given): without them it would try the default endpoint, which may be unreachable."""
-        import shlex
-
-        from tqdeploy.net.urls import shown_url
-
         m = self.manifest
         mirrors = "".join(f" --mirror {shlex.quote(shown_url(u))}" for u in self.mirrors)
         return f"tqdeploy download {m.repo}@{m.commit}{mirrors} --to {shlex.quote(str(self.dest))}"
@@ -91,9 +90,6 @@ def verify_dir(
     The manifest's own metadata is checked against the repository when one of ``mirrors`` (default:
     the endpoints recorded in the manifest) answers, so an edited manifest cannot hide a bad file.
     """
-    from tqdeploy.download.model_download import resolve_token
-    from tqdeploy.net.urls import check_hf_endpoint_env
-
     check_hf_endpoint_env()  # a bad URL is exit 2 before any hashing, not after
     mirrors = [normalize_endpoint(m) for m in mirrors] if mirrors else None
     dest = Path(dest).expanduser().absolute()

@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.adaptors import hfhub
 from tqdeploy.errors import TQError
 from tqdeploy.idents import REVISION_RE, check_no_control
 from tqdeploy.model.jsonfile import MAX_CONFIG_BYTES, parse_json, read_regular
@@ -91,13 +92,10 @@ def check_reachable(repo: str, rev: str, endpoint: str) -> None:
 def fetch_config(repo: str, rev: str) -> dict[str, Any]:
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
     check_reachable(repo, rev, endpoint)
-    from huggingface_hub import hf_hub_download
-    from huggingface_hub.utils import disable_progress_bars
-
     redact_hub_logs()
-    disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
+    hfhub.disable_progress_bars()  # a bar for one small config.json is noise, and `plan --json` keeps stderr clean
     try:
-        path = hf_hub_download(repo, "config.json", revision=rev, endpoint=endpoint)
+        path = hfhub.hf_hub_download(repo, "config.json", revision=rev, endpoint=endpoint)
     except Exception as exc:  # huggingface_hub raises many transport types; all mean "not fetched"
         raise _unreachable(repo, rev, exc) from None
 
@@ -108,11 +106,9 @@ def fetch_config(repo: str, rev: str) -> dict[str, Any]:
 def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int], str | None]:
     """Exact bytes per dtype from the repo's safetensors headers; (None, {}, None) when it has none."""
     endpoint = _endpoint()  # before the import: huggingface_hub parses HF_ENDPOINT when imported
-    from huggingface_hub import HfApi
-
     redact_hub_logs()
     try:
-        meta = HfApi(endpoint=endpoint).get_safetensors_metadata(repo, revision=rev)
+        meta = hfhub.safetensors_metadata(repo, revision=rev, endpoint=endpoint)
     except Exception as exc:
         if "NotASafetensorsRepo" in type(exc).__name__:
             return None, {}, None

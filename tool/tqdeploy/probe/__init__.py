@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy import __version__
+from tqdeploy.probe import hostenv, pci, system
 from tqdeploy.probe.cudalibs import probe_cuda_libs
 from tqdeploy.probe.docker_engine import probe_docker
 from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter, probe_nvml
+from tqdeploy.probe.pci import probe_pci_device, sysfs_bdf
 from tqdeploy.probe.topology import probe_topology
 from tqdeploy.snapshot import HostSnapshot
 
@@ -61,11 +63,8 @@ def collect(
     run("nvml", lambda: _probe_gpus(snap, nvml))
     for gpu in snap.gpus:
         if gpu.pci_bus_id:
-            from tqdeploy.probe.pci import probe_pci_device, sysfs_bdf
-
             bdf = sysfs_bdf(gpu.pci_bus_id)
             snap.pci[bdf] = run(f"pci:{bdf}", partial(probe_pci_device, roots.sys, bdf)) or {}
-    from tqdeploy.probe import pci, system
 
     snap.aspm_policy = run("aspm", lambda: pci.probe_aspm_policy(roots.sys))
     snap.shm = run("shm", lambda: system.probe_shm(roots.shm)) or {}
@@ -74,7 +73,6 @@ def collect(
     snap.limits = run("limits", lambda: system.probe_limits(roots.sys)) or {}
     snap.docker = run("docker", lambda: _probe_docker(roots, docker_client_factory)) or {}
     snap.cuda_libs = run("cuda_libs", _probe_cuda_libs) or {}
-    from tqdeploy.probe import hostenv
 
     snap.env = run("env", lambda: hostenv.probe_env(roots.env)) or {}
     if snap.env.get("hf_cache"):

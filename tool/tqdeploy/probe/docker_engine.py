@@ -8,8 +8,11 @@ engine part records why and the rest (CDI spec dirs, nvidia-ctk on PATH) is stil
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import shutil
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +30,6 @@ class _UnixInfoClient:
         self.path, self.timeout = path, timeout
 
     def info(self) -> dict[str, Any]:
-        import http.client
-        import json
-        import socket
-
         conn = http.client.HTTPConnection("localhost", timeout=self.timeout)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+
+# CPython has it (urllib/request.py) but typeshed leaves it out, as it is not in the documented API.
+from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
 from tqdeploy.net.urls import shown_url
 
@@ -51,10 +58,6 @@ def proxy_for(url: str, env: Mapping[str, str]) -> str | None:
     """The proxy huggingface_hub's HTTP client would use for url: <scheme>_proxy, else ALL_PROXY, unless NO_PROXY
     matches (huggingface_hub 2.4 builds an httpx2 client that takes proxies from the environment:
     httpx2/_utils.py get_environment_proxies; a proxy without a scheme is taken as http://)."""
-    from urllib.parse import urlsplit
-
-    # CPython has it (urllib/request.py) but typeshed leaves it out, as it is not in the documented API.
-    from urllib.request import proxy_bypass_environment  # type: ignore[attr-defined]
 
     def get(name: str) -> str | None:
         return env.get(name.lower()) or env.get(name.upper()) or None
@@ -78,9 +81,6 @@ def probe_mirror(
     502/503/504). The whole attempt, DNS included (socket timeouts do not cover name resolution), is
     bounded by running it in a daemon thread.
     """
-    import threading
-    from urllib.parse import urlsplit
-
     parts = urlsplit(endpoint)
     proxy = proxy_for(endpoint, env or {})
     out: dict[str, Any] = {
@@ -109,9 +109,6 @@ def probe_mirror(
 
 
 def _head(url: str, proxy: str | None, timeout: float, answer: dict[str, Any]) -> None:
-    import urllib.error
-    import urllib.request
-
     handler = urllib.request.ProxyHandler({"http": proxy, "https": proxy} if proxy else {})
     opener = urllib.request.build_opener(handler)
     try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tqdeploy.adaptors import nvml
 from tqdeploy.snapshot import GPU
 
 # Fallback when the adapter lacks NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x defines 36). The loop stops
@@ -25,10 +26,9 @@ class NoDriver(Exception):
 def load_adapter():
     """The real NVML adapter (the pynvml module). Raises NoDriver when it cannot be used."""
     try:
-        import pynvml
+        return nvml.load()
     except ImportError as exc:
         raise NoDriver(f"nvidia-ml-py is not installed ({exc})") from exc
-    return pynvml
 
 
 def _err(exc: BaseException) -> str:

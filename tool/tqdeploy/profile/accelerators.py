@@ -4,6 +4,7 @@ load (TQ436: the load against the disk's own O_DIRECT rate, disk.py) and the sta
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.profile import disk
 from tqdeploy.profile.startfacts import startup_plan_state, vllm_version
 from tqdeploy.vllmfacts import logpatterns as ms
 
@@ -98,7 +99,6 @@ def measure_residency(model_dir: str | None) -> dict | None:
     """Page-cache residency of the model's weight files (bounded: disk.py's time budget)."""
     if not model_dir:
         return None
-    from tqdeploy.profile import disk
 
     return disk.page_cache_residency(disk.weight_files(model_dir))
 
@@ -107,7 +107,6 @@ def measure_direct_read(model_dir: str | None) -> dict | None:
     """The disk's O_DIRECT rate under the weights; run with the server down so the two do not compete."""
     if not model_dir:
         return None
-    from tqdeploy.profile import disk
 
     files = disk.weight_files(model_dir)
     return disk.direct_read_rate(files) if files else {"gb_per_s": None, "reason": f"no weight files in {model_dir}"}

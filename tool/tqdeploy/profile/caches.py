@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import stat
 import tempfile
@@ -20,8 +21,13 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tqdeploy.buildfolder import read_lock
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.render.caches import FINGERPRINT_FILE, START_CACHES, StartCache
+from tqdeploy.safeio import is_within, read_text
+from tqdeploy.startcache.manifest import RECEIPT
+from tqdeploy.startcache.unpack import read_receipt
 
 MAX_ENTRIES = 50_000
 MAX_WALK_S = 3.0
@@ -70,9 +76,6 @@ def walk(path: Path, deadline: float) -> CacheState:
 
 def _rendered_vars(build: Path) -> set[str]:
     """The cache variables the build's serve.sh exports (none for a build rendered before it did)."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import read_text
-
     try:
         text = read_text(build / "serve.sh", SERVE_SH_LIMIT, "serve.sh", within=build)
     except (TQError, OSError):
@@ -83,8 +86,6 @@ def _rendered_vars(build: Path) -> set[str]:
 def _default(cache: StartCache, env: Mapping[str, str], vllm_root: Path) -> Path:
     user = next((env[n] for n in ("LOGNAME", "USER", "LNAME", "USERNAME") if env.get(n)), "")  # getpass's order
     if not user:
-        import pwd
-
         user = pwd.getpwuid(os.getuid()).pw_name
     text = (
         cache.default.replace("$VLLM_CACHE_ROOT", str(vllm_root))
@@ -123,8 +124,6 @@ def snapshot(where: Mapping[str, Path]) -> dict[str, CacheState]:
 
 def cleared(states: Mapping[str, CacheState], root: Path) -> dict[str, CacheState]:
     """The states with every cache under ``root`` gone (a cold start removed that folder)."""
-    from tqdeploy.safeio import is_within
-
     return {k: CacheState(v.path, False) if is_within(Path(v.path), root) else v for k, v in states.items()}
 
 
@@ -155,9 +154,6 @@ def mark_imported(rows: list[dict], vllm_root: Path) -> None:
     differed: compare the artifact's manifest); None when nothing was imported into it. Judged from the files, not
     from the before/after walk: `up` imports while it starts, after profile's first walk. The receipt is untrusted
     (startcache.unpack.read_receipt bounds it); the walk follows no link and stops like walk()."""
-    from tqdeploy.startcache.manifest import RECEIPT
-    from tqdeploy.startcache.unpack import read_receipt
-
     receipt = read_receipt(vllm_root)
     files = receipt.get("files") if receipt else None
     if not isinstance(files, dict):
@@ -202,8 +198,6 @@ def _written_since(folder: Path, root: Path, since_ns: int, known: set[str], dea
 
 def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mapping[str, CacheState]) -> list:
     """TQ439 for each cache with files that lives outside the folder holding VLLM_CACHE_ROOT."""
-    from tqdeploy.safeio import is_within
-
     volume = where["compile"].parent.parent  # VLLM_CACHE_ROOT/torch_compile_cache -> the cache volume
     out = []
     for c in START_CACHES:
@@ -240,10 +234,6 @@ def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mappi
 
 def fingerprint_finding(build: Path, vllm_root: Path) -> Finding | None:
     """TQ441 when the volume holds another build's fingerprint; None when it matches or nothing is recorded."""
-    from tqdeploy.buildfolder import read_lock
-    from tqdeploy.errors import TQError
-    from tqdeploy.safeio import read_text
-
     try:
         wanted = (read_lock(build).get("cache_fingerprint") or {}).get("sha256")
         recorded = json.loads(read_text(vllm_root / FINGERPRINT_FILE, 4096, "cache fingerprint", within=vllm_root))

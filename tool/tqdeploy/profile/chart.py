@@ -1,18 +1,16 @@
 """The PNG: start-up phases as bars on one time axis; under a load, KV usage and running / waiting
-requests over time. matplotlib with the Agg backend (no display), imported only here."""
+requests over time. matplotlib on the Agg backend (no display), through adaptors/plot.py."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from tqdeploy.adaptors import plot
 from tqdeploy.profile.timeline import UNATTRIBUTED, Timeline
 
 
 def write_chart(path: Path, timeline: Timeline | None, samples: list[dict] | None) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = plot.pyplot()
 
     rows = (1 if timeline and timeline.phases else 0) + (1 if samples else 0)
     fig, axes = plt.subplots(max(rows, 1), 1, figsize=(10, 3.2 * max(rows, 1)), squeeze=False)

@@ -6,15 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from tqdeploy.findings import Finding
+from tqdeploy.runtime.classify import StartContext, classify_exit, classify_log, root_cause
 from tqdeploy.runtime.logstamp import split
+from tqdeploy.vllmfacts.logpatterns import milestones
 
 
 def failed_start(log_text: str, build_dir: Path | None = None) -> Finding | None:
     """The finding for a start that failed before it was ready; None for a start that came up, or a log that
     ends while it is still starting without an error (cut short, not failed)."""
-    from tqdeploy.runtime.classify import StartContext, classify_exit, classify_log, root_cause
-    from tqdeploy.vllmfacts.logpatterns import milestones
-
     lines = [split(line)[1] for line in log_text.splitlines()]
     ready = next(m.pattern for m in milestones(None) if m.key == "app_ready")  # worded alike in every release
     if any(ready.search(line) for line in lines):

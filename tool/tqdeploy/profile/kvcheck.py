@@ -9,6 +9,9 @@ cache_config_info, and still keeps a bf16-sized cache (tests/fixtures/vllm-logs/
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.plan import kv_bytes_per_token
+from tqdeploy.plan.kvformula import effective_skip_layers
+from tqdeploy.plan.vllmlog import calibrate, parse_kv_log
 
 AREA = "kv cache"
 SAME_SIZE = 0.02  # bytes per token within 2% of the unquantized figure: block rounding, not quantization
@@ -17,8 +20,6 @@ PLAN_TOLERANCE = 0.01
 
 def kv_figures(log_text: str, cache_config: dict | None = None, facts=None) -> tuple[dict, list[Finding]]:
     """The `kv` section of profile.json and its findings (TQ430, TQ431)."""
-    from tqdeploy.plan.vllmlog import parse_kv_log
-
     cache_config = cache_config or {}
     kv: dict = {"cache_dtype": cache_config.get("cache_dtype"), "planned_tokens": None, "real_tokens": None}
     kv["real_tokens"] = cache_config.get("kv_cache_size_tokens")
@@ -39,10 +40,6 @@ def kv_figures(log_text: str, cache_config: dict | None = None, facts=None) -> t
 
 
 def _compare(kv: dict, facts, log_text: str) -> list[Finding]:
-    from tqdeploy.plan import kv_bytes_per_token
-    from tqdeploy.plan.kvformula import effective_skip_layers
-    from tqdeploy.plan.vllmlog import calibrate
-
     dtype = kv["cache_dtype"] or "auto"
     planned = calibrate(facts, log_text, kv_cache_dtype=dtype)
     real = kv["real_tokens"]
@@ -53,32 +50,7 @@ def _compare(kv: dict, facts, log_text: str) -> list[Finding]:
     findings: list[Finding] = []
     per_byte_same = abs(kv["bytes_per_token_real"] - unquantized) / unquantized <= SAME_SIZE
     if dtype.startswith("turboquant") and per_byte_same:
-        skips = effective_skip_layers(facts, dtype)
-        all_skipped = set(facts.kv_layers) <= set(skips)
-        evidence = {
-            "requested": dtype,
-            "real_tokens": real,
-            "bytes_per_token_real": kv["bytes_per_token_real"],
-            "bytes_per_token_unquantized": unquantized,
-            "bytes_per_token_turboquant": kv["bytes_per_token_planned"],
-            "layers_kept_at_model_dtype": f"{len(skips)} of {len(facts.kv_layers)}",
-        }
-        why = (
-            "every KV layer is a boundary layer TurboQuant keeps at model dtype"
-            if all_skipped
-            else "this vLLM build accepted the dtype but did not quantize the cache"
-        )
-        findings.append(
-            Finding(
-                "TQ430",
-                Severity.ERROR,
-                f"TurboQuant ({dtype}) requested but the KV cache costs unquantized bytes per token: {why}",
-                evidence,
-                "run on a CUDA build whose attention backend is TURBOQUANT (the log says 'Using TURBOQUANT "
-                "attention backend'); a model with more than 4 layers; or plan with --kv-cache-dtype auto",
-                AREA,
-            )
-        )
+        findings.append(_not_quantized(kv, facts, dtype))
     # the log prints KV memory with two decimals: a real count inside the plan for that interval agrees
     outside = not (planned.planned_low <= real <= planned.planned_high)
     if real and outside and abs(planned.planned_tokens - real) / real > PLAN_TOLERANCE:
@@ -105,3 +77,31 @@ def _compare(kv: dict, facts, log_text: str) -> list[Finding]:
             )
         )
     return findings
+
+
+def _not_quantized(kv: dict, facts, dtype: str) -> Finding:
+    """TQ430: a TurboQuant dtype was asked for and the cache costs the unquantized bytes per token."""
+    skips = effective_skip_layers(facts, dtype)
+    all_skipped = set(facts.kv_layers) <= set(skips)
+    evidence = {
+        "requested": dtype,
+        "real_tokens": kv["real_tokens"],
+        "bytes_per_token_real": kv["bytes_per_token_real"],
+        "bytes_per_token_unquantized": kv["bytes_per_token_unquantized"],
+        "bytes_per_token_turboquant": kv["bytes_per_token_planned"],
+        "layers_kept_at_model_dtype": f"{len(skips)} of {len(facts.kv_layers)}",
+    }
+    why = (
+        "every KV layer is a boundary layer TurboQuant keeps at model dtype"
+        if all_skipped
+        else "this vLLM build accepted the dtype but did not quantize the cache"
+    )
+    return Finding(
+        "TQ430",
+        Severity.ERROR,
+        f"TurboQuant ({dtype}) requested but the KV cache costs unquantized bytes per token: {why}",
+        evidence,
+        "run on a CUDA build whose attention backend is TURBOQUANT (the log says 'Using TURBOQUANT "
+        "attention backend'); a model with more than 4 layers; or plan with --kv-cache-dtype auto",
+        AREA,
+    )

@@ -7,18 +7,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from tqdeploy.net import KEY_REFUSED_ID
+from tqdeploy.profile import caches
+from tqdeploy.profile import start as up
+from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
+from tqdeploy.profile.probe import first_token_probe
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
+from tqdeploy.profile.server import make_client, refused
+from tqdeploy.profile.timeline import Event
 
 
 def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
     """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
-    from tqdeploy.profile import caches
-    from tqdeploy.profile import start as up
-    from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
-    from tqdeploy.profile.probe import first_token_probe
-    from tqdeploy.profile.timeline import Event
-
     measured = {} if measured is None else measured
     model_dir = inputs.model or up.model_dir(build)
     residency = measure_residency(model_dir)  # before the start: does the load read from memory or disk?
@@ -34,8 +34,6 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     if mode == "cold":  # start() removed the deployment's VLLM_CACHE_ROOT, and every cache under it
         before = caches.cleared(before, up.compile_cache_dir(build))
     try:
-        from tqdeploy.profile.server import make_client, refused
-
         client = make_client(started.base_url, key_file, label="the base_url `tqdeploy up` reported")
         # up waited for /health itself: its polls are in the stamped log (uvicorn access lines)
         token_at, error, models = first_token_probe(client)

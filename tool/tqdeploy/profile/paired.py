@@ -26,7 +26,8 @@ from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.net import Client
-from tqdeploy.profile.load import LoadSpec, run_step, warm_up
+from tqdeploy.profile.load import LoadSpec, check_loopback, run_step, warm_up
+from tqdeploy.profile.server import load_model, make_client
 
 # Student's t, two-sided 95% (the 0.975 quantile), by degrees of freedom 1..30 (any printed t table); above 30,
 # t_975() expands in 1/df around the normal's quantile.
@@ -48,9 +49,6 @@ class Side:
 def side(label: str, url: str, key_file: Path | None, spec: LoadSpec) -> Side:
     """One server of the comparison: a loopback URL, its key, the model it serves (a refused key or a bad answer
     is a one-line error naming the side)."""
-    from tqdeploy.profile.load import check_loopback
-    from tqdeploy.profile.server import load_model, make_client
-
     client = make_client(check_loopback(url), key_file)
     model, problems = load_model(client, key_file, spec)
     if model is None:

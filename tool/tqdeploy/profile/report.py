@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tqdeploy.findings import Finding, Severity
+from tqdeploy.findings import Finding, Severity, exit_code_for
+from tqdeploy.output import render_findings
 from tqdeploy.profile.timeline import UNATTRIBUTED, Timeline
 
 SCHEMA = "tqdeploy.profile/1"
@@ -23,8 +24,6 @@ class ProfileResult:
 
     @property
     def exit_code(self) -> int:
-        from tqdeploy.findings import exit_code_for
-
         return exit_code_for(self.findings)
 
     def timeline_findings(self) -> list[Finding]:
@@ -87,8 +86,6 @@ class ProfileResult:
 
     def render(self, console) -> None:
         from rich.table import Table
-
-        from tqdeploy.output import render_findings
 
         t = self.timeline
         if t is not None and t.phases:

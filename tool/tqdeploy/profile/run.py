@@ -3,14 +3,30 @@ through `tqdeploy up` (start.py). Each returns a ProfileResult; the command writ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.buildfolder import read_lock
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.model import load_model_facts
+from tqdeploy.net import KEY_REFUSED_ID
+from tqdeploy.plan.vllmlog import parse_kv_log
+from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency, startup_plan_finding
+from tqdeploy.profile.chart import write_chart
+from tqdeploy.profile.failed import failed_start
+from tqdeploy.profile.kvcheck import kv_figures
+from tqdeploy.profile.load import run_step, warm_up
 from tqdeploy.profile.report import ProfileResult
+from tqdeploy.profile.sampler import MetricsSampler
+from tqdeploy.profile.server import cache_config as read_cache_config
+from tqdeploy.profile.server import load_model, make_client
 from tqdeploy.profile.timeline import Event, build_timeline
+from tqdeploy.runtime.state import read_record
+from tqdeploy.safeio import read_bytes
 
 
 @dataclass
@@ -31,8 +47,6 @@ LOG_TAIL = 64 << 20  # a start's log is a few MiB; a larger file is read from it
 def _read_log(path: Path) -> str:
     """The log, bounded (its tail) and refused when it is a FIFO, device or folder (safeio): the path is the
     user's own (--log) or the build's, so a link is followed."""
-    from tqdeploy.safeio import read_bytes
-
     try:
         raw = read_bytes(path, LOG_TAIL, "--log", tail=True, follow_symlinks=True)
     except TQError as err:
@@ -41,9 +55,6 @@ def _read_log(path: Path) -> str:
 
 
 def _facts(model: str | None, log_text: str):
-    from tqdeploy.model import load_model_facts
-    from tqdeploy.plan.vllmlog import parse_kv_log
-
     if model is None:  # the log's own --model, when that folder is on this machine
         try:
             candidate = parse_kv_log(log_text).args.get("model")
@@ -57,9 +68,6 @@ def _facts(model: str | None, log_text: str):
 
 def _build_release(build_dir: Path | None) -> str | None:
     """The vLLM release the build pins (its lock), whose log wording the timeline reads; None without one."""
-    from tqdeploy.buildfolder import read_lock
-    from tqdeploy.errors import TQError
-
     if build_dir is None:
         return None
     try:
@@ -74,8 +82,6 @@ def progress(message: str) -> None:
 
 
 def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, process_start: float | None = None):
-    from tqdeploy.profile.kvcheck import kv_figures
-
     log_text = _read_log(inputs.log) if inputs.log else ""
     facts = _facts(inputs.model, log_text) if log_text else None
     context: dict = {"log": str(inputs.log) if inputs.log else None, "base_url": None}
@@ -83,9 +89,6 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
     server_findings: list = []
     client = None
     if inputs.url:
-        from tqdeploy.profile.server import cache_config as read_cache_config
-        from tqdeploy.profile.server import make_client
-
         client = make_client(inputs.url, inputs.key_file)
         context["base_url"] = client.shown_url
         context["api_key"] = "sent" if client.has_key else "none"  # present/absent, never the key
@@ -102,8 +105,6 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
     result = ProfileResult(start, timeline, kv=kv, findings=findings + server_findings, context=context)
     context["answer_check"] = _answer_check(inputs.build_dir)
     if log_text:
-        from tqdeploy.profile.failed import failed_start
-
         failure = failed_start(log_text, inputs.build_dir)
         result.findings.extend([failure] if failure else [])
         context["start_failed"] = failure is not None
@@ -115,21 +116,15 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
             result.findings.extend(load_findings(result.load))
     result.findings.extend(result.timeline_findings())
     if timeline is not None:
-        from tqdeploy.profile.accelerators import startup_plan_finding
-
         plan = startup_plan_finding(log_text, timeline.phases)
         result.findings.extend([plan] if plan else [])
     if start in ("log", "running") and inputs.model:  # the load is over: the cache state is the one after it
-        from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
-
         apply_disk(result, measure_residency(inputs.model), "after the load", measure_direct_read(inputs.model))
     return result
 
 
 def _answer_check(build_dir: Path | None) -> dict | None:
     """The answer check `up` ran after ready (state.json answer_check, validated by the one state reader)."""
-    from tqdeploy.runtime.state import read_record
-
     if build_dir is None:
         return None
     try:
@@ -140,19 +135,11 @@ def _answer_check(build_dir: Path | None) -> dict | None:
 
 
 def _refused(findings: list) -> bool:
-    from tqdeploy.net import KEY_REFUSED_ID
-
     return any(f.id == KEY_REFUSED_ID for f in findings)
 
 
 def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, list]:
     """The load's figures, or None and the finding that stopped it before it began (a refused key)."""
-    import dataclasses
-
-    from tqdeploy.profile.load import run_step, warm_up
-    from tqdeploy.profile.sampler import MetricsSampler
-    from tqdeploy.profile.server import load_model
-
     model, problems = load_model(client, key_file, spec)
     if model is None:
         return None, problems
@@ -184,8 +171,6 @@ MIN_STEP_SAMPLES = 3
 
 
 def load_findings(load: dict) -> list:
-    from tqdeploy.findings import Finding, Severity
-
     out = []
     preempted = load["server"].get("preemptions") or 0
     if preempted > 0:
@@ -239,8 +224,6 @@ def load_findings(load: dict) -> list:
 def write_outputs(result: ProfileResult, out: Path, chart: bool) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     if chart:
-        from tqdeploy.profile.chart import write_chart
-
         samples = result.load.get("samples") if result.load else None
         result.chart = str(write_chart(out / "profile.png", result.timeline, samples))
     path = out / "profile.json"

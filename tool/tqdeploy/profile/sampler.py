@@ -8,6 +8,7 @@ from typing import Any
 
 from tqdeploy.net import Client
 from tqdeploy.profile.metrics import Scrape, scrape
+from tqdeploy.runtime.gpu import gpu_memory
 
 
 class MetricsSampler:
@@ -31,8 +32,6 @@ class MetricsSampler:
         got = scrape(self.client, timeout=max(1.0, min(5.0, 2 * self.interval_s)))
         sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **got.values}
         if self._gpus:  # NVML memory per GPU on GPU hosts (runtime/gpu.py; None without a driver)
-            from tqdeploy.runtime.gpu import gpu_memory
-
             sample["gpu_used_mib"] = [g["used_mib"] for g in gpu_memory() or []]
         self.samples.append(sample)
         if self.first is None:
@@ -49,8 +48,6 @@ class MetricsSampler:
             self._stop.wait(self.interval_s)
 
     def __enter__(self) -> MetricsSampler:
-        from tqdeploy.runtime.gpu import gpu_memory
-
         self._gpus = bool(gpu_memory())
         try:
             self.scrape()

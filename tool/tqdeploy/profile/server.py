@@ -9,6 +9,9 @@ from pathlib import Path
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
 from tqdeploy.net import Answer, Client, bad_answer_finding, key_refused_finding
+from tqdeploy.profile.load import served_model
+from tqdeploy.profile.metrics import cache_config_figures, fetch_metrics, parse_metrics
+from tqdeploy.safeio import read_key_file
 
 AREA = "server"
 
@@ -18,8 +21,6 @@ def make_client(url: str, key_file: Path | None, label: str = "--url") -> Client
     empty or binary file is a one-line error naming it, exit 2)."""
     key = None
     if key_file is not None:
-        from tqdeploy.safeio import read_key_file
-
         key = read_key_file(Path(key_file).expanduser())
     return Client(url, key, label=label)
 
@@ -36,8 +37,6 @@ def refused(answer: Answer, client: Client, key_file: Path | None) -> Finding:
 
 def cache_config(client: Client, key_file: Path | None) -> tuple[dict, list[Finding]]:
     """vllm:cache_config_info's figures; no answer at all is a one-line error (nothing runs there)."""
-    from tqdeploy.profile.metrics import cache_config_figures, fetch_metrics, parse_metrics
-
     answer = fetch_metrics(client)
     if answer.status == 0:
         raise TQError(
@@ -60,8 +59,6 @@ def cache_config(client: Client, key_file: Path | None) -> tuple[dict, list[Find
 def load_model(client: Client, key_file: Path | None, spec=None) -> tuple[str | None, list[Finding]]:
     """The served model the load asks for, from /v1/models (a guarded route: the key is checked here); a
     load longer than the model's context (vLLM's ModelCard.max_model_len) is refused before it is sent."""
-    from tqdeploy.profile.load import served_model
-
     model, answer = served_model(client)
     if model is not None:
         if spec is not None:

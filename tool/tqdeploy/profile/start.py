@@ -16,7 +16,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.buildfolder import BuildFolder
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Finding
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.state import read_record
+from tqdeploy.runtime.up import running_state
 
 UP_TIMEOUT_S = 900
 
@@ -40,7 +45,6 @@ def compile_cache_dir(build: Path) -> Path:
             "that may be shared",
             "unset VLLM_CACHE_ROOT so the deployment uses BUILD/.tqdeploy/cache/vllm, or use --start warm",
         )
-    from tqdeploy.buildfolder import BuildFolder
 
     return BuildFolder(build).vllm_cache
 
@@ -50,7 +54,6 @@ def model_dir(build: Path) -> str | None:
     else the build's own (runtime/deployment.py); None when the build cannot be read (up reports why)."""
     if os.environ.get("TQ_MODEL_DIR"):
         return os.environ["TQ_MODEL_DIR"]
-    from tqdeploy.runtime.deployment import load_deployment
 
     try:
         return str(load_deployment(build).model_dir)
@@ -60,8 +63,6 @@ def model_dir(build: Path) -> str | None:
 
 def key_file(build: Path) -> Path | None:
     """The build's server.api_key_file (what its serve.sh exports as VLLM_API_KEY); None without one."""
-    from tqdeploy.runtime.deployment import load_deployment
-
     try:
         return load_deployment(build).api_key_file
     except (TQError, OSError, ValueError, KeyError):
@@ -80,8 +81,6 @@ def start(build: Path, mode: str) -> Started:
     A build that is already running is refused before anything happens: profile starts and stops only what it
     started itself (its cold start would remove the running server's compile cache, and its stop would take down
     a deployment the operator started)."""
-    from tqdeploy.runtime.up import running_state
-
     if running_state(build) is not None:
         raise TQError(
             f"{build} is running: `profile --start` times a start of its own and stops it afterwards",
@@ -109,7 +108,6 @@ def start(build: Path, mode: str) -> Started:
         data = json.loads(proc.stdout)
     except ValueError:
         raise TQError("tqdeploy up --json printed no JSON", "update tqdeploy; up must print tqdeploy.up/1") from None
-    from tqdeploy.runtime.state import read_record
 
     record = read_record(build)  # validated: started_at is a time or None
     started_at = record.started_at if record is not None else None
@@ -133,8 +131,6 @@ class StartFailed(Exception):
 
 
 def _failed(stdout: str) -> StartFailed | None:
-    from tqdeploy.findings import Finding
-
     try:
         data = json.loads(stdout)
         findings = [Finding.from_dict(f) for f in data.get("findings") or []]

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from tqdeploy.redact import rules as R
+from tqdeploy.resources import data_dir
 
 if TYPE_CHECKING:
     from collections import Counter
@@ -25,8 +26,6 @@ if TYPE_CHECKING:
 @lru_cache(maxsize=1)
 def public_names() -> tuple[frozenset[str], frozenset[str], frozenset[str], frozenset[str]]:
     """(public hosts, reserved suffixes, top-level domains, file extensions) from checks/public-hosts.toml."""
-    from tqdeploy.resources import data_dir
-
     data = tomllib.loads((data_dir("checks") / "public-hosts.toml").read_text(encoding="utf-8"))
     return (
         frozenset(h.lower() for h in data["public"]["hosts"]),

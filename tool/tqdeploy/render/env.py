@@ -11,6 +11,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.adaptors import jinja
+
 
 def shquote(value: Any) -> str:
     """One shell word (POSIX quoting): safe for any value placed in sh scripts."""
@@ -27,8 +29,7 @@ def tojson(value: Any) -> str:
 
 
 def make_env(search_path: list[Path]):
-    from jinja2 import FileSystemLoader, StrictUndefined
-    from jinja2.sandbox import SandboxedEnvironment
+    SandboxedEnvironment, FileSystemLoader, StrictUndefined = jinja.sandbox_classes()
 
     env = SandboxedEnvironment(
         loader=FileSystemLoader([str(p) for p in search_path]),

@@ -16,8 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
-from tqdeploy.findings import Finding
+from tqdeploy.findings import Finding, Severity
+from tqdeploy.startcache import hostfacts, pack, secrets, unpack
 from tqdeploy.startcache.compare import Difference, differences, refusals
+from tqdeploy.startcache.pack import walk
+from tqdeploy.startcache.unpack import read_manifest
 
 
 @dataclass
@@ -58,8 +61,6 @@ class ExportResult:
 
 
 def export_build(ctx: BuildContext, out: Path) -> ExportResult:
-    from tqdeploy.startcache import hostfacts, pack, secrets
-
     started = time.monotonic()
     if not ctx.volume.is_dir() or not pack.walk(ctx.volume)[1]:
         raise TQError(
@@ -85,8 +86,6 @@ def export_build(ctx: BuildContext, out: Path) -> ExportResult:
 def _may_replace(out: Path) -> None:
     """An existing file at out is replaced only when it is an artifact (its first member a tqdeploy.cache/1
     manifest): anything else may be the user's, and is never overwritten."""
-    from tqdeploy.startcache.unpack import read_manifest
-
     if not os.path.lexists(out):
         return
     try:
@@ -130,8 +129,6 @@ class ImportResult:
 
 
 def import_build(ctx: BuildContext, archive: Path, force: bool = False) -> ImportResult:
-    from tqdeploy.startcache import hostfacts, secrets, unpack
-
     started = time.monotonic()
     manifest = unpack.read_manifest(archive)
     facts, model_files = hostfacts.gather(ctx.python, ctx.lock, ctx.model_dir)
@@ -169,14 +166,10 @@ def import_for_up(
 
 
 def _volume_used(volume: Path) -> bool:
-    from tqdeploy.startcache.pack import walk
-
     return volume.is_dir() and bool(walk(volume)[1])
 
 
 def _refused(path: Path, volume: Path, err: TQError) -> Finding:
-    from tqdeploy.findings import Severity
-
     return Finding(
         UP_ID,
         Severity.WARN,
@@ -191,8 +184,6 @@ def import_into(ctx: BuildContext, path: Path) -> Finding | None:
     """Import into a volume no start has written to: None when it already holds caches (an earlier import or start:
     nothing to do); TQ442 ok with the counts when imported; TQ442 warn when refused: the start goes on, cold. The
     same for `up` (process runtime) and the containers' one-shot import (startcache/container.py)."""
-    from tqdeploy.findings import Severity
-
     if _volume_used(ctx.volume):
         return None
     try:

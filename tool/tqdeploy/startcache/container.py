@@ -15,11 +15,12 @@ import json
 import sys
 from pathlib import Path
 
+from tqdeploy.errors import TQError, report_error
+from tqdeploy.safeio import read_key_file
+from tqdeploy.startcache.artifact import BuildContext, import_into
+
 
 def main(argv: list[str] | None = None) -> int:
-    from tqdeploy.errors import TQError, report_error
-    from tqdeploy.startcache.artifact import BuildContext, import_into
-
     p = argparse.ArgumentParser(prog="startcache.pyz", description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="verb", required=True)
     imp = sub.add_parser("import")
@@ -36,8 +37,6 @@ def main(argv: list[str] | None = None) -> int:
             raise TQError(f"--flags {args.flags[:80]!r} is not a JSON list", "render the build again")
         key = None
         if args.key_file and args.key_file.is_file():
-            from tqdeploy.safeio import read_key_file
-
             key = read_key_file(args.key_file)
         lock = {"cache_fingerprint": {"sha256": args.fingerprint, "factors": {"flags": flags}}}
         ctx = BuildContext(Path("/"), args.volume, sys.executable, key, lock, args.model_dir)

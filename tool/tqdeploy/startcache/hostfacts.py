@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter
 from tqdeploy.startcache.pack import sha256_file
 
 PROBE_TIMEOUT_S = 120  # importing torch on a busy 2-core machine took 21 s with vLLM; torch alone less
@@ -90,8 +91,6 @@ _DRIVER_LINE = re.compile(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)")
 def driver_version(proc_version: Path = Path("/proc/driver/nvidia/version")) -> str:
     """The NVIDIA driver's version: the kernel module's own line (readable in a container without NVML, e.g. an
     init container), else the project's NVML probe; "none" where neither answers."""
-    from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter
-
     try:
         with open(proc_version, encoding="utf-8", errors="replace") as fh:
             m = _DRIVER_LINE.search(fh.read(4096))

@@ -16,6 +16,7 @@ import tarfile
 import time
 from pathlib import Path
 
+from tqdeploy import __version__
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import file_sha256
 from tqdeploy.startcache.manifest import MAX_FILES, MEMBER, PREFIX, RECEIPT, Entry, Manifest
@@ -55,8 +56,6 @@ def _info(name: str, kind: bytes, size: int, mtime: float) -> tarfile.TarInfo:
 
 
 def build_manifest(volume: Path, facts: dict[str, str], model_files: dict[str, str], extra: dict) -> Manifest:
-    from tqdeploy import __version__
-
     dirs, files, links = walk(volume)
     files = [f for f in files if f != RECEIPT]  # an earlier import's record, not a cache
     entries = []

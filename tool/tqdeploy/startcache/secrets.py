@@ -15,14 +15,15 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from tqdeploy.redact.keys import BEGIN, encodings
+from tqdeploy.redact.rules import TOKENS
+
 TOKEN_ENV = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "VLLM_API_KEY", "NGC_API_KEY", "OPENAI_API_KEY")
 
 
 def needles(key: str | None, env: dict[str, str] | None = None) -> list[bytes]:
     """The literal secrets to look for: the build's key and the token variables of this environment, each with
     its encodings."""
-    from tqdeploy.redact.keys import encodings
-
     env = dict(os.environ) if env is None else env
     values = [v.strip() for v in [key or "", *(env.get(n, "") for n in TOKEN_ENV)] if v and len(v.strip()) >= 8]
     out: set[bytes] = set()
@@ -34,9 +35,6 @@ def needles(key: str | None, env: dict[str, str] | None = None) -> list[bytes]:
 
 def holds_secret(data: bytes, literals: Iterable[bytes]) -> str | None:
     """Why data is refused ("the build's key", "a token"...), or None."""
-    from tqdeploy.redact.keys import BEGIN
-    from tqdeploy.redact.rules import TOKENS
-
     if any(lit in data for lit in literals):
         return "the build's key or a token variable's value"
     text = data.decode("latin-1")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.safeio import read_text
 from tqdeploy.startcache.manifest import (
     MAX_MANIFEST,
     MEMBER,
@@ -30,6 +31,7 @@ from tqdeploy.startcache.manifest import (
     safe_relpath,
 )
 from tqdeploy.startcache.pack import MAX_UNPACKED, sha256_file, walk
+from tqdeploy.startcache.secrets import holds_secret
 
 MAX_ARCHIVE = 4 << 30
 
@@ -58,8 +60,6 @@ def read_manifest(archive: Path) -> Manifest:
 
 
 def read_receipt(volume: Path) -> dict[str, Any] | None:
-    from tqdeploy.safeio import read_text
-
     try:
         raw = json.loads(read_text(volume / RECEIPT, MAX_MANIFEST, "import receipt", within=volume))
     except (TQError, OSError, ValueError):
@@ -103,8 +103,6 @@ def _check_member(member: tarfile.TarInfo, manifest: Manifest, sizes: dict[str, 
 
 def extract(archive: Path, manifest: Manifest, volume: Path, literals: list[bytes]) -> dict[str, Any]:
     """Extract into volume (see the module's rules); returns counts. Raises TQError and leaves volume as it was."""
-    from tqdeploy.startcache.secrets import holds_secret
-
     if not replaceable(volume):
         raise TQError(
             f"{volume} already holds caches tqdeploy did not import (a start wrote there)",

@@ -14,7 +14,11 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import folder, own_dir, verify
 from tqdeploy.errors import TQError
+from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.render.build import run_build
 
 LINE = re.compile(r'^(\s*kv_cache_dtype\s*=\s*)("[^"\n]*"|\'[^\'\n]*\')(\s*(#.*)?)$')
 SECTION = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
@@ -60,11 +64,6 @@ def _parse(text: str) -> dict[str, Any]:
 
 
 def apply(build: Path, dtype: str) -> dict[str, Any]:
-    from tqdeploy.buildfolder import folder, own_dir, verify
-    from tqdeploy.filenames import SPEC_FILE_NAME
-    from tqdeploy.fsutil import atomic_write_text
-    from tqdeploy.render.build import run_build
-
     build = Path(build).resolve()
     drift = verify(build)
     if SPEC_FILE_NAME in drift["modified"] + drift["missing"]:

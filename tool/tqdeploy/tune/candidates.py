@@ -14,6 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tqdeploy.errors import TQError
+from tqdeploy.idents import shown
+from tqdeploy.model.compat import turboquant_problems
+from tqdeploy.model.tqdata import in_release_range, known_bad, presets
+from tqdeploy.safeio import read_text
 
 REFERENCE = "auto"
 BASE = (REFERENCE, "fp8")
@@ -29,8 +33,6 @@ class Candidate:
 
 
 def known_dtypes() -> tuple[str, ...]:
-    from tqdeploy.model.tqdata import presets
-
     return (*BASE, *OTHERS, *presets())
 
 
@@ -42,8 +44,6 @@ def parse_dtypes(text: str | None) -> list[str] | None:
     known = known_dtypes()
     bad = [n for n in names if n not in known]
     if not names or bad:
-        from tqdeploy.idents import shown
-
         what = f"{shown(bad[0], 40)!s} is not a KV-cache dtype vLLM knows" if bad else "names no dtype"
         raise TQError(f"--dtypes {what}", f"choose from {', '.join(known)}")
     return names
@@ -55,8 +55,6 @@ def cpu_fp8_ok(cpuinfo: str) -> bool:
 
 
 def _read_cpuinfo() -> str:
-    from tqdeploy.safeio import read_text
-
     try:
         return read_text(CPUINFO, 4 << 20, "/proc/cpuinfo")
     except (OSError, TQError):
@@ -64,9 +62,6 @@ def _read_cpuinfo() -> str:
 
 
 def excluded_reason(dtype: str, variant: str, vllm_version: str, facts, cpuinfo: str | None) -> str | None:
-    from tqdeploy.model.compat import turboquant_problems
-    from tqdeploy.model.tqdata import in_release_range, known_bad
-
     if dtype.startswith("turboquant_"):
         if variant == "cpu" and in_release_range(known_bad("TQ348"), vllm_version):
             return (
@@ -91,8 +86,6 @@ def candidates(
     variant: str, vllm_version: str, facts, chosen: list[str] | None = None, cpuinfo: str | None = None
 ) -> list[Candidate]:
     """The default set (auto, fp8, every preset) or `chosen`, auto first when present (the reference)."""
-    from tqdeploy.model.tqdata import presets
-
     names = chosen if chosen is not None else [*BASE, *presets()]
     names = sorted(names, key=lambda n: n != REFERENCE)  # stable: the rest keep their order
     return [Candidate(n, excluded_reason(n, variant, vllm_version, facts, cpuinfo)) for n in names]

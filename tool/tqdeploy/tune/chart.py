@@ -1,10 +1,13 @@
 """tune.png: capacity (sequences of the context held), goodput at the targets, and perplexity over the
-reference with each dtype's floor, one bar per measured dtype. matplotlib (Agg), imported only here."""
+reference with each dtype's floor, one bar per measured dtype. matplotlib (Agg) through adaptors/plot.py."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from tqdeploy.adaptors import plot
+from tqdeploy.fsutil import atomic_write_bytes
 from tqdeploy.tune.goodput import num
 from tqdeploy.tune.verdict import Row
 
@@ -13,12 +16,7 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
     measured = [r for r in rows if r.result and not r.excluded and not r.failed]
     if not measured:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from tqdeploy.fsutil import atomic_write_bytes
+    plt = plot.pyplot()
 
     names = [r.dtype for r in measured]
     holds = [float(r.holds or 0) for r in measured]
@@ -40,7 +38,6 @@ def write_chart(path: Path, rows: list[Row], context: int) -> Path | None:
             axes[2].hlines(floor, i - 0.4, i + 0.4, colors="red", linestyles="dashed")
     axes[2].set_ylim(bottom=min([0.9, *[q for q in quality if q]]))
     fig.tight_layout()
-    import io
 
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=100)

@@ -8,11 +8,24 @@ them at report time, so a re-run with other targets reuses the measurements.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.answers import target as targets
+from tqdeploy.answers.record import record_from_server
+from tqdeploy.answers.run import run_check
+from tqdeploy.answers.thresholds import load_thresholds
+from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.model import load_model_facts
+from tqdeploy.profile.kvcheck import kv_figures
+from tqdeploy.profile.load import LoadSpec, run_step
+from tqdeploy.profile.server import cache_config, make_client
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.safeio import read_text
 from tqdeploy.tune import variant
 from tqdeploy.tune.workload import Workload, steps_for
 
@@ -69,21 +82,12 @@ def measure(
 
 
 def _client(copy: Path, started: variant.Started):
-    from tqdeploy.profile.server import make_client
-    from tqdeploy.runtime.deployment import load_deployment
-
     return make_client(started.base_url, load_deployment(copy).api_key_file, label="the candidate's base_url")
 
 
 def capacity(copy: Path, started: variant.Started, context: int) -> dict[str, Any]:
     """Real KV tokens (vllm:cache_config_info, else the log), the plan's figure, and the sequences of `context`
     tokens they hold; TQ430 (a TurboQuant dtype not in effect) and TQ431 (plan against real) come along."""
-    from tqdeploy.model import load_model_facts
-    from tqdeploy.profile.kvcheck import kv_figures
-    from tqdeploy.profile.server import cache_config
-    from tqdeploy.runtime.deployment import load_deployment
-    from tqdeploy.safeio import read_text
-
     dep = load_deployment(copy)
     figures, findings = cache_config(_client(copy, started), dep.api_key_file)
     text = read_text(started.log_path, LOG_LIMIT, "the vLLM log", tail=True) if started.log_path else ""
@@ -101,8 +105,6 @@ def capacity(copy: Path, started: variant.Started, context: int) -> dict[str, An
 
 
 def one_step(copy: Path, started: variant.Started, workload: Workload, concurrency: int, seed: int) -> dict:
-    from tqdeploy.profile.load import LoadSpec, run_step
-
     spec = LoadSpec(
         [concurrency],
         workload.prompt_tokens,
@@ -119,15 +121,6 @@ def quality(copy: Path, dtype: str, reference: Path, record: bool, budget_s: flo
     as the build's own reference: check uses it when its fingerprint is this server's, else a shipped one, else
     the absolute ceiling (answers/run.py choose_reference). With `record` (the auto candidate: its KV cache is
     the unquantized one), its answers are recorded there first."""
-    import json
-
-    from tqdeploy.answers import target as targets
-    from tqdeploy.answers.record import record_from_server
-    from tqdeploy.answers.run import run_check
-    from tqdeploy.answers.thresholds import load_thresholds
-    from tqdeploy.errors import TQError
-    from tqdeploy.fsutil import atomic_write_text
-
     target = targets.for_build(copy, None, None, None)
     target.own_reference = reference
     out: dict[str, Any] = {}

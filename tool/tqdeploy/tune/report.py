@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.findings import Finding, exit_code_for, summarize
+from tqdeploy.output import render_findings
 from tqdeploy.tune.goodput import Targets, num
 from tqdeploy.tune.verdict import Row, recommended
 
@@ -49,8 +50,6 @@ class TuneResult:
         }
 
     def render(self, console) -> None:
-        from tqdeploy.output import render_findings
-
         console.print(table(self.rows, self.workload.get("context")))
         for line in notes(self):
             console.print(line, markup=False)  # wrapped at the console width, as the table is; a path is no markup

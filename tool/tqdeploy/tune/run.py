@@ -11,10 +11,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
-from tqdeploy.tune import store
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.model import load_model_facts
+from tqdeploy.output import dumps
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.procs import deployment_procs
+from tqdeploy.runtime.state import deployment_marker
+from tqdeploy.tune import store, variant
+from tqdeploy.tune.apply import apply
+from tqdeploy.tune.candidates import candidates
+from tqdeploy.tune.chart import write_chart
 from tqdeploy.tune.goodput import Targets, num
+from tqdeploy.tune.measure import measure
 from tqdeploy.tune.report import TuneResult
 from tqdeploy.tune.verdict import Row, recommended, verdict
 from tqdeploy.tune.workload import DEFAULT_START_S, Workload, check_workload, estimate_s
@@ -52,10 +63,6 @@ def context_for(spec, context: int | None) -> int:
 
 
 def tune(build: Path, opts: Options) -> TuneResult:
-    from tqdeploy.buildfolder import folder, own_dir
-    from tqdeploy.runtime.deployment import load_deployment
-    from tqdeploy.tune.candidates import candidates
-
     started = time.monotonic()
     build = Path(build).resolve()
     dep = load_deployment(build)
@@ -95,8 +102,6 @@ def tune(build: Path, opts: Options) -> TuneResult:
     context = workload.context
     result.findings = [*_kv_findings(rows), *verdict(rows, opts.targets, context)]
     if opts.chart:
-        from tqdeploy.tune.chart import write_chart
-
         path = write_chart(tune_dir / "tune.png", rows, context)
         result.chart = str(path) if path else None
     if opts.apply:
@@ -104,8 +109,6 @@ def tune(build: Path, opts: Options) -> TuneResult:
         if choice is None:
             result.applied = {"dtype": None, "summary": "nothing applied: no dtype is recommended"}
         else:
-            from tqdeploy.tune.apply import apply
-
             result.applied = apply(build, choice)
     result.seconds = time.monotonic() - started
     _keep(tune_dir, result)
@@ -115,9 +118,6 @@ def tune(build: Path, opts: Options) -> TuneResult:
 def refuse_running(build: Path) -> None:
     """Each copy takes the build's own memory share (gpu_memory_utilization, or RAM on the CPU build): beside the
     running build it would fail in vLLM's memory profiling, or measure a host the build is already loading."""
-    from tqdeploy.runtime.procs import deployment_procs
-    from tqdeploy.runtime.state import deployment_marker
-
     running = deployment_procs(deployment_marker(build))
     if running:
         raise TQError(
@@ -127,9 +127,6 @@ def refuse_running(build: Path) -> None:
 
 
 def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path) -> None:
-    from tqdeploy.tune import variant
-    from tqdeploy.tune.measure import measure
-
     try:
         row.result = measure(
             build, row.dtype, opts.workload, reference=reference, check_budget_s=opts.check_budget_s, say=say
@@ -147,8 +144,6 @@ def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path
 
 
 def _facts(dep):
-    from tqdeploy.model import load_model_facts
-
     try:
         return load_model_facts(str(dep.model_dir))
     except (TQError, OSError, ValueError):
@@ -170,7 +165,4 @@ def _kv_findings(rows: list[Row]) -> list[Finding]:
 
 
 def _keep(tune_dir: Path, result: TuneResult) -> None:
-    from tqdeploy.fsutil import atomic_write_text
-    from tqdeploy.output import dumps
-
     atomic_write_text(tune_dir / "tune.json", dumps(result.to_dict()) + "\n")

@@ -13,7 +13,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from tqdeploy import jsonin
+from tqdeploy.answers.reference import model_files_digest
+from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.safeio import read_bytes, read_text
 
 SCHEMA = "tqdeploy.tune-result/1"
 RESULT_LIMIT = 1 << 20
@@ -22,7 +27,6 @@ GPU_INFO = Path("/proc/driver/nvidia/gpus")
 
 def host_facts() -> dict[str, Any]:
     """What decides the figures on this host, read cheaply (no NVML: the driver's own /proc files)."""
-    from tqdeploy.safeio import read_text
 
     def read(path: Path) -> str:
         try:
@@ -43,8 +47,6 @@ def host_facts() -> dict[str, Any]:
 
 
 def fingerprint(dep, workload: dict[str, Any]) -> dict[str, Any]:
-    from tqdeploy.answers.reference import model_files_digest
-
     spec = dep.spec
     settings = {k: v for k, v in spec["vllm"].items() if k != "kv_cache_dtype"}
     return {
@@ -61,14 +63,10 @@ def digest(fp: dict[str, Any]) -> str:
 
 
 def results_dir(build: Path) -> Path:
-    from tqdeploy.buildfolder import folder, own_dir
-
     return own_dir(build, folder(build).state_dir / "tune" / "results")
 
 
 def save(build: Path, dtype: str, fp: dict[str, Any], result: dict[str, Any]) -> Path:
-    from tqdeploy.fsutil import atomic_write_text
-
     path = results_dir(build) / f"{dtype}.json"
     doc = {"schema": SCHEMA, "fingerprint": fp, "fingerprint_sha256": digest(fp), "result": result}
     atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True, default=str) + "\n")
@@ -77,9 +75,6 @@ def save(build: Path, dtype: str, fp: dict[str, Any], result: dict[str, Any]) ->
 
 def load(build: Path, dtype: str, fp: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """(the stored result, "") when it was measured on this fingerprint; else (None, why it is measured again)."""
-    from tqdeploy import jsonin
-    from tqdeploy.safeio import read_bytes
-
     path = results_dir(build) / f"{dtype}.json"
     if not path.exists():
         return None, "not measured yet"

@@ -22,7 +22,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.answers.record import _free_port, _last_line, _reference_spec
+from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.runtime.interrupt import ignored
 
 UP_TIMEOUT_S = 900
 UP_GRACE_S = 60  # past up's own --timeout: it reports and stops before this process gives up on it
@@ -54,16 +58,11 @@ def _cli() -> list[str]:
 
 
 def variant_dir(build: Path, dtype: str) -> Path:
-    from tqdeploy.buildfolder import folder, own_dir
-
     return own_dir(build, folder(build).state_dir / "tune" / dtype)
 
 
 def prepare(build: Path, dtype: str) -> Path:
     """Render the copy for `dtype` (again each time: the build's spec may have changed); its build folder."""
-    from tqdeploy.answers.record import _free_port, _last_line, _reference_spec
-    from tqdeploy.fsutil import atomic_write_text
-
     where = variant_dir(build, dtype)
     spec = where / "spec.toml"
     header = f"tqdeploy tune's copy of {build}: kv_cache_dtype {dtype}, another port; nothing else changed"
@@ -83,8 +82,6 @@ def prepare(build: Path, dtype: str) -> Path:
 
 def caches_env(build: Path) -> dict[str, str]:
     """The build's own caches for the copy (process runtime: runtime/process.py serve_env), unless set."""
-    from tqdeploy.buildfolder import folder, own_dir
-
     where = folder(build)
     env = dict(os.environ)
     for name, path in (("VLLM_CACHE_ROOT", where.vllm_cache), ("HF_HOME", where.hf_home)):
@@ -93,8 +90,6 @@ def caches_env(build: Path) -> dict[str, str]:
 
 
 def stop(copy: Path) -> None:
-    from tqdeploy.runtime.interrupt import ignored
-
     with ignored():  # the clean-up after Ctrl-C runs to its end: a second one would leave the engine running
         subprocess.run([*_cli(), "down", str(copy)], capture_output=True, text=True, timeout=DOWN_TIMEOUT_S)
 
@@ -112,8 +107,6 @@ def start(build: Path, copy: Path, log: Path) -> Started:
         try:
             out, _ = proc.communicate(timeout=UP_TIMEOUT_S + UP_GRACE_S)
         except BaseException:  # Ctrl-C, SIGTERM or our own timeout: up stops what it started, then down makes sure
-            from tqdeploy.runtime.interrupt import ignored
-
             with ignored():
                 # SIGTERM, not SIGINT: a shell's background job (and all it starts) has SIGINT ignored
                 proc.send_signal(signal.SIGTERM)

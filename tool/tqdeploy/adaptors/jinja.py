@@ -1,0 +1,13 @@
+"""jinja2 behind one module: the only importer of the SDK, when a build renders (render/env.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def sandbox_classes() -> tuple[Any, Any, Any]:
+    """(SandboxedEnvironment, FileSystemLoader, StrictUndefined): what render/env.py builds its environment of."""
+    from jinja2 import FileSystemLoader, StrictUndefined
+    from jinja2.sandbox import SandboxedEnvironment
+
+    return SandboxedEnvironment, FileSystemLoader, StrictUndefined
