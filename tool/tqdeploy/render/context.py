@@ -19,7 +19,7 @@ from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_c
 from tqdeploy.render.env import shquote
 from tqdeploy.render.fingerprint import cache_fingerprint
 from tqdeploy.render.multinode import multinode_context, record_text
-from tqdeploy.render.toolcall import tool_call_flags
+from tqdeploy.deployspec.toolcall import tool_call_flags
 
 PATHS = {
     "models": CONTAINER_MODELS,

@@ -15,7 +15,7 @@ from typing import Any
 from tqdeploy.deployspec.accel import accelerators
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.render.caches import moved_caches
-from tqdeploy.render.toolcall import tool_call_flags
+from tqdeploy.deployspec.toolcall import tool_call_flags
 
 
 def fingerprint_factors(spec: Spec) -> dict[str, Any]:
