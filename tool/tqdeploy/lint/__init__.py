@@ -18,7 +18,7 @@ from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.catalogue import match_text
 from tqdeploy.lint.command import Invocation, find_invocation
-from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
+from tqdeploy.lint.pysnippet import Snippet, find_calls, literal_values, load_api
 from tqdeploy.lint.registry import VLLM_KINDS, LintContext
 from tqdeploy.lint.report import LintReport, apply_edits, lint_finding, shell_join
 from tqdeploy.lint.rules import run_rules
@@ -275,7 +275,7 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
         inv=Invocation(argv=[], kind="python"),
         schema=load_schema(version),
         text=text,
-        snippet=(calls, load_api(version)),
+        snippet=Snippet(calls, load_api(version)),
     )
     # Text entries too (FA002: quantization="turbo" in any Python), unless a keyword entry already names it.
     flagged = {f.location.split()[-1].rstrip("=") for f in ctx.advice}

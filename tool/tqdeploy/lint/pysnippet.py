@@ -12,6 +12,7 @@ import ast
 import difflib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
@@ -32,6 +33,14 @@ class Call:
     source: str  # the call as written
     keywords: list[tuple[str, ast.expr]] = field(default_factory=list)
     positional: int = 0
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A Python snippet under lint (TQ315): its LLM(...) / EngineArgs(...) calls and the pinned vLLM's signatures."""
+
+    calls: list[Call]
+    api: dict[str, dict[str, Any]]
 
 
 def load_api(version: str) -> dict[str, dict]:

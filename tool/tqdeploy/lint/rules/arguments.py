@@ -36,7 +36,7 @@ def unknown_option(ctx: LintContext) -> list[Finding]:
 def invalid_choice(ctx: LintContext) -> list[Finding]:
     if ctx.inv.kind == "python":  # LLM(kv_cache_dtype=...) reaches the same EngineArgs field as the flag
         covered = {f.location for f in ctx.advice}  # a catalogue entry names the real replacement
-        return [f for f in keyword_choice_findings(ctx.snippet[0], ctx.schema) if f.location not in covered]
+        return [f for f in keyword_choice_findings(ctx.python_snippet.calls, ctx.schema) if f.location not in covered]
     return parser_findings(ctx, "TQ302")
 
 
