@@ -142,6 +142,51 @@ class CheckResult:
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
 
 
+@dataclass(frozen=True)
+class BuildRequest:
+    """What `tqdeploy build` is asked: a build (or a dry run) from a spec, or a check of a build directory."""
+
+    spec_file: Path | None = None
+    embedded: str | None = None
+    out: Path | None = None  # None: ./build
+    dry_run: bool = False
+    check: Path | None = None  # the build directory --check verifies
+    image: bool = False
+    resolve_digests: bool = False
+    model: str | None = None
+    force: bool = False
+    take_over: bool = False
+
+
+def build_or_check(req: BuildRequest) -> BuildResult | CheckResult:
+    """The build the request asks for, or the check of its --check directory; options that would be silently
+    ignored are refused first."""
+    check_options(
+        check=req.check is not None,
+        out=req.out is not None,
+        dry_run=req.dry_run,
+        image=req.image,
+        resolve_digests=req.resolve_digests,
+        model=req.model is not None,
+        force=req.force,
+        take_over=req.take_over,
+    )
+    if req.check is not None:
+        return run_check(req.check, req.spec_file, req.embedded)
+    return run_build(
+        req.spec_file,
+        embedded=req.embedded,
+        out=req.out or Path("build"),
+        dry_run=req.dry_run,
+        image=req.image,
+        resolve_digests=req.resolve_digests,
+        progress=True,  # on stderr: JSON on stdout stays clean
+        model=req.model,
+        force=req.force,
+        take_over=req.take_over,
+    )
+
+
 def check_options(
     *,
     check: bool,
