@@ -12,10 +12,17 @@ TurboQuant, exposure, docker, model (via tqdeploy.model.compat), vLLM's own pars
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import stat
+from dataclasses import replace
+from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint import catalogue
 from tqdeploy.lint.catalogue import match_text
 from tqdeploy.lint.command import Invocation, find_invocation
 from tqdeploy.lint.pysnippet import Snippet, find_calls, literal_values, load_api
@@ -68,8 +75,6 @@ def _lint(
     variables: dict[str, str] | None = None,
     variant: str | None = None,
 ) -> LintReport:
-    from tqdeploy.lint import catalogue
-
     inv = find_invocation(argv)
     for name, value in extra_env.items():
         inv.env.setdefault(name, value)
@@ -120,9 +125,6 @@ def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
 
 def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
     """(prefix, inner argv) for `sh -c "vllm serve ..."` / `bash -c ...` (compose and k8s commands)."""
-    import re
-    import shlex
-
     if len(argv) >= 3 and re.fullmatch(r"(.*/)?(ba|da)?sh", argv[0]) and argv[1] == "-c":
         try:
             return argv[:2], shlex.split(argv[2])
@@ -159,8 +161,6 @@ def _no_repeated_options(findings, ctx) -> None:
     """A fix that would add an option the command already sets elsewhere (`--quantization turboquant
     --kv-cache-dtype fp8`: the advice's fix is `--kv-cache-dtype turboquant_4bit_nc`) would give it twice, the
     last one winning silently: the fix then only drops the wrong part, and says which setting stays."""
-    from dataclasses import replace
-
     for f in findings:
         edit = f.edit
         if edit is None or not edit.tokens or not edit.tokens[0].startswith("--"):
@@ -181,8 +181,6 @@ def _no_repeated_options(findings, ctx) -> None:
 
 def lint_source(argv: list[str] | None = None, file=None, **options) -> LintReport:
     """Lint a command given as argv or the vLLM command in a script file (exactly one of them)."""
-    from pathlib import Path
-
     argv = list(argv or [])
     if file is not None and argv:
         raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
@@ -209,8 +207,6 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
 def build_lock(script) -> dict:
     """The tqdeploy.lock.json beside a script in a build folder, read bounded; {} when there is none or it is
     not a JSON object."""
-    import json
-
     lock = script.parent / "tqdeploy.lock.json"
     if not lock.is_file():
         return {}
@@ -224,8 +220,6 @@ def build_lock(script) -> dict:
 def build_lock_vllm_version(lock: dict) -> str | None:
     """The vLLM release a build pinned (its lock): a rendered serve.sh is linted against the release it runs, not
     tqdeploy's default. None when the lock does not name a version."""
-    import re
-
     try:
         version = lock.get("pins", {}).get("vllm", {}).get("version")
     except AttributeError:
@@ -269,8 +263,6 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
             f"no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in {name}",
             "lint the Python file that builds vLLM, or a shell script: tqdeploy lint --file serve.sh",
         )
-    from tqdeploy.lint import catalogue
-
     ctx = LintContext(
         inv=Invocation(argv=[], kind="python"),
         schema=load_schema(version),
@@ -300,9 +292,6 @@ MAX_SCRIPT_BYTES = 1 << 20  # launch scripts are a few KiB; /dev/zero or a log p
 def read_script(path) -> str:
     """The script's text: a regular file (a FIFO would block, /dev/zero never ends) of at most 1 MiB.
     O_NONBLOCK makes the open itself return at once on a FIFO; the fstat then refuses it."""
-    import os
-    import stat
-
     fix = "pass a launch script (a regular text file of at most 1 MiB)"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -336,8 +325,6 @@ def lint_script(
     name (e.g. the file's path) is what an error about the script calls it; variant is the build's, when known."""
     cmd = find_command(text)
     if cmd is None and not match_text(text):
-        from tqdeploy.errors import TQError
-
         raise TQError(
             f"no vLLM command found in {name} (no line starts `vllm serve`, `python -m "
             "vllm.entrypoints.openai.api_server` or `docker run`)",

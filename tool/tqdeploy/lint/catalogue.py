@@ -9,6 +9,7 @@ Pattern kinds:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from dataclasses import dataclass
@@ -131,8 +132,6 @@ def match_keywords(calls) -> list[Finding]:
     (tqdeploy.lint.pysnippet.Call): LLM's keywords become EngineArgs' fields, the fields `vllm serve` fills from
     its flags (vllm/engine/arg_utils.py add_cli_args), so LLM(quantization="turboquant") is the same mistake
     as --quantization turboquant and gets the same entry (FA001), not a pass."""
-    import ast
-
     out: list[Finding] = []
     for call in calls:
         for name, node in call.keywords:

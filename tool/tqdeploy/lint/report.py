@@ -7,7 +7,9 @@ import shlex
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from tqdeploy.errors import shown
 from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.lint.secrets import LintRedactor
 from tqdeploy.output import SEVERITY_STYLE, make_console
 
 SCHEMA = "tqdeploy.lint/1"
@@ -107,8 +109,6 @@ class LintReport:
     def redactor(self):
         """One tqdeploy.redact Redactor for the whole report, so a secret has one placeholder everywhere."""
         if self._redactor is None:
-            from tqdeploy.lint.secrets import LintRedactor
-
             self._redactor = LintRedactor(self.secret_values)
         return self._redactor
 
@@ -160,8 +160,6 @@ class LintReport:
 
     def render(self, console=None) -> None:
         from rich.text import Text
-
-        from tqdeploy.errors import shown  # a script from a blog post may carry escape sequences: made visible
 
         console = console or make_console()
         data = self.to_dict()

@@ -14,6 +14,7 @@ from tqdeploy.model.facts import ModelFacts
 from tqdeploy.model.hub import fetch_config, fetch_weight_bytes, parse_repo_ref
 from tqdeploy.model.jsonfile import read_json_file
 from tqdeploy.model.reader import build_facts
+from tqdeploy.model.safetensors_meta import local_weight_bytes
 from tqdeploy.model.tqhint import parse_hint
 
 __all__ = ["ModelFacts", "load_model_facts", "facts_from_config"]
@@ -46,8 +47,6 @@ def load_model_facts(source: str) -> ModelFacts:
             raise TQError(
                 f"model path {path} is a file, not a checkpoint folder", "pass the folder that holds config.json"
             )
-        from tqdeploy.model.safetensors_meta import local_weight_bytes
-
         facts = facts_from_config(_read_local_config(path), source, str(path / "config.json"))
         facts.weight_bytes, facts.weight_bytes_by_dtype, facts.weight_source = local_weight_bytes(path)
         return facts

@@ -6,6 +6,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from tqdeploy.resources import data_dir
 
 
@@ -34,8 +36,6 @@ def known_bad(rule_id: str) -> dict[str, Any]:
 def in_release_range(entry: dict[str, Any], vllm_version: str) -> bool:
     """Whether a known_bad entry applies to a release: from the first release it was seen (measured or read) in,
     up to a release where a fix was verified (none verified: every later release, as an unverified fix is no fix)."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         v = Version(vllm_version)
     except InvalidVersion:

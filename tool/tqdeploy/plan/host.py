@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
 from tqdeploy.model.compat import problem
+from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.probe import collect
 from tqdeploy.snapshot import HostSnapshot
 from tqdeploy.units import GiB as gib
@@ -89,8 +90,6 @@ def resolve_host(
     if gpu and snapshot:
         raise TQError("--gpu and --snapshot both name the hardware", "pass one of them")
     if gpu:
-        from tqdeploy.plan.gpus import gpu_by_name
-
         entry = gpu_by_name(gpu)
         return PlanHost(
             entry["name"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tqdeploy.deployspec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
 from tqdeploy.deployspec.validate import NAME_RE, spec_problems
@@ -57,8 +58,6 @@ def apply_mirror(data: dict[str, Any], snapshot: Any, notes: dict[str, str]) -> 
     endpoint = ((getattr(snapshot, "env", None) or {}).get("hf_endpoint") or "").rstrip("/")
     if not endpoint:
         return
-    from urllib.parse import urlsplit
-
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
         notes["model.mirrors"] = (

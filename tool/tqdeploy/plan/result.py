@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.plan.rows import PlanRow, as_finding, flagged, problem_dict
 from tqdeploy.plan.table import render_rows
@@ -15,8 +16,6 @@ def _safe(value: object) -> str:
     """A value from a snapshot, config or model id inside rich markup: control characters escaped and cut
     (idents.shown), and brackets escaped so a GPU named "[blink]" is text, not a style."""
     from rich.markup import escape
-
-    from tqdeploy.errors import shown
 
     return escape(shown(value, 1000))
 

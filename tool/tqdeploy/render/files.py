@@ -9,6 +9,7 @@ from tqdeploy.deployspec.model import Spec
 from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.render.cacheimport import PYZ
 from tqdeploy.render.context import build_context
+from tqdeploy.render.env import make_env
 from tqdeploy.render.fingerprint import cache_fingerprint
 from tqdeploy.render.lock import LOCK_NAME, make_lock
 from tqdeploy.resources import data_dir
@@ -95,8 +96,6 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
 def render_files(spec: Spec, command: VllmCommand | None = None) -> dict[str, RenderedFile]:
     """Every file of the build. command: the spec's vLLM command as the build linted it (computed here when not
     given); the templates, GPUStack's parameters, the cache fingerprint and the lock all repeat that one value."""
-    from tqdeploy.render.env import make_env
-
     command = command or vllm_command(spec)
     fingerprint = cache_fingerprint(spec, command)
     ctx = build_context(spec, command, fingerprint)
