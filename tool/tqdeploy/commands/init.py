@@ -6,8 +6,12 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy import probe
+from tqdeploy.bundle.replay import load_host_snapshot
 from tqdeploy.commands import options
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.output import emit
+from tqdeploy.plan.init_spec import make_init_text, write_init
 
 ORDER = 35
 
@@ -37,18 +41,11 @@ def init(
     as_json: bool = options.as_json(),
 ) -> int:
     """Write a commented deployment spec (defaults from the model's config and this host)."""
-    from tqdeploy.output import emit
-    from tqdeploy.plan.init_spec import make_init_text, write_init
-
     host = None
     if snapshot is not None:
-        from tqdeploy.bundle.replay import load_host_snapshot
-
         host = load_host_snapshot(snapshot)
     elif not no_probe:
-        from tqdeploy.probe import collect
-
-        host = collect(offline=True)
+        host = probe.collect(offline=True)
     text, notes = make_init_text(model=model, snapshot=host, name=name, embedded=embedded)
     write_init(out, text, force)
     emit(InitResult(out, notes, text), as_json)
