@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -13,6 +14,9 @@ from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.output import emit
 from tqdeploy.plan.init_spec import make_init_text, write_init
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 ORDER = 35
 
 
@@ -20,10 +24,10 @@ class InitResult:
     def __init__(self, out: Path, notes: dict[str, str], text: str):
         self.out, self.notes, self.text = out, notes, text
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "tqdeploy.init/1", "out": str(self.out), "chosen": self.notes}
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         console.print(f"wrote {self.out}", soft_wrap=True)
         for key, why in sorted(self.notes.items()):
             console.print(f"  {key}: {why}", soft_wrap=True)

@@ -98,11 +98,16 @@ class Rule:
 RULES: dict[str, Rule] = {}
 
 
-def rule(id: str, area: str, title: str, kinds: tuple[str, ...] = VLLM_KINDS, needs: tuple[str, ...] = ()):
+RuleFunc = Callable[[LintContext], Iterable[Finding]]
+
+
+def rule(
+    id: str, area: str, title: str, kinds: tuple[str, ...] = VLLM_KINDS, needs: tuple[str, ...] = ()
+) -> Callable[[RuleFunc], RuleFunc]:
     """Register a lint rule under a stable id (TQ30x arguments, TQ31x advice/image, TQ32x TurboQuant and
     exposure, TQ33x docker, TQ34x model)."""
 
-    def deco(func):
+    def deco(func: RuleFunc) -> RuleFunc:
         if id in RULES:
             raise RuntimeError(f"duplicate lint rule id {id}")
         RULES[id] = Rule(id=id, area=area, title=title, func=func, kinds=kinds, needs=needs)

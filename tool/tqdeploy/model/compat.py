@@ -170,7 +170,7 @@ def _version(v: str | None) -> Version | None:
         return None
 
 
-def _hybrid_problems(t: dict, v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
+def _hybrid_problems(t: dict[str, Any], v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
     """TurboQuant on a hybrid model (checks/turboquant.json known_bad and hybrid): crashes and unverified releases."""
     out: list[Finding] = []
     seen = Version(t["hybrid"]["seen_in"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from tqdeploy.model.facts import ModelFacts, dtype_size
 from tqdeploy.plan.kvformula import layer_token_bytes, per_layer_token_bytes
@@ -40,7 +41,7 @@ class KvCapacity:
     exact: bool = True
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -53,7 +54,7 @@ def mamba_state_bytes(facts: ModelFacts, tp: int) -> int | None:
     conv_dim = la["key_head_dim"] * la["num_key_heads"] * 2 + la["value_head_dim"] * la["num_value_heads"]
     conv = (conv_dim // tp) * (la["conv_kernel"] - 1) * dtype_size(la.get("conv_dtype") or facts.dtype or "bfloat16")
     ssm = (la["num_value_heads"] // tp) * la["value_head_dim"] * la["key_head_dim"] * dtype_size(la["state_dtype"])
-    return conv + ssm
+    return int(conv + ssm)  # config.json's numbers (check_numbers made them ints)
 
 
 def default_block_size(platform: str, facts: ModelFacts, kv_cache_dtype: str) -> int:

@@ -14,7 +14,7 @@ from tqdeploy.model import compat
 from tqdeploy.model.facts import ModelFacts
 from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
 from tqdeploy.plan.allocator import kv_capacity
-from tqdeploy.plan.budget import make_budget, scheduler_defaults
+from tqdeploy.plan.budget import Budget, make_budget, scheduler_defaults
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
 from tqdeploy.plan.result import Plan, PlanRow
 from tqdeploy.suggest import use_hint
@@ -209,7 +209,19 @@ def _model_notes(facts: ModelFacts, prefix_caching: bool) -> list[str]:
     return notes
 
 
-def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_caching, version, cc, backend) -> PlanRow:
+def _row(
+    facts: ModelFacts,
+    dtype: str,
+    budget: Budget,
+    max_model_len: int,
+    tp: int,
+    skips: tuple[int, ...],
+    platform: str,
+    prefix_caching: bool,
+    version: str,
+    cc: tuple[int, int] | None,
+    backend: str | None,
+) -> PlanRow:
     row = PlanRow(kv_cache_dtype=dtype, status="ok", availability=AVAILABILITY.get(dtype, ""))
     try:
         row.kv_bytes_per_token = kv_bytes_per_token(facts, dtype, tp, skips)
@@ -247,7 +259,7 @@ def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_cachin
     return row
 
 
-def _model_summary(facts: ModelFacts) -> dict:
+def _model_summary(facts: ModelFacts) -> dict[str, Any]:
     keys = (
         "source",
         "architecture",
@@ -277,7 +289,7 @@ def _usable(row: PlanRow) -> bool:
     return row.status == "ok" and not any(p.severity is Severity.ERROR for p in row.problems)
 
 
-def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
+def _recommend(plan: Plan, hint: dict[str, Any] | None, min_concurrency: float) -> None:
     rows = {r.kv_cache_dtype: r for r in plan.rows}
     if hint and hint.get("kv_cache_dtype") in rows and _usable(rows[hint["kv_cache_dtype"]]):
         r = rows[hint["kv_cache_dtype"]]
