@@ -95,7 +95,7 @@ class LintReport:
     # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
     # $VARS expanded where the script sets them). What the command asks of vLLM, for the other checks.
     flag_values: dict[str, str] = field(default_factory=dict, repr=False)
-    _redactor: Any = field(default=None, init=False, repr=False, compare=False)
+    _redactor: LintRedactor | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def errors(self) -> bool:
@@ -106,7 +106,7 @@ class LintReport:
         return self.fixed_argv != self.command
 
     @property
-    def redactor(self):
+    def redactor(self) -> LintRedactor:
         """One tqdeploy.redact Redactor for the whole report, so a secret has one placeholder everywhere."""
         if self._redactor is None:
             self._redactor = LintRedactor(self.secret_values)
