@@ -140,8 +140,8 @@ def test_the_fingerprint_follows_what_the_caches_depend_on():
     first = cache_fingerprint(spec, vllm_command(spec))
     spec = dataclasses.replace(spec, vllm=dataclasses.replace(spec.vllm, max_model_len=256))
     second = cache_fingerprint(spec, vllm_command(spec))
-    assert first["sha256"] != second["sha256"] and "--max-model-len" in second["factors"]["flags"]
-    assert first["factors"]["vllm_version"] == spec.vllm_version
+    assert first.sha256 != second.sha256 and "--max-model-len" in second.factors["flags"]
+    assert first.factors["vllm_version"] == spec.vllm_version
 
 
 # A stand-in for vLLM at the adapter boundary: serve.sh execs `python3 -m vllm.entrypoints.openai.api_server ...`;

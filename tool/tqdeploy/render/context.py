@@ -18,6 +18,7 @@ from tqdeploy.deployspec.validate import revision_is_commit
 from tqdeploy.render.cacheimport import cache_import_context
 from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
 from tqdeploy.render.env import shquote
+from tqdeploy.render.fingerprint import CacheFingerprint
 from tqdeploy.render.multinode import multinode_context, record_text
 
 PATHS = {
@@ -116,7 +117,7 @@ def k8s_size(size: str) -> str:
     return size[:-1] + units[unit] if unit in units else size
 
 
-def build_context(spec: Spec, command: VllmCommand, fingerprint: dict[str, Any]) -> dict[str, Any]:
+def build_context(spec: Spec, command: VllmCommand, fingerprint: CacheFingerprint) -> dict[str, Any]:
     """What the templates see: the typed sections (jinja reads their attributes) and what is derived from them.
     command and fingerprint are the build's one vLLM command and cache fingerprint (render_files)."""
     m, srv, res = spec.model, spec.server, spec.resources
@@ -162,7 +163,7 @@ def build_context(spec: Spec, command: VllmCommand, fingerprint: dict[str, Any])
         "command_lines": command_lines(spec, command),
         "accel": accelerators(spec),
         "start_caches": moved_caches(),
-        "fingerprint": fingerprint["sha256"],
+        "fingerprint": fingerprint.sha256,
         "cache_import": cache_import_context(spec, PATHS, fingerprint),  # storage.cache_artifact: render/cacheimport.py
         "fingerprint_file": FINGERPRINT_FILE,
         "fingerprint_schema": FINGERPRINT_SCHEMA,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from tqdeploy.deployspec.accel import accelerators
@@ -36,7 +37,18 @@ def fingerprint_factors(spec: Spec, command: VllmCommand) -> dict[str, Any]:
     }
 
 
-def cache_fingerprint(spec: Spec, command: VllmCommand) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CacheFingerprint:
+    """The sha256 of the factors, and the factors (the lock records both; warmup.sh writes the sha256)."""
+
+    sha256: str
+    factors: dict[str, Any]  # JSON, as the lock holds it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "factors": self.factors}
+
+
+def cache_fingerprint(spec: Spec, command: VllmCommand) -> CacheFingerprint:
     factors = fingerprint_factors(spec, command)
     digest = hashlib.sha256(json.dumps(factors, sort_keys=True, ensure_ascii=True).encode("ascii")).hexdigest()
-    return {"sha256": digest, "factors": factors}
+    return CacheFingerprint(digest, factors)

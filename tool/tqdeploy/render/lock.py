@@ -14,6 +14,7 @@ from tqdeploy import __version__
 from tqdeploy.buildfolder import LOCK_NAME, LOCK_SCHEMA, read_lock, sha256, verify
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.deployspec.validate import official_vllm_tag, revision_is_commit
+from tqdeploy.render.fingerprint import CacheFingerprint
 
 __all__ = ["LOCK_NAME", "LOCK_SCHEMA", "UNRESOLVED", "make_lock", "pins", "read_lock", "sha256", "verify"]
 UNRESOLVED = "unresolved"
@@ -61,7 +62,7 @@ def pins(spec: Spec) -> dict[str, Any]:
     }
 
 
-def make_lock(spec: Spec, fingerprint: dict[str, Any], files: dict[str, bytes]) -> bytes:
+def make_lock(spec: Spec, fingerprint: CacheFingerprint, files: dict[str, bytes]) -> bytes:
     lock = {
         "schema": LOCK_SCHEMA,
         "name": spec.name,
@@ -69,7 +70,7 @@ def make_lock(spec: Spec, fingerprint: dict[str, Any], files: dict[str, bytes]) 
         "image_tag": f"tqdeploy/{spec.name}:{spec.short_hash}",
         "pins": pins(spec),
         # what the cache volume's compiled artefacts depend on; warmup.sh writes it there (render/fingerprint.py)
-        "cache_fingerprint": fingerprint,
+        "cache_fingerprint": fingerprint.to_dict(),
         "files": {path: sha256(data) for path, data in sorted(files.items()) if path != LOCK_NAME},
     }
     return (json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
