@@ -174,27 +174,31 @@ def _model_problems(data: SpecData) -> list[Problem]:
     return p + _mirror_problems(m["mirrors"])
 
 
+def _bounded(key: str, value: int | None) -> list[Problem]:
+    """One number of NUMBER_BOUNDS inside its range (an optional one may be left out)."""
+    low, high = NUMBER_BOUNDS[key]
+    if value is None or low <= value <= high:
+        return []
+    if value < low:
+        return [
+            Problem(
+                key, f"{key} must be >= {low}" + (" (or left out)" if key in OPTIONAL_NUMBERS else ""), BOUND_WHY[key]
+            )
+        ]
+    return [Problem(key, f"{key} {value} is more than {high}, more than vLLM or the hardware accept", BOUND_WHY[key])]
+
+
 def _number_problems(data: SpecData) -> list[Problem]:
     """Every bounded number of NUMBER_BOUNDS, and the (0, 1] share of vllm.gpu_memory_utilization."""
-    p: list[Problem] = []
-    for key, (low, high) in NUMBER_BOUNDS.items():
-        section, name = key.split(".")
-        value = data[section][name]
-        p += need(
-            value is None or low <= value <= high,
-            key,
-            f"{key} must be >= {low}" + (" (or left out)" if key in OPTIONAL_NUMBERS else "")
-            if value is not None and value < low
-            else f"{key} {value} is more than {high}, more than vLLM or the hardware accept",
-            BOUND_WHY[key],
-        )
     gmu = data["vllm"]["gpu_memory_utilization"]
-    return p + need(
+    share = need(
         gmu is None or 0 < gmu <= 1,
         "vllm.gpu_memory_utilization",
         f"vllm.gpu_memory_utilization {gmu} must be in (0, 1]",
         "e.g. 0.92 (vLLM's default)",
     )
+    sections = (key.split(".") for key in NUMBER_BOUNDS)
+    return [p for section, name in sections for p in _bounded(f"{section}.{name}", data[section][name])] + share
 
 
 def _vllm_problems(data: SpecData) -> list[Problem]:
