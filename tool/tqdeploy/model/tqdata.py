@@ -13,11 +13,13 @@ from tqdeploy.resources import data_dir
 
 @lru_cache(maxsize=1)
 def turboquant_table() -> dict[str, Any]:
-    return json.loads((data_dir("checks") / "turboquant.json").read_text(encoding="utf-8"))
+    table: dict[str, Any] = json.loads((data_dir("checks") / "turboquant.json").read_text(encoding="utf-8"))
+    return table
 
 
 def presets() -> dict[str, dict[str, Any]]:
-    return turboquant_table()["presets"]
+    found: dict[str, dict[str, Any]] = turboquant_table()["presets"]
+    return found
 
 
 def preset_for_bits(key_bits: int, value_bits: int) -> str | None:

@@ -16,7 +16,8 @@ from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
 from tqdeploy.plan.allocator import kv_capacity
 from tqdeploy.plan.budget import Budget, make_budget, scheduler_defaults
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
-from tqdeploy.plan.result import Plan, PlanRow
+from tqdeploy.plan.result import Plan
+from tqdeploy.plan.rows import PlanRow
 from tqdeploy.suggest import use_hint
 
 # Preference when several dtypes reach the target: full precision is fastest; TurboQuant trades
