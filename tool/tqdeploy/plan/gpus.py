@@ -23,9 +23,8 @@ NOT_LISTED = {"A100": "A100 PCIe 40GB", "H200NVL": "H200 NVL"}
 
 @lru_cache(maxsize=1)
 def gpu_catalog() -> dict[str, dict[str, Any]]:
-    catalog: dict[str, dict[str, Any]] = json.loads((data_dir("checks") / "gpus.json").read_text(encoding="utf-8"))[
-        "gpus"
-    ]
+    text = (data_dir("checks") / "gpus.json").read_text(encoding="utf-8")
+    catalog: dict[str, dict[str, Any]] = json.loads(text)["gpus"]
     return catalog
 
 
