@@ -5,12 +5,15 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.errors import shown
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.secrets import LintRedactor
 from tqdeploy.output import SEVERITY_STYLE, make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.lint/1"
 # vLLM option dest -> how serving_values() reads its value.
@@ -158,7 +161,7 @@ class LintReport:
             "findings": findings,
         }
 
-    def render(self, console=None) -> None:
+    def render(self, console: Console | None = None) -> None:
         from rich.text import Text
 
         console = console or make_console()

@@ -138,7 +138,7 @@ def expand_shell_value(value: str, variables: dict[str, str]) -> str:
     if "$" not in value or "$(" in value or "`" in value:
         return value
 
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in variables and not is_unresolved(variables[name]):
             return variables[name]

@@ -22,6 +22,8 @@ fault was seen in until a release with a verified fix, and say which release the
 
 from __future__ import annotations
 
+from typing import Any
+
 from packaging.version import InvalidVersion, Version
 
 from tqdeploy.findings import Edit, Finding, Severity
@@ -97,7 +99,7 @@ def speculative_decoding(ctx: LintContext) -> list[Finding]:
     ]
 
 
-def _release_says(entry: dict, version: str) -> str:
+def _release_says(entry: dict[str, Any], version: str) -> str:
     """What an entry's per_release table says of a release: its own line, else that of the newest release
     before it (a later release is assumed to behave like the last one read until it is read too)."""
     table = entry.get("per_release", {})
