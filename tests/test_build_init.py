@@ -7,7 +7,8 @@ import tomllib
 from pathlib import Path
 
 from tqdeploy.deployspec import load_spec
-from tqdeploy.lint.specflags import lint_spec
+from tqdeploy.deployspec.command import vllm_command
+from tqdeploy.lint.specflags import lint_vllm_command
 
 TESTS = Path(__file__).resolve().parent
 MODELS = TESTS / "fixtures" / "models"
@@ -57,8 +58,9 @@ def test_init_reads_the_model_config_and_the_host_snapshot(run_cli, tmp_path):
     assert data["vllm"]["kv_cache_dtype"] == plan.recommended and data["vllm"]["tensor_parallel_size"] == 1
     assert data["model"]["path"] == str((MODELS / "qwen3.6-27b").resolve())  # absolute: build-dir relative otherwise
     assert "repo" not in data["model"]
-    spec = lint_spec(load_spec(out))  # the written file is a valid spec, vLLM flags included
-    assert spec.name == "qwen3-6-27b" and spec["model"]["served_name"] == "qwen3.6-27b"
+    spec = load_spec(out)
+    lint_vllm_command(spec, vllm_command(spec))  # the written file is a valid spec, vLLM flags included
+    assert spec.name == "qwen3-6-27b" and spec.model.served_name == "qwen3.6-27b"
     code, _, err = run_cli("build", str(out), "--out", str(tmp_path / "b"))
     assert code == 0, err
 

@@ -49,11 +49,10 @@ def test_every_template_is_covered_by_a_golden_case():
 
     used = set()
     for make in CASES.values():
-        from tqdeploy.render.context import build_context
         from tqdeploy.render.files import template_plan
 
         spec = make()
-        used |= {t for _, t, _ in template_plan(spec, build_context(spec))}
+        used |= {t for _, t, _ in template_plan(spec)}
     templates = {str(p.relative_to(data_dir("templates"))) for p in data_dir("templates").rglob("*.j2")}
     templates |= {str(p.relative_to(data_dir("dockerfiles"))) for p in data_dir("dockerfiles").rglob("*.j2")}
     partials = {t for t in templates if Path(t).name.startswith("_")}
@@ -138,7 +137,7 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
     table = known_digests(data)
     spec = load_spec()
     unpinned_hash = spec.spec_hash
-    apply_known_digest(spec, table)
+    spec = apply_known_digest(spec, table)
     files = render_files(spec)
     assert f"ARG BASE_IMAGE=vllm/vllm-openai:v0.32.0@{kept}\n".encode() in files["Dockerfile"].data
     lock = json.loads(files["tqdeploy.lock.json"].data)
@@ -153,9 +152,8 @@ def test_a_digest_kept_as_data_pins_a_tag_only_base_and_a_spec_digest_overrides_
         'base = "vllm/vllm-openai:v0.32.0"', f'base = "vllm/vllm-openai:v0.32.0"\ndigest = "{own}"'
     )
     (tmp_path / "s.toml").write_text(text)
-    mine = load_spec(tmp_path / "s.toml")
-    apply_known_digest(mine, table)
-    assert mine["image"]["digest"] == own and mine.digest_source == "spec"
+    mine = apply_known_digest(load_spec(tmp_path / "s.toml"), table)
+    assert mine.image.digest == own and mine.digest_source == "spec"
     assert json.loads(render_files(mine)["tqdeploy.lock.json"].data)["pins"]["image"]["source"] == "spec"
 
 
@@ -303,10 +301,13 @@ def test_seeded_secrets_reach_no_rendered_file(run_cli, tmp_path, monkeypatch):
             assert key.encode() not in data and token.encode() not in data, p
 
 
-def test_help_stays_light(tqdeploy_exe):
+def test_the_build_command_loads_no_sdk_until_it_renders(tqdeploy_exe):
+    """`--help` imports no command module (cli's lazy command table, issue 36), so build and init import their
+    library at the top; the SDKs stay behind their functions: importing the commands loads neither jinja2 nor
+    docker (a build that renders no image never imports docker at all)."""
     code = (
         "import sys; import tqdeploy.commands.build, tqdeploy.commands.init; "
-        "print([m for m in ('jinja2','docker','tomllib','tqdeploy.render','tqdeploy.deployspec') if m in sys.modules])"
+        "print([m for m in ('jinja2', 'docker') if m in sys.modules])"
     )
     python = str(Path(tqdeploy_exe).parent / "python")
     out = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
@@ -449,12 +450,12 @@ def test_lock_says_when_the_vllm_version_is_only_the_specs_claim(tmp_path):
 def test_check_with_a_spec_takes_the_digest_the_registry_answered_at_build_time(run_cli, tmp_path):
     # The registry side of --resolve-digests is tested against a loopback registry (test_build_docker);
     # here the build it leaves behind: the digest in the lock, not in the spec.
+    from tqdeploy.deployspec.digests import with_digest
     from tqdeploy.render.build import run_check
 
     spec_file = tmp_path / "tqdeploy.toml"
     spec_file.write_text(embedded_spec_path_text())
-    spec = load_spec(spec_file)
-    spec.data["image"]["digest"], spec.digest_source = "sha256:" + "12" * 32, "registry (--resolve-digests)"
+    spec = with_digest(load_spec(spec_file), "sha256:" + "12" * 32, "registry (--resolve-digests)")
     write_build(tmp_path / "b", render_files(spec))
     result = run_check(tmp_path / "b", spec_file)
     assert result.exit_code == 0 and result.drift["stale"] == []
@@ -482,7 +483,6 @@ def test_a_second_build_into_the_same_directory_at_once_is_refused(run_cli, tmp_
 def test_every_file_a_build_renders_is_one_the_write_guard_knows():
     # render/guard.py RENDERABLE: the only names a rebuild may remove; a new template must be added there.
     from tqdeploy.filenames import SPEC_FILE_NAME
-    from tqdeploy.render.context import build_context
     from tqdeploy.render.files import template_plan
     from tqdeploy.render.guard import RENDERABLE
     from tqdeploy.render.lock import LOCK_NAME
@@ -490,6 +490,6 @@ def test_every_file_a_build_renders_is_one_the_write_guard_knows():
     rendered = {SPEC_FILE_NAME, LOCK_NAME}
     for make in CASES.values():
         spec = make()
-        rendered |= {out for out, _, _ in template_plan(spec, build_context(spec))}
+        rendered |= {out for out, _, _ in template_plan(spec)}
     assert rendered <= RENDERABLE
     assert RENDERABLE - rendered <= {"k8s/deployment.yaml", "k8s/leaderworkerset.yaml"}  # one per spec shape

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -27,10 +28,10 @@ def test_embedded_specs_load_and_validate():
     assert {"qwen36-27b-tq", "tiny-cpu-demo"} <= set(embedded_spec_names())
     spec = load_spec()
     assert spec.name == "qwen36-27b-tq"
-    assert spec["vllm"]["kv_cache_dtype"] == "turboquant_4bit_nc"
-    assert spec["server"]["host"] == "127.0.0.1"
+    assert spec.vllm.kv_cache_dtype == "turboquant_4bit_nc"
+    assert spec.server.host == "127.0.0.1"
     demo = load_spec(embedded="tiny-cpu-demo")
-    assert demo.variant == "cpu" and demo["model"]["path"] == "./models/smollm2"
+    assert demo.variant == "cpu" and demo.model.path == "./models/smollm2"
 
 
 def test_toml_syntax_error_names_file_and_line(run_cli, tmp_path):
@@ -118,8 +119,7 @@ def test_invalid_values_are_refused_and_nothing_is_written(run_cli, tmp_path, pa
     spec_file = tmp_path / "tqdeploy.toml"
     spec_file.write_text(text.replace(patch[0], patch[1], 1))
     if message is None:  # valid variations must pass the spec's own rules
-        spec = Spec(parse_spec_text(spec_file.read_text(), str(spec_file)), str(spec_file))
-        assert spec_problems(spec) == []
+        assert spec_problems(parse_spec_text(spec_file.read_text(), str(spec_file))) == []
         return
     lines = _refused(run_cli, tmp_path, spec_file)
     assert message in "\n".join(lines[:2])
@@ -133,8 +133,9 @@ def test_tp_larger_than_listed_gpus_is_refused(tmp_path):
         'name = "a"\n[model]\npath = "/m"\nserved_name = "a"\n[vllm]\nversion = "0.32.0"\n'
         'tensor_parallel_size = 4\n[image]\nbase = "x/y:1"\n[resources]\ngpus = [0, 1]\n'
     )
-    spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
-    assert [p.message for p in spec_problems(spec)] == ["2 GPU(s) listed but tensor_parallel_size is 4"]
+    assert [p.message for p in spec_problems(parse_spec_text(text, "a.toml"))] == [
+        "2 GPU(s) listed but tensor_parallel_size is 4"
+    ]
 
 
 def test_repo_and_path_are_exclusive():
@@ -142,8 +143,8 @@ def test_repo_and_path_are_exclusive():
         'name = "a"\n[model]\nrepo = "a/b"\nrevision = "main"\npath = "/m"\nserved_name = "a"\n'
         '[vllm]\nversion = "0.32.0"\n[image]\nbase = "x/y:1"\n'
     )
-    spec = Spec(parse_spec_text(text, "a.toml"), "a.toml", text)
-    assert "set exactly one of model.repo and model.path" in [p.message for p in spec_problems(spec)]
+    problems = spec_problems(parse_spec_text(text, "a.toml"))
+    assert "set exactly one of model.repo and model.path" in [p.message for p in problems]
 
 
 def test_missing_spec_file_is_one_line(run_cli, tmp_path):
@@ -155,11 +156,11 @@ def test_missing_spec_file_is_one_line(run_cli, tmp_path):
 def test_spec_hash_ignores_comments_and_key_order():
     a = 'name = "a"\nschema = 1\n[model]\npath = "/m"\nserved_name = "a"\n'
     b = '# a comment\nschema = 1\nname = "a"\n\n[model]\nserved_name = "a"   # here too\npath = "/m"\n'
-    ha = Spec(parse_spec_text(a, "a"), "a").spec_hash
-    hb = Spec(parse_spec_text(b, "b"), "b").spec_hash
+    ha = Spec.from_data(parse_spec_text(a, "a"), "a").spec_hash
+    hb = Spec.from_data(parse_spec_text(b, "b"), "b").spec_hash
     assert ha == hb
     c = b.replace('"/m"', '"/n"')
-    assert Spec(parse_spec_text(c, "c"), "c").spec_hash != ha
+    assert Spec.from_data(parse_spec_text(c, "c"), "c").spec_hash != ha
 
 
 def test_docs_describe_every_spec_key():
@@ -240,3 +241,45 @@ def test_loading_a_spec_runs_no_linter_and_a_build_reads_its_spec_once(tmp_path,
     result = run_build(spec_file, out=tmp_path / "b", dry_run=True, progress=False)
     assert parsed == [str(spec_file)]
     assert result.name and not (tmp_path / "b").exists()
+
+
+# The hashes the embedded specs had while Spec held a dict (before the typed sections, issue 36): the locks,
+# image tags and cache fingerprints of existing builds name them, so the typed spec must hash the same bytes.
+PINNED_SPEC_HASHES = {
+    "qwen36-27b-tq": "df6fb2e78ebdba7bed9a6147b5a4bc222764a63a373c1ba77d03bf70e8e3fce3",
+    "tiny-cpu-demo": "675a31358f523a7dfcd373efec9fad3f88825c38626cc421ed7ec24366f9246f",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_SPEC_HASHES))
+def test_the_typed_spec_hashes_what_the_dict_spec_hashed(name):
+    from tqdeploy.deployspec.load import embedded_spec_path
+
+    spec = load_spec(embedded=name)
+    assert spec.spec_hash == PINNED_SPEC_HASHES[name]
+    text = embedded_spec_path(name).read_text()
+    # the sections give back the schema's dict, key for key (TOML arrays are tuples in a loaded spec)
+    assert json.loads(spec.canonical_json()) == parse_spec_text(text, name)
+
+
+def test_the_typed_sections_are_the_schema_s_sections():
+    """One definition of the keys: a key added to the schema without its field (or the reverse) fails here."""
+    from dataclasses import fields
+
+    from tqdeploy.deployspec.model import SECTIONS
+    from tqdeploy.deployspec.schema import SCHEMA
+
+    assert set(SECTIONS) == set(SCHEMA) - {""}
+    for name, section in SECTIONS.items():
+        assert [f.name for f in fields(section)] == list(SCHEMA[name]), name
+    top = [f.name for f in fields(Spec)][: len(SCHEMA[""])]
+    assert top == list(SCHEMA[""])
+
+
+def test_a_loaded_spec_is_frozen():
+    import dataclasses
+
+    spec = load_spec()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.vllm.kv_cache_dtype = "fp8"  # type: ignore[misc]
+    assert isinstance(spec.vllm.extra_args, tuple) and isinstance(spec.model.mirrors, tuple)

@@ -4,6 +4,7 @@ filled by another build; and the rendered warmup.sh run for real against a stand
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -132,14 +133,15 @@ def test_a_volume_filled_for_another_build_is_tq441(tmp_path):
 
 
 def test_the_fingerprint_follows_what_the_caches_depend_on():
+    from tqdeploy.deployspec.command import vllm_command
     from tqdeploy.render.fingerprint import cache_fingerprint
 
     spec = load_spec(embedded="tiny-cpu-demo")
-    first = cache_fingerprint(spec)
-    spec.data["vllm"]["max_model_len"] = 256
-    second = cache_fingerprint(spec)
-    assert first["sha256"] != second["sha256"] and "--max-model-len" in second["factors"]["flags"]
-    assert first["factors"]["vllm_version"] == spec.vllm_version
+    first = cache_fingerprint(spec, vllm_command(spec))
+    spec = dataclasses.replace(spec, vllm=dataclasses.replace(spec.vllm, max_model_len=256))
+    second = cache_fingerprint(spec, vllm_command(spec))
+    assert first.sha256 != second.sha256 and "--max-model-len" in second.factors["flags"]
+    assert first.factors["vllm_version"] == spec.vllm_version
 
 
 # A stand-in for vLLM at the adapter boundary: serve.sh execs `python3 -m vllm.entrypoints.openai.api_server ...`;

@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from support.specs import spec_with
 from tqdeploy.findings import Severity
 from tqdeploy.runtime.classify import StartContext, classify_exit
 from tqdeploy.vllmfacts import logpatterns as L
@@ -77,7 +78,7 @@ def vllm_titled_process():
 
 class Dep:
     variant = "gpu"
-    spec = {"vllm": {"gpu_memory_utilization": 0.1, "tensor_parallel_size": 1}, "resources": {"gpus": [0]}}
+    spec = spec_with(gpu_memory_utilization=0.1, tensor_parallel_size=1, gpus=(0,))
 
 
 def _nvml(monkeypatch, procs):

@@ -94,7 +94,7 @@ def test_the_rendered_import_runs_where_only_torch_is(tmp_path):
     subprocess.run([str(TQDEPLOY), "build", str(write_spec(tmp_path)), "--out", str(build)], check=True,
                    capture_output=True)  # fmt: skip
     spec = load_spec(build / "tqdeploy.toml")
-    shutil.copytree(tiny_model_dir(), build / spec["model"]["path"], ignore=shutil.ignore_patterns(".*"))
+    shutil.copytree(tiny_model_dir(), build / str(spec.model.path), ignore=shutil.ignore_patterns(".*"))
     filled = build / ".tqdeploy" / "cache" / "vllm" / "torchinductor" / "fxgraph"
     filled.mkdir(parents=True)
     (filled / "entry").write_bytes(b"compiled graph\n")

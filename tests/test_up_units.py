@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FIXTURES, REPO
+from support.specs import spec_with
 from tqdeploy.runtime import logs, phases, state
 from tqdeploy.runtime.classify import StartContext, classify_exit, classify_log
 from tqdeploy.runtime.logstamp import split
@@ -140,7 +141,7 @@ def test_gpu_memory_and_preflight_with_an_nvml_stand_in(monkeypatch, tmp_path):
 
     class Dep:
         variant = "gpu"
-        spec = {"vllm": {"gpu_memory_utilization": 0.9, "tensor_parallel_size": 1}, "resources": {"gpus": "all"}}
+        spec = spec_with(gpu_memory_utilization=0.9, tensor_parallel_size=1, gpus="all")
 
     [finding] = preflight.gpu_findings(Dep())  # type: ignore[arg-type]
     assert finding.id == "TQ403" and finding.evidence["holders"][0]["pid"] == 4242
@@ -160,13 +161,10 @@ def test_up_s_doctor_weighs_the_build_s_gpu_memory_utilization(monkeypatch):
     held = FakeNVML([h200_like(memory=(140 * gib, 64 * gib), procs=[(4242, 63 * gib)])])
     monkeypatch.setattr(probe, "load_adapter", lambda: held)  # the doctor's probe (tqdeploy.probe.collect)
 
-    class Spec(dict):
-        vllm_version = "0.25.0"
-
     def verdict(util: float | None):
         class Dep:
             variant = "gpu"
-            spec = Spec(vllm={"gpu_memory_utilization": util, "tensor_parallel_size": 1})
+            spec = spec_with(version="0.25.0", gpu_memory_utilization=util, tensor_parallel_size=1)
 
         return preflight.doctor_summary(Dep(), _doctor_findings)  # type: ignore[arg-type]
 
@@ -181,12 +179,11 @@ def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_onl
     from tqdeploy.findings import Finding, Severity
     from tqdeploy.runtime import preflight
 
-    class Spec(dict):
-        vllm_version = "0.32.0"
-
     class Dep:
         variant = "cpu"
-        spec = Spec(vllm={"gpu_memory_utilization": 0.45, "max_model_len": 512, "dtype": None, "kv_cache_dtype": None})
+        spec = spec_with(
+            version="0.32.0", gpu_memory_utilization=0.45, max_model_len=512, dtype=None, kv_cache_dtype=None
+        )
 
     asked: list = []
 
@@ -199,7 +196,8 @@ def test_the_doctor_passed_into_preflight_gives_its_verdict_and_a_broken_one_onl
         ]
 
     verdict, line = preflight.doctor_summary(Dep(), doctor)  # type: ignore[arg-type]
-    assert asked == [("0.32.0", {"gpu_memory_utilization": 0.45, "max_model_len": 512})]  # the build's, unset left out
+    # the build's settings, the unset ones (dtype, kv_cache_dtype) left out
+    assert asked == [("0.32.0", {"gpu_memory_utilization": 0.45, "max_model_len": 512, "tensor_parallel_size": 1})]
     assert verdict.id == "TQ417" and verdict.severity == Severity.ERROR
     assert line == "doctor: 1 error(s), 1 warning(s) (TQ117 open-files limit too low)" == verdict.title
     assert verdict.evidence == {"errors": ["TQ117"], "warnings": ["TQ114"]}

@@ -43,15 +43,15 @@ def answer_flags(extra_args: list[str]) -> dict[str, str]:
 def for_build(build: Path, url: str | None, key_file: Path | None, model: str | None) -> Target:
     dep = load_deployment(build)
     ep = resolve_endpoint(dep.build_dir, base_url=url, api_key_file=key_file, model=model)
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec.vllm  # type: ignore[attr-defined]
     return Target(
         ep.root_url,
         ep.served_name,
         ep.read_key(),
         str(ep.api_key_file) if ep.api_key_file else None,
         dep.model_dir,
-        str(v.get("dtype") or "auto"),
-        answer_flags(list(v.get("extra_args") or [])),
+        str(v.dtype or "auto"),
+        answer_flags(list(v.extra_args)),
         folder(dep.build_dir).state_dir / "answers-reference.json",
     )
 

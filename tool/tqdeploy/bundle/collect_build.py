@@ -92,17 +92,19 @@ def collect_plan(ctx: BundleContext, inputs: Inputs) -> Files:
     snapshot = inputs.need(JudgedHost).snapshot
     if not any(g.memory_total for g in snapshot.gpus):
         raise Absent("the host snapshot lists no GPU to plan for")
-    model_path = (build_dir / str(spec["model"].get("path", ""))).resolve()
+    model_path = (build_dir / str(spec.model.path or "")).resolve()
     if not (model_path / "config.json").is_file():
-        raise Absent(f"the spec's model ({spec['model'].get('path')}) is not on this host")
+        raise Absent(f"the spec's model ({spec.model.path}) is not on this host")
     host = from_snapshot(snapshot, "the bundle's snapshot")
-    vllm = spec["vllm"]
+    vllm = spec.vllm
+    if vllm.max_model_len is None:
+        raise Absent("the spec sets no vllm.max_model_len to plan for")
     plan = make_plan(
         load_model_facts(str(model_path)),
         gpu_memory_bytes=host.memory_bytes,
         num_gpus=host.count,
-        max_model_len=int(vllm["max_model_len"]),
-        gpu_memory_utilization=vllm.get("gpu_memory_utilization"),
+        max_model_len=int(vllm.max_model_len),
+        gpu_memory_utilization=vllm.gpu_memory_utilization,
         vllm_version=spec.vllm_version,
         compute_capability=host.compute_capability,
         gpu_name=host.name,

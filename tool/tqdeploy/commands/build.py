@@ -7,6 +7,8 @@ from pathlib import Path
 import typer
 
 from tqdeploy.commands import options
+from tqdeploy.output import emit
+from tqdeploy.render.build import BuildRequest, build_or_check
 
 ORDER = 40
 
@@ -47,35 +49,20 @@ def build(
     as_json: bool = options.as_json(),
 ) -> int:
     """Render Dockerfile, serve.sh, compose, Kubernetes, monitoring and a lock from a spec."""
-    from tqdeploy.output import emit
-    from tqdeploy.render.build import BuildResult, CheckResult, check_options, run_build, run_check
-
-    check_options(
-        check=check is not None,
-        out=out is not None,
-        dry_run=dry_run,
-        image=image,
-        resolve_digests=resolve_digests,
-        model=model is not None,
-        force=force,
-        take_over=take_over,
-    )
-    result: BuildResult | CheckResult
-    if check is not None:
-        result = run_check(check, spec_file, embedded)
-    else:
-        result = run_build(
-            spec_file,
+    result = build_or_check(
+        BuildRequest(
+            spec_file=spec_file,
             embedded=embedded,
-            out=out or Path("build"),
+            out=out,
             dry_run=dry_run,
+            check=check,
             image=image,
             resolve_digests=resolve_digests,
-            progress=True,
             model=model,
             force=force,
             take_over=take_over,
-        )  # stderr: JSON on stdout stays clean
+        )
+    )
     emit(result, as_json)
     return result.exit_code
 

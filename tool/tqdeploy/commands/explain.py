@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
+from tqdeploy.checkids import explain_page
 from tqdeploy.commands import options
+from tqdeploy.output import dumps
 
 ORDER = 90
 SCHEMA = "tqdeploy.explain/1"
@@ -15,14 +17,10 @@ def explain(
     as_json: bool = options.as_json(SCHEMA, what="the page"),
 ) -> None:
     """Show what a check looks at, why it matters and how to fix it (TQ ids, false-advice FA ids, rule codes)."""
-    from tqdeploy.checkids import explain_page
-
     check_id, markdown = explain_page(check_id)
     if not as_json:
         typer.echo(markdown, nl=False)
         return
-    from tqdeploy.output import dumps
-
     first = markdown.splitlines()[0] if markdown else ""
     title = first.lstrip("# ").split(":", 1)[-1].strip()  # "# TQ101: NVIDIA driver" -> "NVIDIA driver"
     typer.echo(dumps({"schema": SCHEMA, "id": check_id, "title": title, "markdown": markdown}))

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from tqdeploy import probe
+from tqdeploy.bundle.replay import load_host_snapshot
 from tqdeploy.commands import options
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.output import emit
+from tqdeploy.plan.init_spec import make_init_text, write_init
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 ORDER = 35
 
@@ -16,10 +24,10 @@ class InitResult:
     def __init__(self, out: Path, notes: dict[str, str], text: str):
         self.out, self.notes, self.text = out, notes, text
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "tqdeploy.init/1", "out": str(self.out), "chosen": self.notes}
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         console.print(f"wrote {self.out}", soft_wrap=True)
         for key, why in sorted(self.notes.items()):
             console.print(f"  {key}: {why}", soft_wrap=True)
@@ -37,18 +45,11 @@ def init(
     as_json: bool = options.as_json(),
 ) -> int:
     """Write a commented deployment spec (defaults from the model's config and this host)."""
-    from tqdeploy.output import emit
-    from tqdeploy.plan.init_spec import make_init_text, write_init
-
     host = None
     if snapshot is not None:
-        from tqdeploy.bundle.replay import load_host_snapshot
-
         host = load_host_snapshot(snapshot)
     elif not no_probe:
-        from tqdeploy.probe import collect
-
-        host = collect(offline=True)
+        host = probe.collect(offline=True)
     text, notes = make_init_text(model=model, snapshot=host, name=name, embedded=embedded)
     write_init(out, text, force)
     emit(InitResult(out, notes, text), as_json)

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.bundle.replay import load_host_snapshot
 from tqdeploy.commands import options
+from tqdeploy.errors import TQError
+from tqdeploy.findings import exit_code_for
+from tqdeploy.lint import lint_source
+from tqdeploy.model import load_model_facts
+from tqdeploy.output import emit
+from tqdeploy.plan.gpus import gpu_by_name
+from tqdeploy.snapshot import GPU, HostSnapshot
 
 ORDER = 40
 
@@ -34,41 +42,24 @@ def lint(
     ),
 ) -> int:
     """Find invalid flags, false advice and risky settings; exit 1 when a finding is an error (see --fail-on)."""
-    from tqdeploy.errors import TQError
-
     if snapshot is not None and gpu is not None:
         raise TQError("give either --snapshot or --gpu, not both", "--snapshot FILE records the real host")
     host = _host(snapshot, gpu, gpus)
-    facts = None
-    if model is not None:
-        from tqdeploy.model import load_model_facts
-
-        facts = load_model_facts(model)
-    from tqdeploy.lint import lint_source
-
+    facts = load_model_facts(model) if model is not None else None
     report = lint_source(command, file, vllm_version=vllm_version, model=facts, host=host, live=live)
     if fix and not as_json:
         typer.echo(report.fixed_command_text)
     else:
-        from tqdeploy.output import emit
-
         emit(report, as_json)
-    from tqdeploy.findings import exit_code_for
-
     return exit_code_for(report.findings, fail_on)
 
 
-def _host(snapshot: Path | None, gpu: str | None, count: int):
-    from tqdeploy.snapshot import GPU, HostSnapshot
-
+def _host(snapshot: Path | None, gpu: str | None, count: int) -> HostSnapshot | None:
+    """The host the GPU rules check against: a recorded snapshot, `count` GPUs of a catalogue name, or none."""
     if snapshot is not None:
-        from tqdeploy.bundle.replay import load_host_snapshot
-
         return load_host_snapshot(snapshot)
     if gpu is None:
         return None
-    from tqdeploy.plan.gpus import gpu_by_name
-
     entry = gpu_by_name(gpu)
     return HostSnapshot(
         gpus=[

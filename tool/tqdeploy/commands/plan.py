@@ -6,7 +6,10 @@ from pathlib import Path
 
 import typer
 
+from tqdeploy.bundle.replay import load_host_snapshot
 from tqdeploy.commands import options
+from tqdeploy.output import emit
+from tqdeploy.plan.request import PlanRequest, plan_failed, run_plan
 
 ORDER = 30
 
@@ -42,69 +45,25 @@ def plan(
     as_json: bool = options.as_json("tqdeploy.plan/1", what="the plan"),
 ) -> int:
     """Plan KV-cache memory per dtype (vLLM's exact formulas) and recommend a --kv-cache-dtype."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.model import load_model_facts
-    from tqdeploy.output import emit
-    from tqdeploy.plan import make_plan
-    from tqdeploy.plan.host import resolve_host
-    from tqdeploy.plan.planner import check_plan_numbers
-    from tqdeploy.units import GiB
-
-    skips: tuple[int, ...] = ()
-    if skip_layers:
-        try:
-            skips = tuple(int(x) for x in skip_layers.replace(" ", "").split(",") if x)
-        except ValueError:
-            raise TQError(
-                f"--skip-layers {skip_layers!r} is not a comma-separated list of layer indices",
-                "e.g. --skip-layers 0,1,62,63",
-            ) from None
-    check_plan_numbers(
-        {"--gpus": gpus, "--tp": tp, "--max-model-len": max_model_len},
-        {
-            "--kv-cache-memory-gib": kv_cache_memory_gib,
-            "--reserve-gib": reserve_gib,
-            "--min-concurrency": min_concurrency,
-        },
-    )
-    from tqdeploy.bundle.replay import load_host_snapshot
-
-    host = resolve_host(snapshot=snapshot, gpu=gpu, gpus=gpus, read_snapshot=load_host_snapshot)
-    facts = load_model_facts(model)
-    if max_model_len is None:
-        from tqdeploy.model.compat import config_max_model_len
-
-        max_model_len = config_max_model_len(facts)
-        if max_model_len is None:
-            raise TQError("config.json names no context length", "pass --max-model-len")
-    result = make_plan(
-        facts,
-        gpu_memory_bytes=host.memory_bytes,
-        num_gpus=host.count,
+    request = PlanRequest(
+        model=model,
+        snapshot=snapshot,
+        gpu=gpu,
+        gpus=gpus,
         tp=tp,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,
-        kv_cache_dtypes=kv_cache_dtype or None,
-        skip_layers=skips,
+        kv_cache_dtypes=tuple(kv_cache_dtype or ()),
+        skip_layers=skip_layers,
         vllm_version=vllm_version,
-        compute_capability=host.compute_capability,
-        gpu_name=host.name,
-        kv_cache_memory_bytes=int(kv_cache_memory_gib * GiB) if kv_cache_memory_gib is not None else None,
-        reserve_bytes=int(reserve_gib * GiB) if reserve_gib is not None else None,
+        kv_cache_memory_gib=kv_cache_memory_gib,
+        reserve_gib=reserve_gib,
         enforce_eager=enforce_eager,
         min_concurrency=min_concurrency,
     )
-    result.host["source"] = host.source
-    from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
-    from tqdeploy.plan.host import held_memory_problem
-
-    util = gpu_memory_utilization if gpu_memory_utilization is not None else DEFAULT_GPU_MEMORY_UTILIZATION
-    held = held_memory_problem(host, util) if kv_cache_memory_gib is None else None
-    if held is not None:
-        result.problems.append(held)
+    result = run_plan(request, read_snapshot=load_host_snapshot)
     emit(result, as_json)
-    failed = result.recommended is None or any(p.severity.value == "error" for p in result.problems)
-    return 1 if failed else 0
+    return 1 if plan_failed(result) else 0
 
 
 def register(app: typer.Typer) -> None:

@@ -110,9 +110,9 @@ def _spec_endpoint(build_dir: Path) -> tuple[str, str, str | None] | None:
         return None
 
     spec = load_spec(path)
-    srv = spec["server"]
-    root = f"http://{_local_address(srv['host'])}:{srv['port']}"
-    return root, spec["model"]["served_name"], srv["api_key_file"]
+    srv = spec.server
+    root = f"http://{_local_address(srv.host)}:{srv.port}"
+    return root, spec.model.served_name, srv.api_key_file
 
 
 def _key_path(value: str | None, base: Path) -> Path | None:

@@ -146,11 +146,11 @@ def startup_plan_available(version: str) -> bool | None:
 
 def _sets_flag(spec: Spec, known: str) -> str | None:
     """The extra_args item that vLLM would read as `known` (spellings as validate.names_flag reads them)."""
-    return next((str(a) for a in spec["vllm"]["extra_args"] if names_flag(vllm_flag_name(str(a)), known)), None)
+    return next((a for a in spec.vllm.extra_args if names_flag(vllm_flag_name(a), known)), None)
 
 
 def _load_format_problems(spec: Spec) -> list[Problem]:
-    fmt = spec["vllm"]["load_format"]
+    fmt = spec.vllm.load_format
     if fmt is None:
         return []
     given = _sets_flag(spec, "--load-format")
@@ -200,7 +200,7 @@ def accelerator_problems(spec: Spec) -> list[Problem]:
     """Refusals (exit 2): an unknown or duplicated load format, a CUDA-only one on cpu, a startup plan that the
     pinned vLLM does not have."""
     problems = _load_format_problems(spec)
-    if spec["vllm"]["startup_plan"] is True and not startup_plan_available(spec.vllm_version):
+    if spec.vllm.startup_plan is True and not startup_plan_available(spec.vllm_version):
         problems.append(
             Problem(
                 "vllm.startup_plan",
@@ -214,10 +214,10 @@ def accelerator_problems(spec: Spec) -> list[Problem]:
 
 def accelerators(spec: Spec) -> Accelerators:
     """What this (valid) spec renders, with a note for each accelerator left out or without effect."""
-    wanted = spec["vllm"]["startup_plan"]
+    wanted = spec.vllm.startup_plan
     available = startup_plan_available(spec.vllm_version)
     kv_bytes = _sets_flag(spec, KV_BYTES_FLAG)
-    out = Accelerators(load_format=spec["vllm"]["load_format"], package=package_for(spec["vllm"]["load_format"]))
+    out = Accelerators(load_format=spec.vllm.load_format, package=package_for(spec.vllm.load_format))
     out.warmup = not spec.multi_node
     out.cpu_inductor_cache = spec.variant == "cpu" and spec.vllm_version in CPU_AOT_LOAD_FAILS
     if out.load_format is None and (given := _sets_flag(spec, "--load-format")):

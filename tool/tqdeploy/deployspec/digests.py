@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import TQError
+from tqdeploy.resources import data_dir
 
 DIGESTS_FILE = "base-digests.toml"
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}\Z")
@@ -26,8 +28,6 @@ class KnownDigest:
 
 
 def digests_path() -> Path:
-    from tqdeploy.resources import data_dir
-
     return data_dir("dockerfiles") / DIGESTS_FILE
 
 
@@ -59,14 +59,17 @@ def known_digests(path: Path | None = None) -> dict[str, KnownDigest]:
     return table
 
 
-def apply_known_digest(spec, table: dict[str, KnownDigest] | None = None) -> None:
-    """Fill spec image.digest from the table when the spec has none; record the source on the spec."""
-    image = spec.data["image"]
-    if image["digest"]:
-        spec.digest_source = "spec"
-        return
+def with_digest(spec: Spec, digest: str, source: str) -> Spec:
+    """The spec with image.digest pinned, and where that digest came from (the lock repeats it)."""
+    return replace(spec, image=replace(spec.image, digest=digest), digest_source=source)
+
+
+def apply_known_digest(spec: Spec, table: dict[str, KnownDigest] | None = None) -> Spec:
+    """The spec with image.digest from the table when it has none, and the digest's source recorded."""
+    if spec.image.digest:
+        return replace(spec, digest_source="spec")
     table = known_digests() if table is None else table
-    known = table.get(image["base"])
-    if known is not None:
-        image["digest"] = known.digest
-        spec.digest_source = f"tqdeploy data {DIGESTS_FILE} (read from {known.read})"
+    known = table.get(spec.image.base)
+    if known is None:
+        return spec
+    return with_digest(spec, known.digest, f"tqdeploy data {DIGESTS_FILE} (read from {known.read})")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec.model import SpecData
 from tqdeploy.deployspec.schema import SCHEMA, accepts, type_name
 from tqdeploy.errors import TQError
 from tqdeploy.resources import package_data
@@ -148,9 +149,9 @@ def check_shape(raw: dict[str, Any]) -> list[Problem]:
     return problems
 
 
-def with_defaults(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def with_defaults(raw: dict[str, Any]) -> SpecData:
     """Every section and key present; absent keys take the schema default."""
-    data: dict[str, dict[str, Any]] = {}
+    data: SpecData = {}
     for section, table in SCHEMA.items():
         given = raw if section == "" else raw.get(section, {})
         data[section] = {
@@ -221,7 +222,7 @@ def check_spec_text(text: str, source: str) -> None:
             )
 
 
-def parse_spec_text(text: str, source: str) -> dict[str, dict[str, Any]]:
+def parse_spec_text(text: str, source: str) -> SpecData:
     check_spec_text(text, source)
     try:
         raw = tomllib.loads(text)

@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+
+from packaging.version import InvalidVersion, Version
 
 from tqdeploy.deployspec.flagtable import MANAGED_FLAGS
 from tqdeploy.deployspec.load import Problem
-from tqdeploy.deployspec.model import Spec, is_loopback
+from tqdeploy.deployspec.model import SpecData, is_loopback
 from tqdeploy.errors import TQError
+from tqdeploy.idents import REVISION_RE
 from tqdeploy.net.urls import check_endpoint, has_credentials, shown_url
 from tqdeploy.redact.rules import secret_flag
 
@@ -57,8 +61,6 @@ def revision_is_commit(revision: str | None) -> bool:
 
 def is_exact_release(version: str | None) -> bool:
     """X.Y.Z (optionally rcN/postN), written canonically (PEP 440, via packaging): what pip and image tags pin."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         parsed = Version(version or "")
     except InvalidVersion:
@@ -109,57 +111,59 @@ def _mirror_problems(mirrors: list[Any]) -> list[Problem]:
     return []
 
 
-def spec_problems(spec: Spec) -> list[Problem]:
-    """Every value problem of a spec, in file order; empty when it is valid."""
-    p: list[Problem] = []
-    top, m, v, img, srv, res, sto = (spec[s] for s in ("", "model", "vllm", "image", "server", "resources", "storage"))
+def need(cond: bool, key: str, message: str, fix: str = "") -> list[Problem]:
+    """One rule: no problem where cond holds, else the problem at `key`."""
+    return [] if cond else [Problem(key, message, fix)]
 
-    def need(cond: bool, key: str, message: str, fix: str = "") -> None:
-        if not cond:
-            p.append(Problem(key, message, fix))
 
-    need(top["schema"] == 1, "schema", f"unsupported spec schema {top['schema']}", "set schema = 1")
-    need(
-        bool(top["name"]) and bool(NAME_RE.match(top["name"] or "")),
-        "name",
-        "name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)"
-        if top["name"] is None
-        else f"name {top['name']!r} must be a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
-        'set name = "my-model", e.g.',
+def _top_problems(data: SpecData) -> list[Problem]:
+    top = data[""]
+    name = top["name"]
+    return [
+        *need(top["schema"] == 1, "schema", f"unsupported spec schema {top['schema']}", "set schema = 1"),
+        *need(
+            bool(name) and bool(NAME_RE.match(name or "")),
+            "name",
+            "name is required: a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)"
+            if name is None
+            else f"name {name!r} must be a lowercase DNS label (a-z, 0-9, '-', at most 53 chars)",
+            'set name = "my-model", e.g.',
+        ),
+        *need(
+            top["variant"] in ("gpu", "cpu"),
+            "variant",
+            f"variant {top['variant']!r} is not gpu or cpu",
+            'set variant = "gpu" (CUDA image) or "cpu" (vLLM CPU build)',
+        ),
+    ]
+
+
+def _model_problems(data: SpecData) -> list[Problem]:
+    m = data["model"]
+    p = need(
+        bool(m["repo"]) != bool(m["path"]),
+        "model.repo",
+        "set exactly one of model.repo and model.path",
+        "a Hugging Face repo id with a revision, or a local model directory",
     )
-    need(
-        top["variant"] in ("gpu", "cpu"),
-        "variant",
-        f"variant {top['variant']!r} is not gpu or cpu",
-        'set variant = "gpu" (CUDA image) or "cpu" (vLLM CPU build)',
-    )
-
-    if bool(m["repo"]) == bool(m["path"]):
-        p.append(
-            Problem(
-                "model.repo",
-                "set exactly one of model.repo and model.path",
-                "a Hugging Face repo id with a revision, or a local model directory",
-            )
-        )
     if m["repo"]:
-        need(bool(REPO_RE.match(m["repo"])), "model.repo", f"model.repo {m['repo']!r} is not an owner/name repo id")
-        need(
+        p += need(
+            bool(REPO_RE.match(m["repo"])), "model.repo", f"model.repo {m['repo']!r} is not an owner/name repo id"
+        )
+        p += need(
             bool(m["revision"]),
             "model.revision",
             "model.revision is required with model.repo",
             "set it to the commit sha you tested (a branch name like main is accepted but not pinned)",
         )
     if m["revision"]:
-        from tqdeploy.idents import REVISION_RE
-
-        need(
+        p += need(
             bool(REVISION_RE.match(str(m["revision"]))),
             "model.revision",
             f"model.revision {str(m['revision'])[:60]!r} is not a branch, tag or commit",
             "a commit sha, tag or branch: 1-255 characters, no spaces, '@' or control characters",
         )
-    need(
+    p += need(
         bool(m["served_name"]) and bool(SERVED_NAME_RE.match(m["served_name"] or "")),
         "model.served_name",
         "model.served_name is required"
@@ -167,127 +171,154 @@ def spec_problems(spec: Spec) -> list[Problem]:
         else f"model.served_name {m['served_name'][:60]!r} must be 1-128 of A-Z a-z 0-9 . _ - / : @ +",
         'the model name clients send, e.g. served_name = "qwen3.6-27b" (no spaces, quotes or control characters)',
     )
-    p += _mirror_problems(m["mirrors"])
+    return p + _mirror_problems(m["mirrors"])
 
-    need(
-        is_exact_release(v["version"]),
-        "vllm.version",
-        f"vllm.version {v['version']!r} is not an exact release like 0.32.0",
-        "pin the exact vLLM release",
-    )
-    for key, (low, high) in NUMBER_BOUNDS.items():
-        section, name = key.split(".")
-        value = spec[section][name]
-        need(
-            value is None or low <= value <= high,
-            key,
-            f"{key} must be >= {low}" + (" (or left out)" if key in OPTIONAL_NUMBERS else "")
-            if value is not None and value < low
-            else f"{key} {value} is more than {high}, more than vLLM or the hardware accept",
-            BOUND_WHY[key],
-        )
-    gmu = v["gpu_memory_utilization"]
-    need(
+
+def _bounded(key: str, value: int | None) -> list[Problem]:
+    """One number of NUMBER_BOUNDS inside its range (an optional one may be left out)."""
+    low, high = NUMBER_BOUNDS[key]
+    if value is None or low <= value <= high:
+        return []
+    if value < low:
+        return [
+            Problem(
+                key, f"{key} must be >= {low}" + (" (or left out)" if key in OPTIONAL_NUMBERS else ""), BOUND_WHY[key]
+            )
+        ]
+    return [Problem(key, f"{key} {value} is more than {high}, more than vLLM or the hardware accept", BOUND_WHY[key])]
+
+
+def _number_problems(data: SpecData) -> list[Problem]:
+    """Every bounded number of NUMBER_BOUNDS, and the (0, 1] share of vllm.gpu_memory_utilization."""
+    gmu = data["vllm"]["gpu_memory_utilization"]
+    share = need(
         gmu is None or 0 < gmu <= 1,
         "vllm.gpu_memory_utilization",
         f"vllm.gpu_memory_utilization {gmu} must be in (0, 1]",
         "e.g. 0.92 (vLLM's default)",
     )
-    p += _extra_args_problems(v["extra_args"])
+    sections = (key.split(".") for key in NUMBER_BOUNDS)
+    return [p for section, name in sections for p in _bounded(f"{section}.{name}", data[section][name])] + share
 
-    need(
+
+def _vllm_problems(data: SpecData) -> list[Problem]:
+    v = data["vllm"]
+    p = need(
+        is_exact_release(v["version"]),
+        "vllm.version",
+        f"vllm.version {v['version']!r} is not an exact release like 0.32.0",
+        "pin the exact vLLM release",
+    )
+    return p + _number_problems(data) + _extra_args_problems(v["extra_args"])
+
+
+def _image_problems(data: SpecData) -> list[Problem]:
+    img, version = data["image"], data["vllm"]["version"]
+    p = need(
         bool(img["base"] and IMAGE_RE.match(img["base"])) and not str(img["base"]).endswith(":latest"),
         "image.base",
         f"image.base {img['base']!r} must be an image with an explicit version tag (not latest)",
         'e.g. base = "vllm/vllm-openai:v0.32.0"',
     )
     tag = official_vllm_tag(img["base"])
-    if spec.variant == "gpu" and tag is not None and v["version"]:
-        need(
-            bool(re.match(rf"^v{re.escape(v['version'])}(-[\w.]+)?$", tag)),
+    if data[""]["variant"] == "gpu" and tag is not None and version:
+        p += need(
+            bool(re.match(rf"^v{re.escape(version)}(-[\w.]+)?$", tag)),
             "image.base",
-            f"image.base {img['base']} is not the vLLM {v['version']} image that vllm.version pins "
+            f"image.base {img['base']} is not the vLLM {version} image that vllm.version pins "
             "(the flags are checked against vllm.version)",
-            f'use base = "vllm/vllm-openai:v{v["version"]}" (or a -cuXXX variant of it), or set vllm.version '
+            f'use base = "vllm/vllm-openai:v{version}" (or a -cuXXX variant of it), or set vllm.version '
             "to the image's release",
         )
-    need(
+    return p + need(
         img["digest"] is None or bool(DIGEST_RE.match(img["digest"])),
         "image.digest",
         "image.digest must be sha256:<64 hex> as read from a registry",
         "remove it, or run `tqdeploy build --resolve-digests` where a registry is reachable",
     )
 
-    need(1 <= srv["port"] <= 65535, "server.port", f"server.port {srv['port']} is not a TCP port (1-65535)")
-    need(
-        bool(re.match(r"^[0-9A-Za-z.:\-]+$", srv["host"])),
-        "server.host",
-        f"server.host {srv['host']!r} is not an address",
-    )
-    if not is_loopback(srv["host"]) and not srv["api_key_file"]:
-        p.append(
-            Problem(
-                "server.host",
-                f"server.host {srv['host']} publishes the API beyond this machine without an API key",
-                'set server.api_key_file, or host = "127.0.0.1"',
-            )
-        )
-    need(
-        srv["api_key_file"] is None or _plain_path(srv["api_key_file"]),
-        "server.api_key_file",
-        "server.api_key_file must be a plain path (no quotes, $ or spaces)",
-    )
 
-    return p + _resources_problems(spec)
+def _server_problems(data: SpecData) -> list[Problem]:
+    srv = data["server"]
+    host, key_file = srv["host"], srv["api_key_file"]
+    return [
+        *need(1 <= srv["port"] <= 65535, "server.port", f"server.port {srv['port']} is not a TCP port (1-65535)"),
+        *need(bool(re.match(r"^[0-9A-Za-z.:\-]+$", host)), "server.host", f"server.host {host!r} is not an address"),
+        *need(
+            is_loopback(host) or bool(key_file),
+            "server.host",
+            f"server.host {host} publishes the API beyond this machine without an API key",
+            'set server.api_key_file, or host = "127.0.0.1"',
+        ),
+        *need(
+            key_file is None or _plain_path(key_file),
+            "server.api_key_file",
+            "server.api_key_file must be a plain path (no quotes, $ or spaces)",
+        ),
+    ]
 
 
-def _resources_problems(spec: Spec) -> list[Problem]:
-    """[resources], [storage] and model.path: sizes, GPU lists and plain paths."""
-    p: list[Problem] = []
-    v, res, sto, m = spec["vllm"], spec["resources"], spec["storage"], spec["model"]
-
-    def need(cond: bool, key: str, message: str, fix: str = "") -> None:
-        if not cond:
-            p.append(Problem(key, message, fix))
-
-    gpus = res["gpus"]
+def _gpu_problems(data: SpecData) -> list[Problem]:
+    gpus, tp = data["resources"]["gpus"], data["vllm"]["tensor_parallel_size"]
     if isinstance(gpus, str):
-        need(gpus == "all", "resources.gpus", f'resources.gpus {gpus!r}: use "all" or a list like [0, 1]')
-    else:
-        ok = all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus) and len(set(gpus)) == len(
-            gpus
+        return need(gpus == "all", "resources.gpus", f'resources.gpus {gpus!r}: use "all" or a list like [0, 1]')
+    indices = all(isinstance(g, int) and not isinstance(g, bool) and g >= 0 for g in gpus)
+    ok = indices and len(set(gpus)) == len(gpus)
+    p = need(ok, "resources.gpus", "resources.gpus must list distinct GPU indices, e.g. [0, 1]")
+    if ok and data[""]["variant"] == "gpu":
+        p += need(
+            len(gpus) >= tp,
+            "resources.gpus",
+            f"{len(gpus)} GPU(s) listed but tensor_parallel_size is {tp}",
+            "list at least tensor_parallel_size GPUs per node",
         )
-        need(ok, "resources.gpus", "resources.gpus must list distinct GPU indices, e.g. [0, 1]")
-        if ok and spec.variant == "gpu":
-            need(
-                len(gpus) >= v["tensor_parallel_size"],
-                "resources.gpus",
-                f"{len(gpus)} GPU(s) listed but tensor_parallel_size is {v['tensor_parallel_size']}",
-                "list at least tensor_parallel_size GPUs per node",
-            )
-    need(
-        bool(SIZE_RE.match(res["shm_size"])),
-        "resources.shm_size",
-        f"resources.shm_size {res['shm_size']!r} is not a size like 16g",
-    )
+    return p
+
+
+def _storage_problems(data: SpecData) -> list[Problem]:
+    """[resources] shm_size, [storage] and model.path: sizes and plain paths."""
+    sto, shm, model_path = data["storage"], data["resources"]["shm_size"], data["model"]["path"]
+    p = need(bool(SIZE_RE.match(shm)), "resources.shm_size", f"resources.shm_size {shm!r} is not a size like 16g")
     for key in ("models_dir", "cache_dir"):
-        need(_plain_path(sto[key]), f"storage.{key}", f"storage.{key} must be a plain path (no quotes, $ or spaces)")
+        p += need(
+            _plain_path(sto[key]), f"storage.{key}", f"storage.{key} must be a plain path (no quotes, $ or spaces)"
+        )
     for key in ("models_size", "cache_size"):
-        need(
+        p += need(
             bool(re.match(r"^\d+(Mi|Gi|Ti)$", sto[key])),
             f"storage.{key}",
             f"storage.{key} {sto[key]!r} is not a size like 200Gi",
         )
-    if m["path"]:
-        need(_plain_path(m["path"]), "model.path", "model.path must be a plain path (no quotes, $ or spaces)")
+    if model_path:
+        p += need(_plain_path(model_path), "model.path", "model.path must be a plain path (no quotes, $ or spaces)")
     if sto["cache_artifact"] is not None:
-        need(
+        p += need(
             _plain_path(sto["cache_artifact"]) and str(sto["cache_artifact"]).endswith(".tar.xz"),
             "storage.cache_artifact",
             "storage.cache_artifact must be a plain path to a .tar.xz (no quotes, $ or spaces)",
             "give the file `tqdeploy cache export` wrote, e.g. ./startcache.tar.xz",
         )
     return p
+
+
+# The spec's value rules, one unit per concern, in file order (the first problem is the one reported).
+RULES: tuple[Callable[[SpecData], list[Problem]], ...] = (
+    _top_problems,
+    _model_problems,
+    _vllm_problems,
+    _image_problems,
+    _server_problems,
+    _gpu_problems,
+    _storage_problems,
+)
+
+
+def spec_problems(data: SpecData) -> list[Problem]:
+    """Every value problem of schema-checked spec data (load.parse_spec_text), in file order; empty when valid.
+
+    The rules read the TOML's values, before the typed Spec exists: a Spec is only made of data that passed.
+    """
+    return [problem for rule in RULES for problem in rule(data)]
 
 
 def _plain_path(value: Any) -> bool:

@@ -64,25 +64,25 @@ def from_spec(spec_file: Path, to: Path | None, mirrors: list[str] | None, lock:
     if Path(spec_file).is_dir():  # `--spec build/default`: the build's own copy of its spec
         spec_file = Path(spec_file) / SPEC_FILE_NAME
     spec = load_spec(spec_file)
-    model = spec["model"]
-    if not model["repo"]:
+    model = spec.model
+    if not model.repo:
         raise TQError(
-            f"{spec_file}: model.path is a local directory ({model['path']}): there is nothing to download",
+            f"{spec_file}: model.path is a local directory ({model.path}): there is nothing to download",
             "set model.repo and model.revision in the spec to download a model",
         )
     dest = to
     if dest is None:
         # The folder `up` and serve.sh serve the model from (runtime/deployment.py), not a copy of its rule.
         base = Path(spec_file).expanduser().absolute().parent
-        if not Path(spec["storage"]["models_dir"]).expanduser().is_absolute():
+        if not Path(spec.storage.models_dir).expanduser().is_absolute():
             if lock is not None:
                 base = open_build_lock(lock).build_dir
             elif not (base / LOCK_NAME).is_file():
                 raise TQError(
-                    f"{spec_file}: storage.models_dir {spec['storage']['models_dir']!r} is relative to the build "
+                    f"{spec_file}: storage.models_dir {spec.storage.models_dir!r} is relative to the build "
                     f"directory, and {base} is not one (no {LOCK_NAME} there)",
                     "pass the build directory (`--spec build/default`), or add --lock build/tqdeploy.lock.json"
                     " or --to DIR",
                 )
         dest = spec_model_dir(spec, base)
-    return DownloadRequest(model["repo"], model["revision"], dest, mirrors or list(model["mirrors"]), lock)
+    return DownloadRequest(model.repo, model.revision, dest, mirrors or list(model.mirrors), lock)

@@ -12,27 +12,38 @@ TurboQuant, exposure, docker, model (via tqdeploy.model.compat), vLLM's own pars
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import shlex
+import stat
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.lint import catalogue
 from tqdeploy.lint.catalogue import match_text
 from tqdeploy.lint.command import Invocation, find_invocation
-from tqdeploy.lint.pysnippet import find_calls, literal_values, load_api
+from tqdeploy.lint.parsed import ParsedArgs
+from tqdeploy.lint.pysnippet import Snippet, find_calls, literal_values, load_api
 from tqdeploy.lint.registry import VLLM_KINDS, LintContext
 from tqdeploy.lint.report import LintReport, apply_edits, lint_finding, shell_join
 from tqdeploy.lint.rules import run_rules
 from tqdeploy.lint.script import find_command
 from tqdeploy.lint.secrets import secret_values
 from tqdeploy.lint.validate import expand_shell_value, parse_vllm_args
+from tqdeploy.model.facts import ModelFacts
 from tqdeploy.pins import DEFAULT_VLLM_VERSION
 from tqdeploy.safeio import MIB, FileRefused, read_bytes
+from tqdeploy.snapshot import HostSnapshot
 from tqdeploy.vllmfacts.schema import available_versions, load_schema
 
 __all__ = ["lint_command", "lint_script", "lint_source", "LintReport"]
 
 
-def target_version(vllm_version: str | None, inv) -> tuple[str, list[Finding]]:
+def target_version(vllm_version: str | None, inv: Invocation) -> tuple[str, list[Finding]]:
     """The vLLM release whose schema the command is checked against, and a TQ311 finding when the
     image's own release has no schema here."""
     if vllm_version:
@@ -61,15 +72,13 @@ def _lint(
     text: str,
     extra_env: dict[str, str],
     *,
-    vllm_version,
-    model,
-    host,
+    vllm_version: str | None,
+    model: ModelFacts | None,
+    host: HostSnapshot | None,
     live: bool | None,
     variables: dict[str, str] | None = None,
     variant: str | None = None,
 ) -> LintReport:
-    from tqdeploy.lint import catalogue
-
     inv = find_invocation(argv)
     for name, value in extra_env.items():
         inv.env.setdefault(name, value)
@@ -108,11 +117,11 @@ def _lint(
     )
 
 
-def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
+def _flag_values(parsed: ParsedArgs, variables: dict[str, str]) -> dict[str, str]:
     values: dict[str, str] = {}
     for occ in parsed.occurrences:
         if occ.values:
-            values[occ.option.dest] = expand_shell_value(occ.value, variables)
+            values[occ.option.dest] = expand_shell_value(occ.values[-1], variables)
         else:
             values[occ.option.dest] = "false" if occ.name.startswith("--no-") else "true"
     return values
@@ -120,9 +129,6 @@ def _flag_values(parsed, variables: dict[str, str]) -> dict[str, str]:
 
 def _shell_wrapper(argv: list[str]) -> tuple[list[str], list[str]] | None:
     """(prefix, inner argv) for `sh -c "vllm serve ..."` / `bash -c ...` (compose and k8s commands)."""
-    import re
-    import shlex
-
     if len(argv) >= 3 and re.fullmatch(r"(.*/)?(ba|da)?sh", argv[0]) and argv[1] == "-c":
         try:
             return argv[:2], shlex.split(argv[2])
@@ -135,32 +141,29 @@ def lint_command(
     argv: list[str],
     *,
     vllm_version: str | None = None,
-    model=None,
-    host=None,
+    model: ModelFacts | None = None,
+    host: HostSnapshot | None = None,
     live: bool | None = None,
     variant: str | None = None,
 ) -> LintReport:
     """Lint one command line (already split into argv); live=None validates with vLLM when importable; variant is
     the spec's ("gpu"/"cpu") when a build lints the command it renders (the argv alone does not say)."""
-    opts = {"vllm_version": vllm_version, "model": model, "host": host, "live": live, "variant": variant}
     wrapped = _shell_wrapper(list(argv))
+    inner, text = (list(argv), " ".join(argv)) if wrapped is None else (wrapped[1], argv[2])
+    report = _lint(inner, text, {}, vllm_version=vllm_version, model=model, host=host, live=live, variant=variant)
     if wrapped is None:
-        return _lint(list(argv), " ".join(argv), {}, **opts)
-
-    prefix, inner = wrapped
-    report = _lint(inner, argv[2], {}, **opts)
+        return report
+    prefix = wrapped[0]
     changed = report.changed
     report.command = [*prefix, argv[2]]
     report.fixed_argv = [*prefix, shell_join(report.fixed_argv)] if changed else list(report.command)
     return report
 
 
-def _no_repeated_options(findings, ctx) -> None:
+def _no_repeated_options(findings: list[Finding], ctx: LintContext) -> None:
     """A fix that would add an option the command already sets elsewhere (`--quantization turboquant
     --kv-cache-dtype fp8`: the advice's fix is `--kv-cache-dtype turboquant_4bit_nc`) would give it twice, the
     last one winning silently: the fix then only drops the wrong part, and says which setting stays."""
-    from dataclasses import replace
-
     for f in findings:
         edit = f.edit
         if edit is None or not edit.tokens or not edit.tokens[0].startswith("--"):
@@ -179,10 +182,8 @@ def _no_repeated_options(findings, ctx) -> None:
             f.remediation += f" (the command already sets {setting}: --fix only drops {f.location or 'this'})"
 
 
-def lint_source(argv: list[str] | None = None, file=None, **options) -> LintReport:
+def lint_source(argv: list[str] | None = None, file: str | Path | None = None, **options: Any) -> LintReport:
     """Lint a command given as argv or the vLLM command in a script file (exactly one of them)."""
-    from pathlib import Path
-
     argv = list(argv or [])
     if file is not None and argv:
         raise TQError("give either a command after `--` or --file, not both", "tqdeploy lint --file serve.sh")
@@ -206,11 +207,9 @@ def lint_source(argv: list[str] | None = None, file=None, **options) -> LintRepo
     return lint_script(text, name=str(file), **options)
 
 
-def build_lock(script) -> dict:
+def build_lock(script: Path) -> dict[str, Any]:
     """The tqdeploy.lock.json beside a script in a build folder, read bounded; {} when there is none or it is
     not a JSON object."""
-    import json
-
     lock = script.parent / "tqdeploy.lock.json"
     if not lock.is_file():
         return {}
@@ -221,11 +220,9 @@ def build_lock(script) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def build_lock_vllm_version(lock: dict) -> str | None:
+def build_lock_vllm_version(lock: dict[str, Any]) -> str | None:
     """The vLLM release a build pinned (its lock): a rendered serve.sh is linted against the release it runs, not
     tqdeploy's default. None when the lock does not name a version."""
-    import re
-
     try:
         version = lock.get("pins", {}).get("vllm", {}).get("version")
     except AttributeError:
@@ -233,7 +230,7 @@ def build_lock_vllm_version(lock: dict) -> str | None:
     return version if isinstance(version, str) and re.fullmatch(r"\d+\.\d+\.\d+", version) else None
 
 
-def build_lock_variant(lock: dict) -> str | None:
+def build_lock_variant(lock: dict[str, Any]) -> str | None:
     """The build's variant ("gpu" or "cpu") as its lock records it (the cache fingerprint's factors)."""
     try:
         variant = lock.get("cache_fingerprint", {}).get("factors", {}).get("variant")
@@ -260,7 +257,9 @@ def python_c_snippet(argv: list[str]) -> str | None:
     return None
 
 
-def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options) -> LintReport:
+def lint_python(
+    text: str, *, vllm_version: str | None = None, name: str = "the snippet", **_options: Any
+) -> LintReport:
     """Lint the LLM(...) / EngineArgs(...) / AsyncEngineArgs(...) calls of a Python snippet (TQ315)."""
     version = (vllm_version or DEFAULT_VLLM_VERSION).lstrip("v")
     calls = find_calls(text, name)
@@ -269,13 +268,11 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
             f"no LLM(...), EngineArgs(...) or AsyncEngineArgs(...) call in {name}",
             "lint the Python file that builds vLLM, or a shell script: tqdeploy lint --file serve.sh",
         )
-    from tqdeploy.lint import catalogue
-
     ctx = LintContext(
         inv=Invocation(argv=[], kind="python"),
         schema=load_schema(version),
         text=text,
-        snippet=(calls, load_api(version)),
+        snippet=Snippet(calls, load_api(version)),
     )
     # Text entries too (FA002: quantization="turbo" in any Python), unless a keyword entry already names it.
     flagged = {f.location.split()[-1].rstrip("=") for f in ctx.advice}
@@ -297,12 +294,9 @@ def lint_python(text: str, *, vllm_version: str | None = None, name: str = "the 
 MAX_SCRIPT_BYTES = 1 << 20  # launch scripts are a few KiB; /dev/zero or a log passed by mistake is not one
 
 
-def read_script(path) -> str:
+def read_script(path: str | Path) -> str:
     """The script's text: a regular file (a FIFO would block, /dev/zero never ends) of at most 1 MiB.
     O_NONBLOCK makes the open itself return at once on a FIFO; the fstat then refuses it."""
-    import os
-    import stat
-
     fix = "pass a launch script (a regular text file of at most 1 MiB)"
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -326,8 +320,8 @@ def lint_script(
     text: str,
     *,
     vllm_version: str | None = None,
-    model=None,
-    host=None,
+    model: ModelFacts | None = None,
+    host: HostSnapshot | None = None,
     live: bool | None = None,
     name: str = "the script",
     variant: str | None = None,
@@ -336,8 +330,6 @@ def lint_script(
     name (e.g. the file's path) is what an error about the script calls it; variant is the build's, when known."""
     cmd = find_command(text)
     if cmd is None and not match_text(text):
-        from tqdeploy.errors import TQError
-
         raise TQError(
             f"no vLLM command found in {name} (no line starts `vllm serve`, `python -m "
             "vllm.entrypoints.openai.api_server` or `docker run`)",

@@ -9,11 +9,13 @@ Pattern kinds:
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Edit, Finding, Severity
@@ -21,6 +23,9 @@ from tqdeploy.lint.command import Invocation
 from tqdeploy.lint.report import lint_finding
 from tqdeploy.resources import data_dir
 from tqdeploy.vllmfacts.schema import normalize
+
+if TYPE_CHECKING:
+    from tqdeploy.lint.pysnippet import Call
 
 CATALOGUE_ID = "tqdeploy.false-advice/1"
 FINDING_ID = "TQ310"
@@ -79,7 +84,7 @@ def _finding(entry: Entry, flag: str, token: int, edit: Edit | None) -> Finding:
     )
 
 
-def _option_spans(argv: list[str], start: int, end: int):
+def _option_spans(argv: list[str], start: int, end: int) -> Iterator[tuple[int, str, str | None, int]]:
     """(index, name, value, span_end) for every --option token in argv[start:end]."""
     i = start
     while i < end:
@@ -126,13 +131,11 @@ def match_invocation(inv: Invocation, aliases: dict[str, str]) -> list[Finding]:
     return out
 
 
-def match_keywords(calls) -> list[Finding]:
+def match_keywords(calls: list[Call]) -> list[Finding]:
     """Flag and flag_value entries against the literal keywords of LLM(...) / EngineArgs(...) calls
     (tqdeploy.lint.pysnippet.Call): LLM's keywords become EngineArgs' fields, the fields `vllm serve` fills from
     its flags (vllm/engine/arg_utils.py add_cli_args), so LLM(quantization="turboquant") is the same mistake
     as --quantization turboquant and gets the same entry (FA001), not a pass."""
-    import ast
-
     out: list[Finding] = []
     for call in calls:
         for name, node in call.keywords:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from functools import lru_cache
+from typing import Any, NoReturn
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.report import lint_finding
@@ -34,14 +35,14 @@ class ParserRejected(Exception):
 
 
 @lru_cache(maxsize=1)
-def _parser():
+def _parser() -> Any:  # vLLM's FlexibleArgumentParser, from its own venv (untyped here)
     # vLLM is only importable in its own venv; tqdeploy's type check runs without it.
     from vllm.entrypoints.launchers.cli_args import make_arg_parser  # type: ignore[import-not-found]
     from vllm.utils.argparse_utils import FlexibleArgumentParser  # type: ignore[import-not-found]
 
     parser = make_arg_parser(FlexibleArgumentParser(prog="vllm serve"))
 
-    def error(message: str):
+    def error(message: str) -> NoReturn:
         raise ParserRejected(message)
 
     parser.error = error  # argparse would print usage and exit(2)

@@ -12,6 +12,7 @@ import ast
 import difflib
 import json
 from dataclasses import dataclass, field
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
@@ -34,7 +35,15 @@ class Call:
     positional: int = 0
 
 
-def load_api(version: str) -> dict[str, dict]:
+@dataclass(frozen=True)
+class Snippet:
+    """A Python snippet under lint (TQ315): its LLM(...) / EngineArgs(...) calls and the pinned vLLM's signatures."""
+
+    calls: list[Call]
+    api: dict[str, dict[str, Any]]
+
+
+def load_api(version: str) -> dict[str, dict[str, Any]]:
     folder = data_dir("checks") / "vllm-python-api"
     path = folder / f"{version}.json"
     if not path.is_file():
@@ -46,7 +55,8 @@ def load_api(version: str) -> dict[str, dict]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("schema") != SCHEMA_ID:
         raise TQError(f"{path} is not a {SCHEMA_ID} document", "reinstall tqdeploy")
-    return data["callables"]
+    callables: dict[str, dict[str, Any]] = data["callables"]
+    return callables
 
 
 def find_calls(text: str, name: str) -> list[Call]:
@@ -69,7 +79,7 @@ def find_calls(text: str, name: str) -> list[Call]:
     return sorted(calls, key=lambda c: c.line)
 
 
-def check_call(call: Call, api: dict[str, dict], version: str) -> list[Finding]:
+def check_call(call: Call, api: dict[str, dict[str, Any]], version: str) -> list[Finding]:
     spec = api[call.callee]
     known = spec["keywords"]
     where = f"line {call.line}"

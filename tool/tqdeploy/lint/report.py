@@ -5,10 +5,15 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tqdeploy.errors import shown
 from tqdeploy.findings import Edit, Finding, Severity
+from tqdeploy.lint.secrets import LintRedactor
 from tqdeploy.output import SEVERITY_STYLE, make_console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.lint/1"
 # vLLM option dest -> how serving_values() reads its value.
@@ -93,7 +98,7 @@ class LintReport:
     # {dest: value} of the last occurrence of each vLLM option ("true"/"false" for switches; a script's
     # $VARS expanded where the script sets them). What the command asks of vLLM, for the other checks.
     flag_values: dict[str, str] = field(default_factory=dict, repr=False)
-    _redactor: Any = field(default=None, init=False, repr=False, compare=False)
+    _redactor: LintRedactor | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def errors(self) -> bool:
@@ -104,11 +109,9 @@ class LintReport:
         return self.fixed_argv != self.command
 
     @property
-    def redactor(self):
+    def redactor(self) -> LintRedactor:
         """One tqdeploy.redact Redactor for the whole report, so a secret has one placeholder everywhere."""
         if self._redactor is None:
-            from tqdeploy.lint.secrets import LintRedactor
-
             self._redactor = LintRedactor(self.secret_values)
         return self._redactor
 
@@ -158,10 +161,8 @@ class LintReport:
             "findings": findings,
         }
 
-    def render(self, console=None) -> None:
+    def render(self, console: Console | None = None) -> None:
         from rich.text import Text
-
-        from tqdeploy.errors import shown  # a script from a blog post may carry escape sequences: made visible
 
         console = console or make_console()
         data = self.to_dict()

@@ -11,6 +11,8 @@ import difflib
 import json
 import re
 
+from packaging.version import Version
+
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.parsed import Occurrence, ParsedArgs
 from tqdeploy.lint.report import lint_finding
@@ -81,8 +83,6 @@ def _unknown_flag(schema: VllmSchema, name: str, index: int, end: int, suggest: 
             continue
         opt = load_schema(other).lookup(base)
         if opt is not None:
-            from packaging.version import Version
-
             close = difflib.get_close_matches(base, schema.names, n=1, cutoff=0.8)
             hint = f"; closest in {schema.version}: {close[0]}" if close else ""
             newer = Version(other) > Version(schema.version)
@@ -138,7 +138,7 @@ def expand_shell_value(value: str, variables: dict[str, str]) -> str:
     if "$" not in value or "$(" in value or "`" in value:
         return value
 
-    def sub(m: re.Match) -> str:
+    def sub(m: re.Match[str]) -> str:
         name = m.group(1) or m.group(3)
         if name in variables and not is_unresolved(variables[name]):
             return variables[name]

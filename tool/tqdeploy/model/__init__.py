@@ -8,18 +8,20 @@ the turbo_quant_config hint, from a local folder or a Hub repo at a pinned revis
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.model.facts import ModelFacts
 from tqdeploy.model.hub import fetch_config, fetch_weight_bytes, parse_repo_ref
 from tqdeploy.model.jsonfile import read_json_file
 from tqdeploy.model.reader import build_facts
+from tqdeploy.model.safetensors_meta import local_weight_bytes
 from tqdeploy.model.tqhint import parse_hint
 
 __all__ = ["ModelFacts", "load_model_facts", "facts_from_config"]
 
 
-def facts_from_config(config: dict, source: str = "<config>", config_path: str = "config.json") -> ModelFacts:
+def facts_from_config(config: dict[str, Any], source: str = "<config>", config_path: str = "config.json") -> ModelFacts:
     """ModelFacts from an already parsed config.json (no weights: weight_bytes stays None)."""
     facts = build_facts(config, source, config_path)
     raw = config.get("turbo_quant_config")
@@ -30,11 +32,12 @@ def facts_from_config(config: dict, source: str = "<config>", config_path: str =
     return facts
 
 
-def _read_local_config(model_dir: Path) -> dict:
+def _read_local_config(model_dir: Path) -> dict[str, Any]:
     path = model_dir / "config.json"
     if not path.exists():
         raise TQError(f"{model_dir} has no config.json", "point --model at a Hugging Face checkpoint folder")
-    return read_json_file(path, fix="restore the checkpoint's original config.json")
+    config: dict[str, Any] = read_json_file(path, fix="restore the checkpoint's original config.json")
+    return config  # build_facts refuses what is not an object
 
 
 def load_model_facts(source: str) -> ModelFacts:
@@ -46,8 +49,6 @@ def load_model_facts(source: str) -> ModelFacts:
             raise TQError(
                 f"model path {path} is a file, not a checkpoint folder", "pass the folder that holds config.json"
             )
-        from tqdeploy.model.safetensors_meta import local_weight_bytes
-
         facts = facts_from_config(_read_local_config(path), source, str(path / "config.json"))
         facts.weight_bytes, facts.weight_bytes_by_dtype, facts.weight_source = local_weight_bytes(path)
         return facts

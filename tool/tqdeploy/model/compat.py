@@ -6,6 +6,10 @@ nothing to report. Sources are cited at each rule (vLLM 0.32.0 unless stated; FA
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 from packaging.version import InvalidVersion, Version
 
 from tqdeploy.findings import Finding, Severity
@@ -166,7 +170,7 @@ def _version(v: str | None) -> Version | None:
         return None
 
 
-def _hybrid_problems(t: dict, v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
+def _hybrid_problems(t: dict[str, Any], v: Version, vllm_version: str | None, flag: str) -> list[Finding]:
     """TurboQuant on a hybrid model (checks/turboquant.json known_bad and hybrid): crashes and unverified releases."""
     out: list[Finding] = []
     seen = Version(t["hybrid"]["seen_in"])
@@ -210,6 +214,154 @@ def _hybrid_problems(t: dict, v: Version, vllm_version: str | None, flag: str) -
     return out
 
 
+@dataclass(frozen=True)
+class TurboQuantAsk:
+    """One TurboQuant launch as the rules see it: the model, the preset, the vLLM release and GPU, the flags."""
+
+    facts: ModelFacts
+    table: dict[str, Any]  # checks/turboquant.json
+    vllm_version: str | None
+    version: Version | None  # vllm_version parsed, None where it is not one
+    compute_capability: tuple[int, int] | None
+    attention_backend: str | None
+    serving_dtype: str | None
+
+
+FLAG = "--kv-cache-dtype"
+
+
+def _tq_version(ask: TurboQuantAsk) -> list[Finding]:
+    least = ask.table["min_vllm_version"]
+    if ask.version is None or ask.version >= Version(least):
+        return []
+    return [
+        problem(
+            Severity.ERROR,
+            "TQ_VERSION",
+            f"vLLM {ask.vllm_version} has no TurboQuant (first in {least}, PR #38479)",
+            f"use vLLM >= {least}",
+            FLAG,
+        )
+    ]
+
+
+def _tq_hybrid(ask: TurboQuantAsk) -> list[Finding]:
+    if not ask.facts.is_hybrid or ask.version is None or ask.version < Version(ask.table["min_vllm_version"]):
+        return []
+    return _hybrid_problems(ask.table, ask.version, ask.vllm_version, FLAG)
+
+
+def _tq_compute_capability(ask: TurboQuantAsk) -> list[Finding]:
+    cc = ask.compute_capability
+    if cc is None or tuple(cc) >= tuple(ask.table["min_compute_capability"]):
+        return []
+    shown = ".".join(str(x) for x in cc)
+    return [
+        problem(
+            Severity.ERROR,
+            "TQ_COMPUTE_CAPABILITY",
+            f"TurboQuant needs compute capability >= 8.0; this GPU has {shown} (T4/Volta fail, issue #43576)",
+            "use --kv-cache-dtype fp8 on this GPU, or an Ampere or newer GPU",
+            FLAG,
+        )
+    ]
+
+
+def _tq_attention_layout(ask: TurboQuantAsk) -> list[Finding]:
+    """MLA has no TurboQuant backend; elsewhere the Hadamard rotation needs a power-of-two head size."""
+    hs = ask.facts.kv_head_size
+    if ask.facts.mla:
+        return [
+            problem(
+                Severity.ERROR,
+                "TQ_MLA",
+                "TurboQuant has no MLA backend (decoder GQA/MHA attention only)",
+                "use --kv-cache-dtype fp8 for MLA models",
+                FLAG,
+            )
+        ]
+    if hs & (hs - 1):
+        return [
+            problem(
+                Severity.ERROR,
+                "TQ_HEAD_DIM",
+                f"head_dim {hs} is not a power of two; the Hadamard rotation needs one (64/128/256 work)",
+                "use --kv-cache-dtype fp8 for this model",
+                FLAG,
+            )
+        ]
+    return []
+
+
+def _tq_softcap(ask: TurboQuantAsk) -> list[Finding]:
+    # vLLM 0.32.0 v1/attention/backends/turboquant_attn.py: TurboQuantAttentionImpl takes logits_soft_cap
+    # and never uses it; its prefill calls flash_attn_varlen_func without softcap, and the unified
+    # Triton kernel defers softcap ("Sinks / softcap / ... are deferred to follow-ups").
+    cap = ask.facts.attn_logit_softcapping
+    if not cap or ask.facts.mla:
+        return []
+    return [
+        problem(
+            Severity.WARN,
+            "TQ_SOFTCAP",
+            f"this model soft-caps attention logits "
+            f"(attn_logit_softcapping {cap:g}); vLLM's TurboQuant attention "
+            "accepts the cap but does not apply it (turboquant_attn.py, vLLM 0.32.0), so its "
+            "TurboQuant layers attend without it",
+            "use --kv-cache-dtype fp8 for this model, or "
+            "compare outputs with --kv-cache-dtype auto before relying on TurboQuant",
+            FLAG,
+        )
+    ]
+
+
+def _tq_model_dtype(ask: TurboQuantAsk) -> list[Finding]:
+    # TurboQuantAttentionBackend.supported_dtypes is float16/bfloat16. Under --dtype auto (the default)
+    # vLLM serves even a float32 checkpoint in bfloat16/float16 (config/model.py _resolve_auto_dtype), so
+    # only an explicit --dtype float32 breaks it.
+    given = (ask.serving_dtype or "auto").lower()
+    asked = {"half": "float16", "float": "float32"}.get(given, given)
+    if asked == "auto" or asked in ask.table["model_dtypes"]:
+        return []
+    return [
+        problem(
+            Severity.ERROR,
+            "TQ_MODEL_DTYPE",
+            f"--dtype {ask.serving_dtype}: TurboQuant attention runs float16/bfloat16 models only",
+            "drop --dtype (vLLM serves "
+            f"{ask.facts.dtype or 'the checkpoint'} as {ask.facts.serving_dtype}) or pass --dtype bfloat16",
+            "--dtype",
+        )
+    ]
+
+
+def _tq_backend(ask: TurboQuantAsk) -> list[Finding]:
+    backend = ask.attention_backend
+    if not backend or backend.upper() not in ask.table["incompatible_attention_backends"]:
+        return []
+    return [
+        problem(
+            Severity.ERROR,
+            "TQ_BACKEND",
+            f'--attention-backend {backend} does not support TurboQuant KV dtypes ("kv_cache_dtype not supported")',
+            "drop --attention-backend (vLLM picks TURBOQUANT) or set it to TURBOQUANT",
+            "--attention-backend",
+        )
+    ]
+
+
+# The TurboQuant rules for a known preset, in the order their findings are reported.
+TURBOQUANT_RULES: tuple[Callable[[TurboQuantAsk], list[Finding]], ...] = (
+    _tq_version,
+    _tq_hybrid,
+    _tq_compute_capability,
+    _tq_attention_layout,
+    _tq_softcap,
+    _tq_model_dtype,
+    _tq_backend,
+)
+
+
 def turboquant_problems(
     facts: ModelFacts,
     kv_cache_dtype: str,
@@ -222,110 +374,21 @@ def turboquant_problems(
     serving_dtype is vLLM's --dtype (None = auto)."""
     if not kv_cache_dtype.startswith("turboquant_"):
         return []
-    t = turboquant_table()
-    flag = "--kv-cache-dtype"
-    out: list[Finding] = []
-    if kv_cache_dtype not in t["presets"]:
+    table = turboquant_table()
+    if kv_cache_dtype not in table["presets"]:
         return [
             problem(
                 Severity.ERROR,
                 "TQ_PRESET",
                 f"{kv_cache_dtype} is not a TurboQuant preset",
-                f"use one of {', '.join(t['presets'])}",
-                flag,
+                f"use one of {', '.join(table['presets'])}",
+                FLAG,
             )
         ]
-    v = _version(vllm_version)
-    if v is not None and v < Version(t["min_vllm_version"]):
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_VERSION",
-                f"vLLM {vllm_version} has no TurboQuant (first in {t['min_vllm_version']}, PR #38479)",
-                f"use vLLM >= {t['min_vllm_version']}",
-                flag,
-            )
-        )
-    if facts.is_hybrid and v is not None and v >= Version(t["min_vllm_version"]):
-        out += _hybrid_problems(t, v, vllm_version, flag)
-    if compute_capability is not None and tuple(compute_capability) < tuple(t["min_compute_capability"]):
-        cc = ".".join(str(x) for x in compute_capability)
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_COMPUTE_CAPABILITY",
-                f"TurboQuant needs compute capability >= 8.0; this GPU has {cc} (T4/Volta fail, issue #43576)",
-                "use --kv-cache-dtype fp8 on this GPU, or an Ampere or newer GPU",
-                flag,
-            )
-        )
-    hs = facts.kv_head_size
-    if facts.mla:
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_MLA",
-                "TurboQuant has no MLA backend (decoder GQA/MHA attention only)",
-                "use --kv-cache-dtype fp8 for MLA models",
-                flag,
-            )
-        )
-    elif hs & (hs - 1):
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_HEAD_DIM",
-                f"head_dim {hs} is not a power of two; the Hadamard rotation needs one (64/128/256 work)",
-                "use --kv-cache-dtype fp8 for this model",
-                flag,
-            )
-        )
-    if facts.attn_logit_softcapping and not facts.mla:
-        # vLLM 0.32.0 v1/attention/backends/turboquant_attn.py: TurboQuantAttentionImpl takes logits_soft_cap
-        # and never uses it; its prefill calls flash_attn_varlen_func without softcap, and the unified
-        # Triton kernel defers softcap ("Sinks / softcap / ... are deferred to follow-ups").
-        out.append(
-            problem(
-                Severity.WARN,
-                "TQ_SOFTCAP",
-                f"this model soft-caps attention logits "
-                f"(attn_logit_softcapping {facts.attn_logit_softcapping:g}); vLLM's TurboQuant attention "
-                "accepts the cap but does not apply it (turboquant_attn.py, vLLM 0.32.0), so its "
-                "TurboQuant layers attend without it",
-                "use --kv-cache-dtype fp8 for this model, or "
-                "compare outputs with --kv-cache-dtype auto before relying on TurboQuant",
-                flag,
-            )
-        )
-    # TurboQuantAttentionBackend.supported_dtypes is float16/bfloat16. Under --dtype auto (the default)
-    # vLLM serves even a float32 checkpoint in bfloat16/float16 (config/model.py _resolve_auto_dtype), so
-    # only an explicit --dtype float32 breaks it.
-    asked = {"half": "float16", "float": "float32"}.get(
-        (serving_dtype or "auto").lower(), (serving_dtype or "auto").lower()
+    ask = TurboQuantAsk(
+        facts, table, vllm_version, _version(vllm_version), compute_capability, attention_backend, serving_dtype
     )
-    if asked != "auto" and asked not in t["model_dtypes"]:
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_MODEL_DTYPE",
-                f"--dtype {serving_dtype}: TurboQuant attention runs float16/bfloat16 models only",
-                "drop --dtype (vLLM serves "
-                f"{facts.dtype or 'the checkpoint'} as {facts.serving_dtype}) or pass --dtype bfloat16",
-                "--dtype",
-            )
-        )
-    if attention_backend and attention_backend.upper() in t["incompatible_attention_backends"]:
-        out.append(
-            problem(
-                Severity.ERROR,
-                "TQ_BACKEND",
-                f"--attention-backend {attention_backend} does not support "
-                'TurboQuant KV dtypes ("kv_cache_dtype not supported")',
-                "drop --attention-backend (vLLM picks TURBOQUANT) or set it to TURBOQUANT",
-                "--attention-backend",
-            )
-        )
-    return out
+    return [finding for rule in TURBOQUANT_RULES for finding in rule(ask)]
 
 
 def weights_fit_problems(

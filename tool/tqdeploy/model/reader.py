@@ -25,18 +25,7 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     check_numbers(cfg, config_path)
     archs = config.get("architectures") or cfg.get("architectures") or []
     archs = archs if isinstance(archs, list) else []
-    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers") or 0
-    heads = _int(cfg, "num_attention_heads", "n_head") or 0
-    hidden = _int(cfg, "hidden_size", "d_model", "n_embd") or 0
-    missing = [
-        k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden)) if not v
-    ]
-    if missing:
-        raise TQError(
-            f"{config_path} lacks {', '.join(missing)}: not a decoder language-model config",
-            "point --model at the checkpoint's own config.json (for multimodal models the "
-            "language model is read from text_config)",
-        )
+    layers, heads, hidden = _decoder_shape(cfg, config_path)
     facts = ModelFacts(source=source, config_path=config_path)
     facts.architecture = str(archs[0]) if archs else None
     facts.model_type = str(cfg.get("model_type") or config.get("model_type") or "") or None
@@ -70,16 +59,44 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     cap = cfg.get("attn_logit_softcapping")  # read by vLLM's gemma2/gemma4 models as logits_soft_cap
     if isinstance(cap, (int, float)) and not isinstance(cap, bool) and cap > 0:
         facts.attn_logit_softcapping = float(cap)
+    facts.mla = _mla(cfg)
+    _read_layer_kinds(facts, cfg, config_path)
+    return facts
 
-    if cfg.get("kv_lora_rank") is not None:  # check_numbers made these ints (or absent)
-        facts.mla = {
-            "kv_lora_rank": cfg["kv_lora_rank"],
-            "qk_rope_head_dim": cfg.get("qk_rope_head_dim") or 0,
-            "qk_nope_head_dim": cfg.get("qk_nope_head_dim") or 0,
-            "v_head_dim": cfg.get("v_head_dim") or 0,
-            "q_lora_rank": cfg.get("q_lora_rank"),
-        }
 
+def _decoder_shape(cfg: dict[str, Any], config_path: str) -> tuple[int, int, int]:
+    """(layers, attention heads, hidden size): what every decoder config has; TQError naming what it lacks."""
+    layers = _int(cfg, "num_hidden_layers", "n_layer", "num_layers") or 0
+    heads = _int(cfg, "num_attention_heads", "n_head") or 0
+    hidden = _int(cfg, "hidden_size", "d_model", "n_embd") or 0
+    missing = [
+        k for k, v in (("num_hidden_layers", layers), ("num_attention_heads", heads), ("hidden_size", hidden)) if not v
+    ]
+    if missing:
+        raise TQError(
+            f"{config_path} lacks {', '.join(missing)}: not a decoder language-model config",
+            "point --model at the checkpoint's own config.json (for multimodal models the "
+            "language model is read from text_config)",
+        )
+    return layers, heads, hidden
+
+
+def _mla(cfg: dict[str, Any]) -> dict[str, Any] | None:
+    """Multi-head latent attention's sizes (DeepSeek-style), None for other attention."""
+    if cfg.get("kv_lora_rank") is None:
+        return None
+    return {  # check_numbers made these ints (or absent)
+        "kv_lora_rank": cfg["kv_lora_rank"],
+        "qk_rope_head_dim": cfg.get("qk_rope_head_dim") or 0,
+        "qk_nope_head_dim": cfg.get("qk_nope_head_dim") or 0,
+        "v_head_dim": cfg.get("v_head_dim") or 0,
+        "q_lora_rank": cfg.get("q_lora_rank"),
+    }
+
+
+def _read_layer_kinds(facts: ModelFacts, cfg: dict[str, Any], config_path: str) -> None:
+    """Which layers are full, sliding-window or linear attention; the hybrid and sliding facts that follow."""
+    layers = facts.num_hidden_layers
     kinds, kinds_key = layer_kinds(cfg, layers)
     if kinds is None:
         kinds = _sliding_kinds(cfg, layers)
@@ -106,7 +123,6 @@ def build_facts(config: Any, source: str, config_path: str = "config.json") -> M
     facts.is_hybrid = bool(linear)
     if linear:
         facts.linear_attention = _linear_attention(cfg, linear, facts.serving_dtype)
-    return facts
 
 
 # Integers of config.json that sizes are computed from, with the range a real checkpoint stays in (the

@@ -6,16 +6,20 @@ import json
 from functools import lru_cache
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from tqdeploy.resources import data_dir
 
 
 @lru_cache(maxsize=1)
 def turboquant_table() -> dict[str, Any]:
-    return json.loads((data_dir("checks") / "turboquant.json").read_text(encoding="utf-8"))
+    table: dict[str, Any] = json.loads((data_dir("checks") / "turboquant.json").read_text(encoding="utf-8"))
+    return table
 
 
 def presets() -> dict[str, dict[str, Any]]:
-    return turboquant_table()["presets"]
+    found: dict[str, dict[str, Any]] = turboquant_table()["presets"]
+    return found
 
 
 def preset_for_bits(key_bits: int, value_bits: int) -> str | None:
@@ -34,8 +38,6 @@ def known_bad(rule_id: str) -> dict[str, Any]:
 def in_release_range(entry: dict[str, Any], vllm_version: str) -> bool:
     """Whether a known_bad entry applies to a release: from the first release it was seen (measured or read) in,
     up to a release where a fix was verified (none verified: every later release, as an unverified fix is no fix)."""
-    from packaging.version import InvalidVersion, Version
-
     try:
         v = Version(vllm_version)
     except InvalidVersion:

@@ -43,25 +43,7 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[F
             )
         )
     preset = raw.get("preset")
-    bits_given = "key_bits" in raw or "value_bits" in raw
-    by_bits = None
-    if bits_given:
-        kb, vb = raw.get("key_bits"), raw.get("value_bits")
-        if not (isinstance(kb, int) and isinstance(vb, int)) or isinstance(kb, bool) or isinstance(vb, bool):
-            problems.append(
-                problem("error", "turbo_quant_config needs both key_bits and value_bits as integers", fix_shape)
-            )
-        else:
-            by_bits = preset_for_bits(kb, vb)
-            if by_bits is None:
-                valid = ", ".join(f"{p['key_bits']}/{p['value_bits']}" for p in presets().values())
-                problems.append(
-                    problem(
-                        "error",
-                        f"no vLLM TurboQuant preset has key_bits={kb} value_bits={vb}",
-                        f"use one of key/value bits {valid}",
-                    )
-                )
+    by_bits = _preset_by_bits(raw, problems, fix_shape)
     if preset is not None and preset not in presets():
         problems.append(
             problem(
@@ -86,6 +68,29 @@ def parse_hint(raw: Any, num_layers: int) -> tuple[dict[str, Any] | None, list[F
     if any(p.severity is Severity.ERROR for p in problems):
         return None, problems
     return {"kv_cache_dtype": chosen, "skip_layers": sorted(set(skip))}, problems
+
+
+def _preset_by_bits(raw: dict[str, Any], problems: list[Finding], fix_shape: str) -> str | None:
+    """The preset the hint's key_bits/value_bits name (None when not given or not valid; why goes to problems)."""
+    if "key_bits" not in raw and "value_bits" not in raw:
+        return None
+    kb, vb = raw.get("key_bits"), raw.get("value_bits")
+    if not (isinstance(kb, int) and isinstance(vb, int)) or isinstance(kb, bool) or isinstance(vb, bool):
+        problems.append(
+            problem("error", "turbo_quant_config needs both key_bits and value_bits as integers", fix_shape)
+        )
+        return None
+    by_bits = preset_for_bits(kb, vb)
+    if by_bits is None:
+        valid = ", ".join(f"{p['key_bits']}/{p['value_bits']}" for p in presets().values())
+        problems.append(
+            problem(
+                "error",
+                f"no vLLM TurboQuant preset has key_bits={kb} value_bits={vb}",
+                f"use one of key/value bits {valid}",
+            )
+        )
+    return by_bits
 
 
 def _skip_layers(raw: dict[str, Any], num_layers: int, problems: list[Finding]) -> list[int]:

@@ -45,5 +45,5 @@ def estimate_weight_bytes(facts: ModelFacts) -> int:
         # AWQ/GPTQ/compressed-tensors/FP8 store the linear layers' weights at `bits` each, plus one
         # model-dtype scale per group; embeddings and norms stay at the model dtype.
         scales = linear // group * facts.dtype_bytes if isinstance(group, int) and group > 0 else 0
-        return linear * bits // 8 + scales + embed * facts.dtype_bytes
-    return (linear + embed) * facts.dtype_bytes
+        return int(linear * bits // 8 + scales + embed * facts.dtype_bytes)  # bits: config.json's number
+    return int((linear + embed) * facts.dtype_bytes)

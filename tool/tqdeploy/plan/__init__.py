@@ -12,7 +12,8 @@ from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION
 from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.plan.kvformula import CACHE_DTYPES, TURBOQUANT_DTYPES
 from tqdeploy.plan.planner import kv_bytes_per_token, make_plan
-from tqdeploy.plan.result import Plan, PlanRow
+from tqdeploy.plan.result import Plan
+from tqdeploy.plan.rows import PlanRow
 
 __all__ = [
     "CACHE_DTYPES",

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from tqdeploy.model.facts import ModelFacts, dtype_size
 from tqdeploy.plan.kvformula import layer_token_bytes, per_layer_token_bytes
@@ -40,7 +41,7 @@ class KvCapacity:
     exact: bool = True
     notes: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -53,7 +54,7 @@ def mamba_state_bytes(facts: ModelFacts, tp: int) -> int | None:
     conv_dim = la["key_head_dim"] * la["num_key_heads"] * 2 + la["value_head_dim"] * la["num_value_heads"]
     conv = (conv_dim // tp) * (la["conv_kernel"] - 1) * dtype_size(la.get("conv_dtype") or facts.dtype or "bfloat16")
     ssm = (la["num_value_heads"] // tp) * la["value_head_dim"] * la["key_head_dim"] * dtype_size(la["state_dtype"])
-    return conv + ssm
+    return int(conv + ssm)  # config.json's numbers (check_numbers made them ints)
 
 
 def default_block_size(platform: str, facts: ModelFacts, kv_cache_dtype: str) -> int:
@@ -74,6 +75,9 @@ def _group_layout(bucket_sizes: list[int]) -> list[list[int]]:
         groups = cdiv(n, group_size)
         out.append([len(range(i, n, groups)) for i in range(groups)])  # layers[i::groups]
     return out
+
+
+Buckets = list[tuple[str, list[int]]]  # (kind: full / sliding / linear, its KV layers), kinds present only
 
 
 @dataclass
@@ -118,9 +122,7 @@ def _align_block_size(
     return _HybridPages(bs), True
 
 
-def _cache_groups(
-    buckets: list[tuple[str, list[int]]], mixed_pages: bool, notes: list[str]
-) -> tuple[list[list[list[int]]], bool]:
+def _cache_groups(buckets: Buckets, mixed_pages: bool, notes: list[str]) -> tuple[list[list[list[int]]], bool]:
     """Layers per cache group, per bucket; False when mixed page sizes make the packing inexact."""
     if len(buckets) == 1:
         return [[buckets[0][1]]], True  # one type: one group, every layer's page in each block
@@ -135,6 +137,47 @@ def _cache_groups(
         [layers[i::n] for i in range(n)] for (_, layers), n in zip(buckets, (len(g) for g in layout), strict=False)
     ]
     return groups, exact
+
+
+def _layer_buckets(facts: ModelFacts, kv_layers: list[int], hybrid: _HybridPages) -> tuple[Buckets, int | None]:
+    """The KV layers by kind (full, sliding, linear), only the kinds present, and the sliding window (None
+    without sliding layers); linear layers count only where a mamba page holds their state."""
+    window_spec = facts.sliding_window or {}
+    sliding: list[int] = window_spec["layers"] if window_spec else []
+    window = window_spec.get("size")
+    if sliding and window is None:
+        raise ValueError("sliding-window layers without a window size in config.json")
+    full = [i for i in kv_layers if i not in set(sliding)]
+    linear = list(facts.linear_attention["layers"]) if hybrid.mamba_page is not None and facts.linear_attention else []
+    kinds = (("full", full), ("sliding", sliding), ("linear", linear))
+    return [(kind, layers) for kind, layers in kinds if layers], window if sliding else None
+
+
+def _bytes_per_block(
+    buckets: Buckets, groups: list[list[list[int]]], attention_pages: dict[int, int], hybrid: _HybridPages
+) -> int:
+    """One block spans the pages of a group's layers; the pool's block is the largest group's.
+    attention_pages: layer -> its page bytes (block size x bytes per token); linear layers hold a mamba page."""
+
+    def page(layer: int, kind: str) -> int:
+        if kind == "linear":
+            assert hybrid.mamba_padded is not None  # linear layers only exist with a mamba page
+            return hybrid.mamba_padded
+        return attention_pages[layer]
+
+    return max(sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups, strict=True) for g in gs)
+
+
+def _group_blocks(
+    kind: str, bs: int, window: int | None, mamba_mode: str | None, max_model_len: int, max_in_flight_tokens: int
+) -> int:
+    """Blocks one request holds in one cache group of this kind."""
+    if kind == "sliding":
+        assert window is not None  # _layer_buckets: sliding layers come with a size
+        return cdiv(min(window - 1 + max_in_flight_tokens, max_model_len), bs) + 1
+    if kind == "linear":
+        return 2 if mamba_mode == "align" else 1  # MambaSpec.max_memory_usage_bytes
+    return cdiv(max_model_len, bs)
 
 
 def kv_capacity(
@@ -159,59 +202,28 @@ def kv_capacity(
     has_skip = any(v != primary for v in per_layer.values())
     notes: list[str] = []
     kernel_min = 32 if platform == "cpu" else 16  # CPU_ATTN MultipleOf(32); FA/TQ/Triton smallest 16
-    hybrid, exact = _align_block_size(
-        facts,
-        kv_cache_dtype,
-        tp,
-        block_size or default_block_size(platform, facts, kv_cache_dtype),
-        kernel_min,
-        (primary, skipped, has_skip),
-        prefix_caching,
-        notes,
-    )
+    wanted = block_size or default_block_size(platform, facts, kv_cache_dtype)
+    pages = (primary, skipped, has_skip)
+    hybrid, exact = _align_block_size(facts, kv_cache_dtype, tp, wanted, kernel_min, pages, prefix_caching, notes)
     bs = hybrid.block_size
-
-    window_spec = facts.sliding_window or {}
-    sliding: list[int] = window_spec["layers"] if window_spec else []
-    window = window_spec.get("size")
-    if sliding and window is None:
-        raise ValueError("sliding-window layers without a window size in config.json")
-    full = [i for i in per_layer if i not in set(sliding)]
-    linear = list(facts.linear_attention["layers"]) if hybrid.mamba_page is not None and facts.linear_attention else []
-    buckets = [(kind, layers) for kind, layers in (("full", full), ("sliding", sliding), ("linear", linear)) if layers]
+    buckets, window = _layer_buckets(facts, list(per_layer), hybrid)
     groups, groups_exact = _cache_groups(buckets, has_skip and hybrid.mamba_page is None, notes)
     exact = exact and groups_exact
 
-    def page(layer: int, kind: str) -> int:
-        if kind == "linear":
-            assert hybrid.mamba_padded is not None  # linear layers only exist with a mamba page
-            return hybrid.mamba_padded
-        return bs * per_layer[layer]
-
-    # One block spans the pages of a group's layers; the pool's block is the largest group's.
-    bytes_per_block = max(
-        sum(page(layer, kind) for layer in g) for (kind, _), gs in zip(buckets, groups, strict=True) for g in gs
-    )
-    if sliding:
+    bytes_per_block = _bytes_per_block(buckets, groups, {i: bs * b for i, b in per_layer.items()}, hybrid)
+    if window is not None:
         notes.append(
             f"sliding-window groups sized for {max_in_flight_tokens} in-flight tokens "
             "(vLLM's max_num_batched_tokens default for this GPU class; hybrid KV manager on)"
         )
 
     num_blocks = max(kv_memory_bytes, 0) // bytes_per_block
-    per_request = 0
-    mamba_blocks = 0
-    for (kind, _), gs in zip(buckets, groups, strict=True):
-        for _ in gs:
-            if kind == "sliding":
-                assert window is not None  # checked above: sliding layers come with a size
-                per_request += cdiv(min(window - 1 + max_in_flight_tokens, max_model_len), bs) + 1
-            elif kind == "linear":
-                blocks = 2 if hybrid.mode == "align" else 1  # MambaSpec.max_memory_usage_bytes
-                per_request += blocks
-                mamba_blocks += blocks
-            else:
-                per_request += cdiv(max_model_len, bs)
+    # blocks one request holds, per kind (each kind is one bucket): its groups x the blocks of one group
+    held = {
+        kind: len(gs) * _group_blocks(kind, bs, window, hybrid.mode, max_model_len, max_in_flight_tokens)
+        for (kind, _), gs in zip(buckets, groups, strict=True)
+    }
+    per_request, mamba_blocks = sum(held.values()), held.get("linear", 0)
     concurrency = num_blocks / per_request
     return KvCapacity(
         block_size=bs,

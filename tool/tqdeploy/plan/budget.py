@@ -12,6 +12,7 @@ to plan against a known KV size.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tqdeploy.model.facts import ModelFacts
 from tqdeploy.model.weights import estimate_weight_bytes
@@ -53,7 +54,7 @@ class Budget:
     max_num_batched_tokens: int
     max_num_seqs: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -23,7 +23,9 @@ NOT_LISTED = {"A100": "A100 PCIe 40GB", "H200NVL": "H200 NVL"}
 
 @lru_cache(maxsize=1)
 def gpu_catalog() -> dict[str, dict[str, Any]]:
-    return json.loads((data_dir("checks") / "gpus.json").read_text(encoding="utf-8"))["gpus"]
+    text = (data_dir("checks") / "gpus.json").read_text(encoding="utf-8")
+    catalog: dict[str, dict[str, Any]] = json.loads(text)["gpus"]
+    return catalog
 
 
 def _norm(name: str) -> str:

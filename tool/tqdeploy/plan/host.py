@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
 from tqdeploy.model.compat import problem
+from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.probe import collect
 from tqdeploy.snapshot import HostSnapshot
 from tqdeploy.units import GiB as gib
@@ -52,7 +53,7 @@ def held_memory_problem(host: PlanHost, gpu_memory_utilization: float) -> Findin
     )
 
 
-def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
+def from_snapshot(snap: HostSnapshot, source: str, gpus: int | None = None) -> PlanHost:
     known = [g for g in snap.gpus if g.memory_total]
     if not known:
         raise TQError(
@@ -64,12 +65,13 @@ def from_snapshot(snap, source: str, gpus: int | None = None) -> PlanHost:
         if gpus > count:
             raise TQError(f"--gpus {gpus} but {source} has {count} GPU(s)", f"pass --gpus {count} or fewer")
         count = gpus
-    used = sorted(known, key=lambda g: g.memory_total)[:count] if gpus else known
-    ccs = [tuple(g.compute_capability) for g in used if g.compute_capability]
+    # every GPU in `known` has a memory total (the `or 0` is for the type only)
+    used = sorted(known, key=lambda g: g.memory_total or 0)[:count] if gpus else known
+    ccs = [(g.compute_capability[0], g.compute_capability[1]) for g in used if g.compute_capability]
     held = [g.memory_used for g in used if isinstance(g.memory_used, int)]
     return PlanHost(
         name=used[0].name,
-        memory_bytes=min(g.memory_total for g in used),
+        memory_bytes=min(g.memory_total or 0 for g in used),
         count=count,
         compute_capability=min(ccs) if ccs else None,
         source=source,
@@ -89,8 +91,6 @@ def resolve_host(
     if gpu and snapshot:
         raise TQError("--gpu and --snapshot both name the hardware", "pass one of them")
     if gpu:
-        from tqdeploy.plan.gpus import gpu_by_name
-
         entry = gpu_by_name(gpu)
         return PlanHost(
             entry["name"],

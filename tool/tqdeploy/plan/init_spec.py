@@ -9,14 +9,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from tqdeploy.deployspec.load import DEFAULT_SPEC_NAME, embedded_spec_path, parse_spec_text, raise_problems
-from tqdeploy.deployspec.model import Spec
 from tqdeploy.deployspec.validate import NAME_RE, spec_problems
 from tqdeploy.deployspec.write import spec_to_toml
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Severity
 from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.model import load_model_facts
 from tqdeploy.plan import make_plan
 
 TP_SIZES = (1, 2, 4, 8)
@@ -57,8 +58,6 @@ def apply_mirror(data: dict[str, Any], snapshot: Any, notes: dict[str, str]) -> 
     endpoint = ((getattr(snapshot, "env", None) or {}).get("hf_endpoint") or "").rstrip("/")
     if not endpoint:
         return
-    from urllib.parse import urlsplit
-
     parts = urlsplit(endpoint)
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.username or parts.password:
         notes["model.mirrors"] = (
@@ -136,8 +135,6 @@ def make_init_text(
     notes: dict[str, str] = {}
     facts = None
     if model:
-        from tqdeploy.model import load_model_facts
-
         facts = load_model_facts(model)
         apply_model(data, model, facts, notes)
     if snapshot is not None:
@@ -150,8 +147,7 @@ def make_init_text(
         "Then: `tqdeploy build` renders the deployment files from it.",
     ]
     text = spec_to_toml(data, header, notes)
-    check = Spec(parse_spec_text(text, "tqdeploy init output"), "tqdeploy init output", text)
-    raise_problems(spec_problems(check), "generated spec", text)
+    raise_problems(spec_problems(parse_spec_text(text, "tqdeploy init output")), "generated spec", text)
     return text, notes
 
 

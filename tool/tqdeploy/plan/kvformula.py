@@ -68,7 +68,7 @@ def turboquant_slot_bytes(kv_cache_dtype: str, head_dim: int) -> int:
     else:
         key = math.ceil(head_dim * p["key_bits"] / 8) + 2  # Lloyd-Max indices + fp16 norm
     value = math.ceil(head_dim * p["value_bits"] / 8) + 4  # uniform codes + fp16 scale and zero
-    slot = key + value
+    slot = int(key + value)  # the preset's bits come from checks/turboquant.json
     return slot + slot % 2
 
 

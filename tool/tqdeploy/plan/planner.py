@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
+from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
@@ -12,9 +14,10 @@ from tqdeploy.model import compat
 from tqdeploy.model.facts import ModelFacts
 from tqdeploy.pins import DEFAULT_GPU_MEMORY_UTILIZATION, DEFAULT_VLLM_VERSION
 from tqdeploy.plan.allocator import kv_capacity
-from tqdeploy.plan.budget import make_budget, scheduler_defaults
+from tqdeploy.plan.budget import Budget, make_budget, scheduler_defaults
 from tqdeploy.plan.kvformula import CACHE_DTYPES, NotApplicable, effective_skip_layers, per_layer_token_bytes
-from tqdeploy.plan.result import Plan, PlanRow
+from tqdeploy.plan.result import Plan
+from tqdeploy.plan.rows import PlanRow
 from tqdeploy.suggest import use_hint
 
 # Preference when several dtypes reach the target: full precision is fastest; TurboQuant trades
@@ -62,8 +65,6 @@ _FLOAT_OPTIONS = {  # (low, low inclusive, high)
 
 def check_plan_numbers(ints: dict[str, int | None], floats: dict[str, float | None]) -> None:
     """TQError naming the option for a number outside what vLLM and hardware accept (inf and nan included)."""
-    import math
-
     for name, value in ints.items():
         least, most = _INT_OPTIONS[name]
         if value is not None and not least <= value <= most:
@@ -99,42 +100,19 @@ def make_plan(
     min_concurrency: float = 1.0,
     attention_backend: str | None = None,
 ) -> Plan:
+    """One row per KV dtype for this model on this host, and the recommendation (TQError: input out of range)."""
     tp = tp or num_gpus or 1
-    if num_gpus is not None and tp > num_gpus:
-        raise TQError(f"--tp {tp} needs {tp} GPUs but {num_gpus} are given", f"pass --gpus {tp} or a smaller --tp")
-    if gpu_memory_bytes <= 0:
-        raise TQError("GPU memory is unknown (0 bytes)", "pass --gpu NAME or a snapshot with GPU memory totals")
     util = DEFAULT_GPU_MEMORY_UTILIZATION if gpu_memory_utilization is None else gpu_memory_utilization
-    if not 0 < util <= 1:
-        raise TQError(f"--gpu-memory-utilization {util} is outside (0, 1]", "pass a fraction such as 0.92")
     version = vllm_version or DEFAULT_VLLM_VERSION
-    try:
-        Version(version)
-    except InvalidVersion:
-        raise TQError(f"--vllm-version {version!r} is not a version", "pass a release such as 0.32.0") from None
+    _check_host(tp, num_gpus, gpu_memory_bytes, util, version)
     hint = facts.turbo_quant_config
-    skips = tuple(skip_layers) or tuple((hint or {}).get("skip_layers", ()))
-    bad = [i for i in skips if not 0 <= i < facts.num_hidden_layers]
-    if bad:
-        raise TQError(
-            f"--skip-layers {bad} are outside this model's layers 0..{facts.num_hidden_layers - 1}",
-            "pass layer indices of this model",
-        )
-    dtypes = list(kv_cache_dtypes or CACHE_DTYPES)
-    unknown = [d for d in dtypes if d not in CACHE_DTYPES]
-    if unknown:
-        raise TQError(
-            f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
-            use_hint(unknown[0], CACHE_DTYPES),
-        )
+    skips = _skip_layers(facts, tuple(skip_layers) or tuple((hint or {}).get("skip_layers", ())))
+    dtypes = _dtypes(kv_cache_dtypes)
     if prefix_caching is None:
         prefix_caching = _hybrid_prefix_caching(version) if facts.is_hybrid else True
 
-    problems = (
-        compat.tensor_parallel_problems(facts, tp)
-        + compat.max_model_len_problems(facts, max_model_len)
-        + compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)
-    )
+    problems = [*compat.tensor_parallel_problems(facts, tp), *compat.max_model_len_problems(facts, max_model_len)]
+    problems += compat.weights_fit_problems(facts, tp, gpu_memory_bytes, util)
     budget = make_budget(
         facts,
         gpu_memory_bytes=gpu_memory_bytes,
@@ -146,32 +124,11 @@ def make_plan(
         kv_cache_memory_bytes=kv_cache_memory_bytes,
         reserve_bytes=reserve_bytes,
     )
-    rows = [
-        _row(
-            facts,
-            d,
-            budget,
-            max_model_len,
-            tp,
-            skips,
-            platform,
-            prefix_caching,
-            version,
-            compute_capability,
-            attention_backend,
-        )
-        for d in dtypes
-    ]
+    row_of = (max_model_len, tp, skips, platform, prefix_caching, version, compute_capability, attention_backend)
+    rows = [_row(facts, d, budget, *row_of) for d in dtypes]
     plan = Plan(
         model=_model_summary(facts),
-        host={
-            "gpu_name": gpu_name,
-            "gpu_memory_bytes": gpu_memory_bytes,
-            "num_gpus": num_gpus or tp,
-            "compute_capability": list(compute_capability) if compute_capability else None,
-            "platform": platform,
-            "description": f"{num_gpus or tp} x {gpu_name or 'GPU'}",
-        },
+        host=_host_summary(gpu_name, gpu_memory_bytes, num_gpus or tp, compute_capability, platform),
         budget=budget.to_dict(),
         rows=rows,
         max_model_len=max_model_len,
@@ -179,24 +136,93 @@ def make_plan(
         vllm_version=version,
         problems=problems,
     )
-    if facts.is_hybrid:
-        plan.notes.append(
-            f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
-            f"each sequence also holds fixed linear-attention state (mamba cache mode "
-            f"{'align' if prefix_caching else 'none'})"
-        )
-    for p in facts.turbo_quant_config_problems:
-        plan.notes.append(f"turbo_quant_config ({p.severity.value}): {p.title}; {p.remediation}")
-    if not facts.weight_bytes:
-        plan.notes.append(
-            "weights estimated from config.json (no safetensors headers read): point --model at the "
-            "checkpoint folder or REPO@REV for exact bytes"
-        )
+    plan.notes += _model_notes(facts, prefix_caching)
     _recommend(plan, hint, min_concurrency)
     return plan
 
 
-def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_caching, version, cc, backend) -> PlanRow:
+def _host_summary(
+    gpu_name: str, gpu_memory_bytes: int, num_gpus: int, compute_capability: tuple[int, int] | None, platform: str
+) -> dict[str, Any]:
+    return {
+        "gpu_name": gpu_name,
+        "gpu_memory_bytes": gpu_memory_bytes,
+        "num_gpus": num_gpus,
+        "compute_capability": list(compute_capability) if compute_capability else None,
+        "platform": platform,
+        "description": f"{num_gpus} x {gpu_name or 'GPU'}",
+    }
+
+
+def _check_host(tp: int, num_gpus: int | None, gpu_memory_bytes: int, util: float, version: str) -> None:
+    if num_gpus is not None and tp > num_gpus:
+        raise TQError(f"--tp {tp} needs {tp} GPUs but {num_gpus} are given", f"pass --gpus {tp} or a smaller --tp")
+    if gpu_memory_bytes <= 0:
+        raise TQError("GPU memory is unknown (0 bytes)", "pass --gpu NAME or a snapshot with GPU memory totals")
+    if not 0 < util <= 1:
+        raise TQError(f"--gpu-memory-utilization {util} is outside (0, 1]", "pass a fraction such as 0.92")
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise TQError(f"--vllm-version {version!r} is not a version", "pass a release such as 0.32.0") from None
+
+
+def _skip_layers(facts: ModelFacts, skips: tuple[int, ...]) -> tuple[int, ...]:
+    """The layers TurboQuant leaves at full precision (--skip-layers, else the checkpoint's hint), checked."""
+    bad = [i for i in skips if not 0 <= i < facts.num_hidden_layers]
+    if bad:
+        raise TQError(
+            f"--skip-layers {bad} are outside this model's layers 0..{facts.num_hidden_layers - 1}",
+            "pass layer indices of this model",
+        )
+    return skips
+
+
+def _dtypes(kv_cache_dtypes: list[str] | tuple[str, ...] | None) -> list[str]:
+    dtypes = list(kv_cache_dtypes or CACHE_DTYPES)
+    unknown = [d for d in dtypes if d not in CACHE_DTYPES]
+    if unknown:
+        raise TQError(
+            f"--kv-cache-dtype {unknown[0]!r} is not a choice of vLLM {DEFAULT_VLLM_VERSION}",
+            use_hint(unknown[0], CACHE_DTYPES),
+        )
+    return dtypes
+
+
+def _model_notes(facts: ModelFacts, prefix_caching: bool) -> list[str]:
+    """What the plan says about the model itself: hybrid state, its TurboQuant hint, estimated weights."""
+    notes = []
+    if facts.is_hybrid:
+        notes.append(
+            f"hybrid: only {len(facts.full_attention_layers)} full-attention layers hold per-token KV; "
+            f"each sequence also holds fixed linear-attention state (mamba cache mode "
+            f"{'align' if prefix_caching else 'none'})"
+        )
+    notes += [
+        f"turbo_quant_config ({p.severity.value}): {p.title}; {p.remediation}"
+        for p in facts.turbo_quant_config_problems
+    ]
+    if not facts.weight_bytes:
+        notes.append(
+            "weights estimated from config.json (no safetensors headers read): point --model at the "
+            "checkpoint folder or REPO@REV for exact bytes"
+        )
+    return notes
+
+
+def _row(
+    facts: ModelFacts,
+    dtype: str,
+    budget: Budget,
+    max_model_len: int,
+    tp: int,
+    skips: tuple[int, ...],
+    platform: str,
+    prefix_caching: bool,
+    version: str,
+    cc: tuple[int, int] | None,
+    backend: str | None,
+) -> PlanRow:
     row = PlanRow(kv_cache_dtype=dtype, status="ok", availability=AVAILABILITY.get(dtype, ""))
     try:
         row.kv_bytes_per_token = kv_bytes_per_token(facts, dtype, tp, skips)
@@ -234,7 +260,7 @@ def _row(facts, dtype, budget, max_model_len, tp, skips, platform, prefix_cachin
     return row
 
 
-def _model_summary(facts: ModelFacts) -> dict:
+def _model_summary(facts: ModelFacts) -> dict[str, Any]:
     keys = (
         "source",
         "architecture",
@@ -264,7 +290,7 @@ def _usable(row: PlanRow) -> bool:
     return row.status == "ok" and not any(p.severity is Severity.ERROR for p in row.problems)
 
 
-def _recommend(plan: Plan, hint: dict | None, min_concurrency: float) -> None:
+def _recommend(plan: Plan, hint: dict[str, Any] | None, min_concurrency: float) -> None:
     rows = {r.kv_cache_dtype: r for r in plan.rows}
     if hint and hint.get("kv_cache_dtype") in rows and _usable(rows[hint["kv_cache_dtype"]]):
         r = rows[hint["kv_cache_dtype"]]

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.plan.rows import PlanRow, as_finding, flagged, problem_dict
 from tqdeploy.plan.table import render_rows
 from tqdeploy.units import GiB
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 def _safe(value: object) -> str:
     """A value from a snapshot, config or model id inside rich markup: control characters escaped and cut
     (idents.shown), and brackets escaped so a GPU named "[blink]" is text, not a style."""
     from rich.markup import escape
-
-    from tqdeploy.errors import shown
 
     return escape(shown(value, 1000))
 
@@ -69,7 +71,7 @@ class Plan:
             data["recommendation_reason"] = _no_recommendation(blocked)
         return data
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         m, b = self.model, self.budget
         console.print(
             f"[bold]{_safe(m['source'])}[/] ({_safe(m.get('architecture') or m.get('model_type'))}, "

@@ -7,12 +7,17 @@ below the table as a numbered footnote (the same text once) instead of wrapping 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
 from tqdeploy.plan.rows import PlanRow, as_finding, flagged
 
 _NOTE_MIN = 10  # "warn TQ205" stays in its row at any width
 
 
-def _cells(row) -> tuple[list[str], str]:
+def _cells(row: PlanRow) -> tuple[list[str], str]:
     if row.status == "not_applicable":
         return ["-", "-", "-", "-"], row.reason
     shown = dict.fromkeys(f"{p.severity.value} {as_finding(p).id}" for p in flagged(row.problems))
@@ -22,7 +27,7 @@ def _cells(row) -> tuple[list[str], str]:
     return cells, note + ("" if row.exact else " (approximate)")
 
 
-def render_rows(console, plan_rows: list[PlanRow], max_model_len: int, recommended: str | None) -> None:
+def render_rows(console: Console, plan_rows: list[PlanRow], max_model_len: int, recommended: str | None) -> None:
     from rich import box
     from rich.table import Table
     from rich.text import Text

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import asdict, dataclass
+from typing import Any
 
-from tqdeploy.plan.allocator import kv_capacity
+from tqdeploy.model.facts import ModelFacts
+from tqdeploy.plan.allocator import KvCapacity, kv_capacity
 from tqdeploy.units import GiB
 from tqdeploy.vllmfacts.logpatterns import (
     BLOCK_SIZE,
@@ -36,13 +38,13 @@ class LoggedKv:
     max_concurrency: float
     block_size: int | None
     kv_cache_dtype: str
-    args: dict
+    args: dict[str, Any]
 
     @property
     def kv_memory_bytes(self) -> int:
         return round(self.kv_memory_gib * GiB)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -56,7 +58,7 @@ def parse_kv_log(text: str) -> LoggedKv:
     ]
     if mem is None or size is None or conc is None:
         raise ValueError(f"log has no {', '.join(missing)} line (did the engine reach KV cache allocation?)")
-    args: dict = {}
+    args: dict[str, Any] = {}
     if (a := NON_DEFAULT_ARGS_DICT.search(text)) is not None:
         try:
             args = ast.literal_eval(a.group(1))
@@ -91,7 +93,7 @@ class Calibration:
     def within_rounding(self) -> bool:
         return self.planned_low <= self.logged.kv_tokens <= self.planned_high
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "logged": self.logged.to_dict(),
             "planned_tokens": self.planned_tokens,
@@ -103,7 +105,7 @@ class Calibration:
 
 
 def calibrate(
-    facts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None, prefix_caching: bool | None = None
+    facts: ModelFacts, text: str, *, tp: int = 1, kv_cache_dtype: str | None = None, prefix_caching: bool | None = None
 ) -> Calibration:
     """Plan KV tokens for the KV memory a log reports and set them beside the logged token count."""
     logged = parse_kv_log(text)
@@ -112,7 +114,7 @@ def calibrate(
     if prefix_caching is None:
         prefix_caching = "enable_prefix_caching=False" not in text and not logged.args.get("no_enable_prefix_caching")
 
-    def plan(gib: float):
+    def plan(gib: float) -> KvCapacity:
         return kv_capacity(
             facts,
             dtype,

@@ -1,7 +1,9 @@
 """Render a deployment spec into pinned, reproducible deployment files.
 
 Public API:
-  render_files(spec) -> dict[str, RenderedFile]      (in memory, deterministic)
+  render_files(spec, command=None) -> dict[str, RenderedFile]   (in memory, deterministic; command: the
+                                                    VllmCommand the build linted, made here when not given)
+  render.build.run_build / make_build -> RenderedBuild (spec, command, flag check, accelerators, files)
   write_build(out_dir, files) -> {"written","unchanged","removed"}
   diff_build(out_dir, files) -> str                    (unified diff, for --dry-run)
   verify(build_dir) -> {"modified": [...], "missing": [...]}   (against tqdeploy.lock.json)

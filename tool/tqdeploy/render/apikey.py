@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import TQError
 from tqdeploy.safeio import is_within, key_file_mode
 
@@ -54,9 +55,9 @@ def _display(out_dir: Path, value: str) -> Path:
     return path if path.is_absolute() else Path(out_dir) / path
 
 
-def ensure_key_file(spec, out_dir: Path, dry_run: bool = False) -> KeyFile | None:
+def ensure_key_file(spec: Spec, out_dir: Path, dry_run: bool = False) -> KeyFile | None:
     """Create the spec's API key file if it is missing (see the module doc); None for an unkeyed spec."""
-    value = spec["server"]["api_key_file"]
+    value = spec.server.api_key_file
     if not value:
         return None
     path = _display(out_dir, value)

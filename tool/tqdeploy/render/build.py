@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
+import json
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tqdeploy.deployspec import load_spec
+from tqdeploy.deployspec.accel import Accelerators, accelerators
+from tqdeploy.deployspec.command import VllmCommand, vllm_command
+from tqdeploy.deployspec.digests import with_digest
 from tqdeploy.deployspec.model import Spec
-from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK
+from tqdeploy.errors import EXIT_FINDINGS, EXIT_OK, TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
+from tqdeploy.lint.specflags import FlagCheck, lint_vllm_command
+from tqdeploy.model import load_model_facts
+from tqdeploy.model.facts import ModelFacts
+from tqdeploy.render.apikey import KeyFile, ensure_key_file
+from tqdeploy.render.caches import moved_caches
+from tqdeploy.render.context import image_tag
+from tqdeploy.render.files import RenderedFile, render_files, skipped_outputs
+from tqdeploy.render.guard import guard
+from tqdeploy.render.image import build_image, docker_build_command, docker_client, resolve_digest
+from tqdeploy.render.lock import LOCK_NAME, pins, read_lock, verify
+from tqdeploy.render.owner import other_deployment
+from tqdeploy.render.write import diff_build, write_build
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 @dataclass
@@ -27,7 +48,7 @@ class BuildResult:
     pins: dict[str, Any] = field(default_factory=dict)
     image: dict[str, Any] = field(default_factory=dict)
     accelerators: dict[str, Any] = field(default_factory=dict)  # tqdeploy.deployspec.accel.Accelerators.to_dict
-    api_key_file: Any = None  # tqdeploy.render.apikey.KeyFile: where the key is, never the key
+    api_key_file: KeyFile | None = None  # where the key is, never the key
     exit_code: int = EXIT_OK
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,7 +70,7 @@ class BuildResult:
             "api_key_file": self.api_key_file.to_dict() if self.api_key_file else None,
         }
 
-    def _render_dry_run(self, console) -> None:
+    def _render_dry_run(self, console: Console) -> None:
         if self.diff:
             sys.stdout.write(self.diff)
             sys.stdout.flush()
@@ -60,7 +81,7 @@ class BuildResult:
         if self.api_key_file:
             print(f"note: {self.api_key_file.line()}", file=sys.stderr)
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         if self.mode == "dry-run":
             self._render_dry_run(console)
             return
@@ -109,7 +130,7 @@ class CheckResult:
             **self.drift,
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         if self.exit_code == EXIT_OK:
             console.print(f"{self.build_dir}: all {self.checked} files match tqdeploy.lock.json", soft_wrap=True)
             return
@@ -119,6 +140,51 @@ class CheckResult:
         console.print(f"fix: run `{self.rebuild}` to restore the files (edit the spec, not the build)", soft_wrap=True)
         if self.drift.get("stale"):
             console.print("stale: the spec renders these files differently now; rebuild to update them", soft_wrap=True)
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    """What `tqdeploy build` is asked: a build (or a dry run) from a spec, or a check of a build directory."""
+
+    spec_file: Path | None = None
+    embedded: str | None = None
+    out: Path | None = None  # None: ./build
+    dry_run: bool = False
+    check: Path | None = None  # the build directory --check verifies
+    image: bool = False
+    resolve_digests: bool = False
+    model: str | None = None
+    force: bool = False
+    take_over: bool = False
+
+
+def build_or_check(req: BuildRequest) -> BuildResult | CheckResult:
+    """The build the request asks for, or the check of its --check directory; options that would be silently
+    ignored are refused first."""
+    check_options(
+        check=req.check is not None,
+        out=req.out is not None,
+        dry_run=req.dry_run,
+        image=req.image,
+        resolve_digests=req.resolve_digests,
+        model=req.model is not None,
+        force=req.force,
+        take_over=req.take_over,
+    )
+    if req.check is not None:
+        return run_check(req.check, req.spec_file, req.embedded)
+    return run_build(
+        req.spec_file,
+        embedded=req.embedded,
+        out=req.out or Path("build"),
+        dry_run=req.dry_run,
+        image=req.image,
+        resolve_digests=req.resolve_digests,
+        progress=True,  # on stderr: JSON on stdout stays clean
+        model=req.model,
+        force=req.force,
+        take_over=req.take_over,
+    )
 
 
 def check_options(
@@ -133,8 +199,6 @@ def check_options(
     take_over: bool = False,
 ) -> None:
     """Refuse option combinations that would be silently ignored."""
-    from tqdeploy.errors import TQError
-
     if check:
         given = [
             name
@@ -161,32 +225,42 @@ def check_options(
         )
 
 
+@dataclass(frozen=True)
+class RenderedBuild:
+    """A spec made into a build once: the spec as built (digest pinned), its one vLLM command, what lint said
+    about that command, the start-up accelerators it renders, and the files. What the rest of the build reads,
+    instead of asking the spec again."""
+
+    spec: Spec
+    command: VllmCommand
+    flag_check: FlagCheck
+    accel: Accelerators
+    files: dict[str, RenderedFile]
+
+
+def _pinned_by_registry(spec: Spec, lock: dict[str, Any]) -> Spec:
+    """The spec with the digest the build pinned from the registry then (--resolve-digests), where it names the
+    same base and pins none itself: the same input here, or every file naming the base would read as stale."""
+    pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
+    if (
+        not spec.image.digest
+        and str(pinned.get("source", "")).startswith("registry")
+        and pinned.get("base") == spec.image.base
+    ):
+        return with_digest(spec, pinned["digest"], pinned["source"])
+    return spec
+
+
 def run_check(build_dir: Path, spec_file: Path | None = None, embedded: str | None = None) -> CheckResult:
     """Files against the lock; with a spec, also the lock against what the spec renders now ("stale")."""
-    from tqdeploy.render.lock import read_lock, verify
-
     drift = verify(build_dir)
     lock = read_lock(build_dir)
     if spec_file is not None or embedded is not None:
-        import json
-
-        from tqdeploy.deployspec import load_spec
-        from tqdeploy.lint.specflags import lint_spec
-        from tqdeploy.render.files import render_files
-
-        spec = lint_spec(load_spec(spec_file, embedded=embedded))
-        pinned = lock.get("pins", {}).get("image", {}) if isinstance(lock.get("pins"), dict) else {}
-        if (
-            not spec["image"]["digest"]
-            and str(pinned.get("source", "")).startswith("registry")
-            and pinned.get("base") == spec["image"]["base"]
-        ):
-            # The build pinned what the registry answered then (--resolve-digests): the same input here,
-            # or every file naming the base would read as stale.
-            spec.data["image"]["digest"] = pinned["digest"]
-            spec.digest_source = pinned["source"]
-        files = render_files(spec)
-        now = json.loads(files["tqdeploy.lock.json"].data)["files"]
+        spec = load_spec(spec_file, embedded=embedded)
+        command = vllm_command(spec)
+        lint_vllm_command(spec, command)
+        files = render_files(_pinned_by_registry(spec, lock), command)
+        now = json.loads(files[LOCK_NAME].data)["files"]
         drift["stale"] = sorted(p for p in set(now) | set(lock["files"]) if now.get(p) != lock["files"].get(p))
     return CheckResult(
         str(build_dir), drift, len(lock["files"]), rebuild_command(build_dir, spec_file, embedded, drift)
@@ -207,8 +281,6 @@ def spec_to_use(spec_file: Path | None, embedded: str | None) -> tuple[Path | No
 def rebuild_command(build_dir: Path, spec_file: Path | None, embedded: str | None, drift: dict[str, list[str]]) -> str:
     """The `tqdeploy build ...` that restores a drifted build: from the spec --check was given, else from the
     copy of its spec the build keeps (unless that copy drifted too)."""
-    import shlex
-
     # an edited file is replaced only with --force (which keeps a backup); a missing one needs no force
     out = shlex.quote(str(build_dir)) + (" --force" if drift.get("modified") else "")
     if embedded is not None:
@@ -221,20 +293,74 @@ def rebuild_command(build_dir: Path, spec_file: Path | None, embedded: str | Non
     return f"tqdeploy build SPEC --out {out}"  # SPEC: its own copy drifted too; only the user knows the source
 
 
-def checkpoint_facts(spec: Spec, out: Path, model: str | None):
+def checkpoint_facts(spec: Spec, out: Path, model: str | None) -> tuple[ModelFacts | None, str | None]:
     """Facts of the checkpoint to check the flags against: --model, else a local model.path that exists
     (relative paths are relative to the build dir). None when neither is at hand (a repo is not fetched)."""
-    from tqdeploy.model import load_model_facts
-
     if model:
         return load_model_facts(model), model
-    path = spec["model"]["path"]
+    path = spec.model.path
     if path:
         local = Path(path).expanduser()
         local = local if local.is_absolute() else Path(out) / local
         if (local / "config.json").is_file():
             return load_model_facts(str(local)), str(local)
     return None, None
+
+
+def _lint_notes(check: FlagCheck) -> list[str]:
+    return [
+        f"lint {f.id} ({f.severity.value}) {f.location}: {f.title}"
+        + (f"; fix: {f.remediation}" if f.remediation else "")
+        for f in check.advice
+    ]
+
+
+def _resolved(spec: Spec) -> tuple[Spec, str]:
+    """The spec with the base digest the registry answers now (--resolve-digests), and the note saying so;
+    a TQError where the tag moved away from a digest the spec or tqdeploy's data pinned."""
+    digest = resolve_digest(spec.image.base)
+    pinned = spec.image.digest
+    if pinned and pinned != digest:
+        where = "the spec's image.digest" if spec.digest_source == "spec" else f"the digest from {spec.digest_source}"
+        raise TQError(
+            f"{spec.image.base} now resolves to {digest}, not {where} {pinned}",
+            "the tag moved: review the new image, then update that digest (or build without "
+            "--resolve-digests to keep the pinned one)",
+        )
+    note = f'base digest {digest} read from the registry; add `digest = "{digest}"` to [image] in the spec to keep it'
+    return with_digest(spec, digest, "registry (--resolve-digests)"), note
+
+
+def make_build(spec: Spec, out: Path, model: str | None, resolve_digests: bool) -> tuple[RenderedBuild, list[str]]:
+    """The spec's command made and linted once (against the checkpoint where one is at hand), the digest
+    resolved where asked, the files rendered from that one command; with the notes the build reports."""
+    facts, facts_from = checkpoint_facts(spec, out, model)
+    command = vllm_command(spec)
+    check = lint_vllm_command(spec, command, facts)
+    notes = [f"vLLM flags checked against the checkpoint at {facts_from}"] if facts_from else []
+    notes += _lint_notes(check)
+    if resolve_digests:
+        spec, note = _resolved(spec)
+        notes.append(note)
+    accel = accelerators(spec)
+    notes += [accel.summary(), *accel.notes]  # what the build rendered to shorten start-up, and what it left out
+    return RenderedBuild(spec, command, check, accel, render_files(spec, command)), notes
+
+
+def _dry_run_notes(built: RenderedBuild, out: Path, *, take_over: bool, force: bool, named: bool) -> list[str]:
+    """What a real build into `out` would refuse, said ahead (named: the spec was a file, not embedded)."""
+    notes = []
+    lock = built.files[LOCK_NAME].data
+    refused = None if take_over else other_deployment(out, lock, spec_must_match=not named)
+    if refused is not None:
+        notes.append(f"a build would refuse: {refused.message}; fix: {refused.remediation}")
+    conflicts = guard(out, {rel: f.data for rel, f in built.files.items()}).conflicts
+    if conflicts and not force:
+        notes.append(
+            f"a build would refuse: {', '.join(conflicts)} in {out} are not what tqdeploy wrote; "
+            "--force replaces them after a backup"
+        )
+    return notes
 
 
 def run_build(
@@ -250,52 +376,10 @@ def run_build(
     force: bool = False,
     take_over: bool = False,
 ) -> BuildResult:
-    from tqdeploy.deployspec import load_spec
-    from tqdeploy.lint.specflags import lint_spec
-    from tqdeploy.render.caches import moved_caches
-    from tqdeploy.render.files import render_files, skipped_outputs
-    from tqdeploy.render.lock import pins
-    from tqdeploy.render.write import diff_build, write_build
-
     spec_file, chosen = spec_to_use(spec_file, embedded)
     spec = load_spec(spec_file, embedded=embedded)  # once: the checkpoint's path and the flags come from it
-    facts, facts_from = checkpoint_facts(spec, out, model)
-    lint_spec(spec, facts)
-    notes: list[str] = [chosen] if chosen else []
-    if facts_from:
-        notes.append(f"vLLM flags checked against the checkpoint at {facts_from}")
-    for f in spec.flag_check.findings if spec.flag_check is not None else []:
-        sev = getattr(f.severity, "value", f.severity)
-        if sev in ("warn", "info"):  # errors refused the spec already
-            notes.append(
-                f"lint {f.id} ({sev}) {f.location}: {f.title}" + (f"; fix: {f.remediation}" if f.remediation else "")
-            )
-    if resolve_digests:
-        from tqdeploy.render.image import resolve_digest
-
-        digest = resolve_digest(spec["image"]["base"])
-        pinned = spec["image"]["digest"]
-        if pinned and pinned != digest:
-            from tqdeploy.errors import TQError
-
-            where = (
-                "the spec's image.digest" if spec.digest_source == "spec" else f"the digest from {spec.digest_source}"
-            )
-            raise TQError(
-                f"{spec['image']['base']} now resolves to {digest}, not {where} {pinned}",
-                "the tag moved: review the new image, then update that digest (or build without "
-                "--resolve-digests to keep the pinned one)",
-            )
-        spec.data["image"]["digest"] = digest
-        spec.digest_source = "registry (--resolve-digests)"
-        notes.append(
-            f'base digest {digest} read from the registry; add `digest = "{digest}"` to [image] in the spec to keep it'
-        )
-    files = render_files(spec)
-    from tqdeploy.deployspec.accel import accelerators
-
-    accel = accelerators(spec)
-    notes += [accel.summary(), *accel.notes]  # what the build rendered to shorten start-up, and what it left out
+    built, notes = make_build(spec, out, model, resolve_digests)
+    spec, files = built.spec, built.files
     result = BuildResult(
         name=spec.name,
         spec_source=spec.source,
@@ -304,29 +388,14 @@ def run_build(
         mode="dry-run" if dry_run else "write",
         files=list(files),
         skipped=skipped_outputs(spec),
-        notes=notes,
+        notes=[chosen, *notes] if chosen else notes,
         pins=pins(spec),
-        accelerators=accel.to_dict([c.env for c in moved_caches()]),
+        accelerators=built.accel.to_dict([c.env for c in moved_caches()]),
     )
-    from tqdeploy.render.apikey import ensure_key_file
-
     if dry_run:
-        from tqdeploy.render.guard import guard
-
         result.api_key_file = ensure_key_file(spec, out, dry_run=True)
         result.diff = diff_build(out, files)
-        from tqdeploy.render.lock import LOCK_NAME
-        from tqdeploy.render.owner import other_deployment
-
-        refused = None if take_over else other_deployment(out, files[LOCK_NAME].data, spec_must_match=spec_file is None)
-        if refused is not None:
-            result.notes.append(f"a build would refuse: {refused.message}; fix: {refused.remediation}")
-        conflicts = guard(out, {rel: f.data for rel, f in files.items()}).conflicts
-        if conflicts and not force:
-            result.notes.append(
-                f"a build would refuse: {', '.join(conflicts)} in {out} are not what tqdeploy wrote; "
-                "--force replaces them after a backup"
-            )
+        result.notes += _dry_run_notes(built, out, take_over=take_over, force=force, named=spec_file is not None)
         return result
     result.changes = write_build(out, files, force=force, take_over=take_over, spec_must_match=spec_file is None)
     result.api_key_file = ensure_key_file(spec, out)  # after the build: its folder exists and is checked
@@ -337,10 +406,7 @@ def run_build(
     return result
 
 
-def _image(spec, out: Path, progress: bool) -> dict[str, Any]:
-    from tqdeploy.render.context import image_tag
-    from tqdeploy.render.image import build_image, docker_build_command, docker_client
-
+def _image(spec: Spec, out: Path, progress: bool) -> dict[str, Any]:
     tag = image_tag(spec)
     client = docker_client()
     if client is None:

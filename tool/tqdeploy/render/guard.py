@@ -89,7 +89,7 @@ def previous_lock(out_dir: Path) -> dict[str, Any] | None:
     try:
         if not path.is_file() or path.stat().st_size > MAX_LOCK_BYTES:
             raise ValueError("not a regular file of at most 1 MiB")
-        lock = json.loads(path.read_text(encoding="utf-8"))
+        lock: dict[str, Any] | None = json.loads(path.read_text(encoding="utf-8"))
         files = lock["files"] if isinstance(lock, dict) and lock.get("schema") == LOCK_SCHEMA else None
         if not isinstance(files, dict):
             raise ValueError(f"not a {LOCK_SCHEMA} lock")

@@ -21,19 +21,19 @@ POD_IFNAME = "eth0"
 def multinode_context(spec: Spec) -> dict[str, Any] | None:
     if not spec.multi_node:
         return None
-    res, v = spec.data["resources"], spec.data["vllm"]
+    res = spec.resources
     return {
         "schema": RECORD_SCHEMA,
         "backend": "mp",  # vLLM's own --nnodes mode; see templates/multinode.sh.j2 for why not Ray
-        "nodes": res["nodes"],
+        "nodes": res.nodes,
         "vllm_version": spec.vllm_version,
         "ray_version": None,  # no node runs Ray
-        "api_port": spec.data["server"]["port"],
+        "api_port": spec.server.port,
         "master_port": MASTER_PORT,
         "socket_ifname": POD_IFNAME,
-        "tensor_parallel_size": v["tensor_parallel_size"],
-        "pipeline_parallel_size": res["nodes"],
-        "gpus_per_node": len(res["gpus"]) if spec.variant == "gpu" else 0,
+        "tensor_parallel_size": spec.vllm.tensor_parallel_size,
+        "pipeline_parallel_size": res.nodes,
+        "gpus_per_node": len(res.gpus) if spec.variant == "gpu" else 0,
         "variant": spec.variant,
         "exit_config": EXIT_CONFIG,
         "exit_version": EXIT_VERSION,

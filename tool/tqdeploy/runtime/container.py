@@ -100,9 +100,9 @@ def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = No
     from tqdeploy.deployspec.model import CONTAINER_API_KEY
 
     spec = dep.spec
-    res = spec["resources"]  # type: ignore[index]
+    res = spec.resources  # type: ignore[attr-defined]
     marker = deployment_marker(dep.build_dir)
-    cache = dep.build_dir / str(spec["storage"]["cache_dir"])  # type: ignore[index]
+    cache = dep.build_dir / str(spec.storage.cache_dir)  # type: ignore[attr-defined]
     prepare_cache(cache)
     volumes = {
         str(dep.model_dir): {"bind": spec.container_model_path, "mode": "ro"},  # type: ignore[attr-defined]
@@ -121,7 +121,7 @@ def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = No
         "volumes": volumes,
         "labels": {LABEL: marker, "io.tqdeploy.build-dir": str(dep.build_dir)},
     }
-    gpus = res["gpus"]
+    gpus = res.gpus
     if spec.variant == "gpu" and gpus:  # type: ignore[attr-defined]
         ids = None if gpus == "all" else [str(g) for g in gpus]
         options["device_requests"] = [

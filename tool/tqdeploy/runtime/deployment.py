@@ -45,15 +45,15 @@ def _under(build_dir: Path, value: str) -> Path:
 def spec_model_dir(spec, build_dir: Path) -> Path:
     """Where a build serves its model from: model.path, else storage.models_dir/<ORG--NAME> (serve.sh's
     TQ_MODEL_DIR); `download --spec` puts the model here too, so `up` finds what was downloaded."""
-    m = spec["model"]
-    if m["path"]:
-        return _under(build_dir, m["path"])
-    return _under(build_dir, spec["storage"]["models_dir"]) / spec.model_dir_name
+    m = spec.model
+    if m.path:
+        return _under(build_dir, m.path)
+    return _under(build_dir, spec.storage.models_dir) / spec.model_dir_name
 
 
 def spec_api_key_file(spec, build_dir: Path) -> Path | None:
     """The file server.api_key_file names, relative paths under the build dir; None for an unkeyed spec."""
-    value = spec["server"]["api_key_file"]
+    value = spec.server.api_key_file
     return _under(build_dir, value) if value else None
 
 
@@ -75,13 +75,13 @@ def load_deployment(build_dir: Path) -> Deployment:
         )
     lock = read_lock(build_dir)
     spec = load_spec(where.spec)
-    m, srv = spec["model"], spec["server"]
+    m, srv = spec.model, spec.server
     return Deployment(
         build_dir=build_dir,
         spec=spec,
-        host=srv["host"],
-        port=int(srv["port"]),
-        served_model_name=m["served_name"],
+        host=srv.host,
+        port=int(srv.port),
+        served_model_name=m.served_name,
         model_dir=spec_model_dir(spec, build_dir),
         api_key_file=spec_api_key_file(spec, build_dir),
         spec_sha256=str(lock.get("spec_sha256") or spec.spec_hash),

@@ -279,7 +279,7 @@ class MultinodeRuntime:
         record = build_record(dep.build_dir)
         if record is None:
             raise TQError(f"{dep.build_dir} has no multinode.json", "build a spec with resources.nodes > 1")
-        gpus = dep.spec["resources"]["gpus"]
+        gpus = dep.spec.resources.gpus
         env = serve_env(dep.build_dir, prepared.data["python"], dep.model_dir, dep.api_key_file, gpus)
         env = node_env(env, dep.build_dir, 0, record)
         start_workers(dep.build_dir, env, record)

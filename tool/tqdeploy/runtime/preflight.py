@@ -70,7 +70,7 @@ def drift_finding(dep: Deployment) -> Finding | None:
 
 def serving_settings(dep: Deployment) -> dict[str, Any]:
     """What the build asks of vLLM, for the doctor: the spec's SERVING_KEYS that are set."""
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec.vllm.to_dict()  # type: ignore[attr-defined]
     return {k: v[k] for k in SERVING_KEYS if v.get(k) is not None}
 
 
@@ -151,8 +151,8 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
     gpus = gpu.gpu_memory()
     if not gpus:
         return []
-    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # type: ignore[index]  # 0.32's default
-    listed = dep.spec["resources"]["gpus"]  # type: ignore[index]
+    util = dep.spec.vllm.gpu_memory_utilization or 0.92  # type: ignore[attr-defined]  # 0.32's default
+    listed = dep.spec.resources.gpus  # type: ignore[attr-defined]
     wanted = [g["index"] for g in gpus] if listed == "all" else list(listed)
     out = []
     for g in gpus:

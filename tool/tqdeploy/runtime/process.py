@@ -98,7 +98,7 @@ def write_shims(build_dir: Path, python: str) -> Path:
 
 
 def serve_env(
-    build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None, gpus: str | list[int] = "all"
+    build_dir: Path, python: str, model_dir: Path, api_key_file: Path | None, gpus: str | tuple[int, ...] = "all"
 ) -> dict[str, str]:
     build_dir = Path(build_dir).resolve()
     for what, path in (("the build folder", str(build_dir)), ("--python", python)):
@@ -108,7 +108,7 @@ def serve_env(
                 "use a path without ':' (move or symlink it)",
             )
     env = dict(os.environ)
-    if isinstance(gpus, list) and gpus and "CUDA_VISIBLE_DEVICES" not in env:
+    if isinstance(gpus, tuple) and gpus and "CUDA_VISIBLE_DEVICES" not in env:
         # resources.gpus are NVML (PCI bus) indices; CUDA's default order may differ.
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         env["CUDA_VISIBLE_DEVICES"] = ",".join(str(g) for g in gpus)

@@ -49,7 +49,7 @@ def _import_caches(dep: Deployment, python: str) -> list[Finding]:
     from tqdeploy.startcache.artifact import import_for_up
 
     volume = Path(os.environ.get("VLLM_CACHE_ROOT") or folder(dep.build_dir).vllm_cache)
-    artifact = dep.spec["storage"]["cache_artifact"]  # type: ignore[index]
+    artifact = dep.spec.storage.cache_artifact  # type: ignore[attr-defined]
     found = import_for_up(dep.build_dir, artifact, volume, lambda: cache_context(dep.build_dir, volume, python))
     return [found] if found else []
 
@@ -88,14 +88,14 @@ class ProcessRuntime:
                     AREA,
                 )
             )
-        elif dep.spec["storage"]["cache_artifact"]:  # type: ignore[index]
+        elif dep.spec.storage.cache_artifact:  # type: ignore[attr-defined]
             out.findings.extend(_import_caches(dep, python))
         return out
 
     def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:
         from tqdeploy.runtime.process import serve_env, start_supervisor
 
-        gpus = dep.spec["resources"]["gpus"]  # type: ignore[index]
+        gpus = dep.spec.resources.gpus  # type: ignore[attr-defined]
         env = serve_env(dep.build_dir, prepared.data["python"], dep.model_dir, dep.api_key_file, gpus)
         sup = start_supervisor(dep.build_dir, env, log_path)
         return Started(sup, sup.pid)

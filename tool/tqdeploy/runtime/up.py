@@ -102,14 +102,14 @@ def already_running(build_dir: Path, st: StateRecord, starting: bool = False) ->
 
 
 def start_context(dep: Deployment) -> StartContext:
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec.vllm  # type: ignore[attr-defined]
     return StartContext(
         build_dir=str(dep.build_dir),
         port=dep.port,
         host=dep.host,
-        max_model_len=v["max_model_len"],
-        kv_cache_dtype=v["kv_cache_dtype"],
-        gpu_memory_utilization=v["gpu_memory_utilization"],
+        max_model_len=v.max_model_len,
+        kv_cache_dtype=v.kv_cache_dtype,
+        gpu_memory_utilization=v.gpu_memory_utilization,
         model_dir=str(dep.model_dir),
         vllm_version=dep.spec.vllm_version,  # type: ignore[attr-defined]
     )

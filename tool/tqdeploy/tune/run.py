@@ -50,7 +50,7 @@ def say(text: str) -> None:
 
 def context_for(spec, context: int | None) -> int:
     """Sequences are counted at --context, else at the build's max_model_len (the longest a request may be)."""
-    longest = spec["vllm"]["max_model_len"]
+    longest = spec.vllm.max_model_len
     if context is None:
         if longest is None:
             raise TQError("the build sets no vllm.max_model_len: tune cannot tell the context", "pass --context TOKENS")

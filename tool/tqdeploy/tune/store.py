@@ -48,12 +48,12 @@ def host_facts() -> dict[str, Any]:
 
 def fingerprint(dep, workload: dict[str, Any]) -> dict[str, Any]:
     spec = dep.spec
-    settings = {k: v for k, v in spec["vllm"].items() if k != "kv_cache_dtype"}
+    settings = {k: v for k, v in spec.vllm.to_dict().items() if k != "kv_cache_dtype"}
     return {
         "model_files": model_files_digest(dep.model_dir)["sha256"],
-        "vllm": {"version": spec.vllm_version, "variant": spec.variant, "image": spec["image"]["base"]},
+        "vllm": {"version": spec.vllm_version, "variant": spec.variant, "image": spec.image.base},
         "host": host_facts(),
-        "settings": settings | {"gpus": spec["resources"]["gpus"]},
+        "settings": settings | {"gpus": spec.resources.gpus},
         "workload": workload,
     }
 

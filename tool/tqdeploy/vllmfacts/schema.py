@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from packaging.version import Version
+
 from tqdeploy.errors import TQError
 from tqdeploy.resources import REINSTALL_HINT, data_dir
 
@@ -122,8 +124,6 @@ def available_versions() -> list[str]:
     folder = data_dir("checks") / "vllm-schema"
     if not folder.is_dir():
         return []
-    from packaging.version import Version
-
     return sorted((p.stem for p in folder.glob("*.json")), key=Version)
 
 

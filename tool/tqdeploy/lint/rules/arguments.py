@@ -8,6 +8,7 @@ the same token replaces the generic finding: it names the real replacement.
 
 from __future__ import annotations
 
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.live import live_findings, live_vllm_version
 from tqdeploy.lint.pysnippet import keyword_choice_findings
@@ -36,7 +37,7 @@ def unknown_option(ctx: LintContext) -> list[Finding]:
 def invalid_choice(ctx: LintContext) -> list[Finding]:
     if ctx.inv.kind == "python":  # LLM(kv_cache_dtype=...) reaches the same EngineArgs field as the flag
         covered = {f.location for f in ctx.advice}  # a catalogue entry names the real replacement
-        return [f for f in keyword_choice_findings(ctx.snippet[0], ctx.schema) if f.location not in covered]
+        return [f for f in keyword_choice_findings(ctx.python_snippet.calls, ctx.schema) if f.location not in covered]
     return parser_findings(ctx, "TQ302")
 
 
@@ -94,8 +95,6 @@ def _want_live(live: bool | None, version: str) -> bool:
     running = live_vllm_version()
     if running is None or running != version:
         if live:
-            from tqdeploy.errors import TQError
-
             raise TQError(
                 f"live validation needs vLLM {version} importable here (found: {running or 'none'})",
                 "run tqdeploy with the interpreter of a venv that has that vLLM, or drop --live",

@@ -12,6 +12,7 @@ from tqdeploy.findings import Finding, Severity
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.validate import _human_int
 from tqdeploy.model import compat
+from tqdeploy.snapshot import HostSnapshot
 
 _SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
@@ -45,7 +46,7 @@ def _tp(ctx: LintContext) -> tuple[int | None, int]:
 @rule("TQ340", "model", "tensor parallel size vs the model's heads", needs=("model",))
 def tensor_parallel(ctx: LintContext) -> list[Finding]:
     tp, token = _tp(ctx)
-    return [] if tp is None else _at(compat.tensor_parallel_problems(ctx.model, int(tp)), token)
+    return [] if tp is None else _at(compat.tensor_parallel_problems(ctx.model_facts, int(tp)), token)
 
 
 @rule("TQ341", "model", "--max-model-len vs the config's context", needs=("model",))
@@ -54,11 +55,11 @@ def max_model_len(ctx: LintContext) -> list[Finding]:
     mml = human_int(occ.value) if occ else None
     if occ is None or mml is None or mml <= 0:
         return []
-    return _at(compat.max_model_len_problems(ctx.model, mml), occ.start)
+    return _at(compat.max_model_len_problems(ctx.model_facts, mml), occ.start)
 
 
-def _compute_capability(host) -> tuple[int, int] | None:
-    for gpu in getattr(host, "gpus", None) or []:
+def _compute_capability(host: HostSnapshot | None) -> tuple[int, int] | None:
+    for gpu in host.gpus if host is not None else []:
         if gpu.compute_capability:
             return (gpu.compute_capability[0], gpu.compute_capability[1])
     return None
@@ -70,7 +71,7 @@ def turboquant(ctx: LintContext) -> list[Finding]:
     if occ is None or not occ.value:
         return []
     problems = compat.turboquant_problems(
-        ctx.model,
+        ctx.model_facts,
         occ.value,
         ctx.schema.version,
         compute_capability=_compute_capability(ctx.host),
@@ -83,7 +84,7 @@ def turboquant(ctx: LintContext) -> list[Finding]:
 @rule("TQ343", "model", "weights per GPU vs GPU memory", needs=("model", "host"))
 def weights_fit(ctx: LintContext) -> list[Finding]:
     """compat estimates the weights from config.json when no safetensors are at hand."""
-    sizes = [g.memory_total for g in getattr(ctx.host, "gpus", None) or [] if g.memory_total]
+    sizes = [g.memory_total for g in ctx.host_facts.gpus if g.memory_total]
     if not sizes:
         return []
     occ = ctx.parsed.last("gpu_memory_utilization")
@@ -94,5 +95,5 @@ def weights_fit(ctx: LintContext) -> list[Finding]:
     if util is None:
         return []
     tp, _ = _tp(ctx)
-    problems = compat.weights_fit_problems(ctx.model, int(tp or 1), min(sizes), float(util))
+    problems = compat.weights_fit_problems(ctx.model_facts, int(tp or 1), min(sizes), float(util))
     return _at(problems, occ.start if occ else -1)

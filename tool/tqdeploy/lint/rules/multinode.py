@@ -76,7 +76,7 @@ def node_layout(ctx: LintContext) -> list[Finding]:
         title = f"--nnodes {nodes} does not divide tensor x pipeline parallel = {tp} x {pp} = {world}"
         fix = "vLLM refuses it at start: make tp x pp a multiple of the nodes (one pipeline stage per node)"
         return [lint_finding("TQ347", Severity.ERROR, "--nnodes", title, fix, None, _token(ctx, "nnodes"))]
-    gpus = len(getattr(ctx.host, "gpus", None) or []) if ctx.host is not None else None
+    gpus = len(ctx.host.gpus) if ctx.host is not None else None
     if gpus and world // nodes > gpus:
         title = f"{world // nodes} ranks per node (tp {tp} x pp {pp} / {nodes} nodes) but a node has {gpus} GPU(s)"
         fix = "lower --tensor-parallel-size, or add nodes (raise --nnodes and --pipeline-parallel-size)"

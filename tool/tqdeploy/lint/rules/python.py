@@ -10,5 +10,5 @@ from tqdeploy.lint.registry import LintContext, rule
 
 @rule("TQ315", "arguments", "keyword arguments of LLM / EngineArgs / AsyncEngineArgs", kinds=("python",))
 def python_keywords(ctx: LintContext) -> list[Finding]:
-    calls, api = ctx.snippet
-    return [f for call in calls for f in check_call(call, api, ctx.schema.version)]
+    snippet = ctx.python_snippet
+    return [f for call in snippet.calls for f in check_call(call, snippet.api, ctx.schema.version)]

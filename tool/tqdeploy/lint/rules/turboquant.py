@@ -22,6 +22,10 @@ fault was seen in until a release with a verified fix, and say which release the
 
 from __future__ import annotations
 
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
 from tqdeploy.findings import Edit, Finding, Severity
 from tqdeploy.lint.registry import LintContext, rule
 from tqdeploy.lint.report import lint_finding
@@ -95,11 +99,9 @@ def speculative_decoding(ctx: LintContext) -> list[Finding]:
     ]
 
 
-def _release_says(entry: dict, version: str) -> str:
+def _release_says(entry: dict[str, Any], version: str) -> str:
     """What an entry's per_release table says of a release: its own line, else that of the newest release
     before it (a later release is assumed to behave like the last one read until it is read too)."""
-    from packaging.version import InvalidVersion, Version
-
     table = entry.get("per_release", {})
     try:
         v = Version(version)

@@ -23,14 +23,13 @@ OWNED = ("--enable-auto-tool-choice", "--tool-call-parser", "--reasoning-parser"
 
 def model_name(spec: Spec) -> str:
     """The checkpoint's own name: the repo id's last part, or the local folder's name."""
-    m = spec["model"]
-    return (m["repo"] or m["path"] or "").rstrip("/").rsplit("/", 1)[-1]
+    return (spec.model.repo or spec.model.path or "").rstrip("/").rsplit("/", 1)[-1]
 
 
 def tool_call_flags(spec: Spec) -> list[str]:
-    if not spec["vllm"]["tool_calling"]:
+    if not spec.vllm.tool_calling:
         return []
-    given = [a for a in spec["vllm"]["extra_args"] if str(a).split("=", 1)[0] in OWNED]
+    given = [a for a in spec.vllm.extra_args if a.split("=", 1)[0] in OWNED]
     if given:
         raise TQError(
             f"vllm.tool_calling = true and vllm.extra_args sets {given[0]} too",
