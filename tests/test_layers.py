@@ -18,8 +18,19 @@ TOOL = Path(__file__).resolve().parent.parent / "tool"
 
 # Bottom first. A room may import only rooms of lower layers.
 LAYERS: list[set[str]] = [
-    # plain data and the one error/result types
-    {"errors", "findings", "filenames", "fsutil", "pins", "units", "suggest", "snapshot_types", "cliexamples"},
+    # plain data and the one error/result types; the heavy SDKs' adaptors (each imports its SDK in its functions)
+    {
+        "errors",
+        "findings",
+        "filenames",
+        "fsutil",
+        "pins",
+        "units",
+        "suggest",
+        "snapshot_types",
+        "cliexamples",
+        "adaptors",
+    },
     # the build folder's contract (paths, the lock's reader and verifier), bounded reads, URL handling (net)
     {"idents", "resources", "safeio", "output", "clihelp", "buildfolder", "net", "jsonin"},
     # facts: a checkpoint's (model), vLLM's per release (vllmfacts), a host's (snapshot), a multi-node build's

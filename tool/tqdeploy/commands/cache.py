@@ -41,7 +41,7 @@ def export(
 ) -> int:
     """Pack the build's caches with a manifest of what makes them valid; refuses a file holding a secret."""
     from tqdeploy.output import emit
-    from tqdeploy.runtime.cachecontext import cache_context
+    from tqdeploy.runtime.backends.process.cachecontext import cache_context
     from tqdeploy.startcache.artifact import export_build
 
     ctx = cache_context(build_dir, volume, python)
@@ -63,7 +63,7 @@ def import_(
 ) -> int:
     """Check the artifact against this host and build, then extract it safely into the unused cache volume."""
     from tqdeploy.output import emit
-    from tqdeploy.runtime.cachecontext import cache_context
+    from tqdeploy.runtime.backends.process.cachecontext import cache_context
     from tqdeploy.startcache.artifact import import_build
 
     result = import_build(cache_context(build_dir, volume, python), archive, force)

@@ -10,17 +10,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.folderid import MARKER_ENV as MARKER_ENV  # re-exported: callers name state.MARKER_ENV
 from tqdeploy.runtime.folderid import deployment_marker as deployment_marker  # and state.deployment_marker
-
-if TYPE_CHECKING:
-    from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.statefields import BadField, record
+from tqdeploy.safeio import FileRefused, read_bytes
 
 SCHEMA = "tqdeploy.state/1"
 
@@ -29,7 +30,6 @@ FIELDS: dict[str, Any] = {
     "runtime": "process",
     "pid": None,
     "pgid": None,
-    "container_id": None,
     "host": "127.0.0.1",
     "port": None,
     "base_url": None,
@@ -90,8 +90,6 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
 
 def read_record(build_dir: Path) -> StateRecord | None:
     """read_state as the typed record (runtime/record.py): what runtime/ passes along."""
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     path = state_path(build_dir)
     if not os.path.lexists(path):
         return None
@@ -112,8 +110,6 @@ def read_record(build_dir: Path) -> StateRecord | None:
 def parsed_record(data: object, build_dir: Path) -> StateRecord:
     """state.json's parsed JSON as the typed record, every field validated; CorruptState when it is not one.
     For a command that already holds the file's JSON (the bundle keeps it as evidence): one read, one check."""
-    from tqdeploy.runtime.statefields import BadField, record
-
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _corrupt(build_dir, f"is not a {SCHEMA} file")
     try:
@@ -164,3 +160,20 @@ def update_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
 def clear_state(build_dir: Path) -> None:
     with _locked(build_dir):
         state_path(build_dir).unlink(missing_ok=True)
+
+
+def new_log(build_dir: Path) -> Path:
+    """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
+    directory = own_dir(build_dir, folder(build_dir).logs)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    path = directory / f"server-{stamp}.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"server-{stamp}-{n}.log"
+    path.touch()
+    link = folder(build_dir).current_log
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(path.name)
+    return path

@@ -138,16 +138,11 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "env_overrides": st.env_overrides or {},  # the caller's TQ_* variables serve.sh read (callerenv.py)
         "processes": [p.to_dict() for p in now.processes],
         "health": health,
-        "container": now.extra,
         "gpus": gpu.gpu_memory() if probe else None,
-        "findings": [f.to_dict() for f in server.findings],
+        "findings": [f.to_dict() for f in [*server.findings, *now.findings]],
+        "unknown_state_fields": list(st.unknown),  # not acted on (runtime/record.py: reported, not refused)
+        **now.extra,  # what the runtime adds (docker: the container; multinode: the nodes)
     }
-    if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
-        from tqdeploy.runtime.multinode import node_status
-
-        nodes = node_status(build_dir, st, trusted.marker, trusted.started_at, now.processes)
-        data["nodes"] = nodes["nodes"]
-        data["findings"] = [*(f.to_dict() for f in server.findings), *(f.to_dict() for f in nodes["findings"])]
     return StatusResult(str(build_dir), data)
 
 

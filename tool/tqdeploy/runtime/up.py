@@ -228,7 +228,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         if o.on_doctor:
             o.on_doctor(result.doctor)
         result.findings.append(verdict)
-    result.findings += preflight.host_findings(dep)
+    result.findings += runtime.preflight(dep)  # this host's port, model, key file, GPUs (runtime/base.py)
     overridden = callerenv.overrides()
     if overridden:  # passed on to serve.sh, never silently (runtime/callerenv.py says why)
         result.findings.append(callerenv.warning(overridden))
@@ -306,15 +306,14 @@ def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Pa
         gpu_baseline=baseline,
         marker=state.deployment_marker(dep.build_dir),
         env_overrides=callerenv.overrides() or None,
-        **prepared.record,
+        **({"backend": prepared.backend.to_json()} if prepared.backend is not None else {}),
     )
 
 
 def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepared, o: _Options) -> UpResult:
-    from tqdeploy.runtime.process import new_log
     from tqdeploy.runtime.wait import wait_ready
 
-    log_path = new_log(dep.build_dir)
+    log_path = state.new_log(dep.build_dir)
     baseline = gpu.gpu_memory()
     t0 = time.monotonic()
     result.started = True  # from here an interrupt stops the deployment
@@ -324,7 +323,7 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
     except BaseException:
         state.update_state(dep.build_dir, phase="failed")
         raise
-    state.update_state(dep.build_dir, pgid=started.pgid, supervisor_pid=started.keeper.pid, **started.record)
+    state.update_state(dep.build_dir, **_started_fields(started))
     result.pgid, result.log_path = started.pgid, str(log_path)
     if not o.wait:
         result.status, result.phase = "started", "process"
@@ -372,6 +371,16 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
     return result
 
 
+def _started_fields(started: Started) -> dict[str, Any]:
+    """What start() knows at once, for state.json: only what it knows (the keeper records the server's pid itself,
+    and a None here would overwrite it)."""
+    known = {"pgid": started.pgid, "supervisor_pid": started.keeper.pid if started.keeper else None, "pid": started.pid}
+    fields: dict[str, Any] = {k: v for k, v in known.items() if v is not None}
+    if started.backend is not None:
+        fields["backend"] = started.backend.to_json()
+    return fields
+
+
 def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Path], Any]) -> None:
     """Ready means answers verified. A failed check leaves the server running, so the operator can look at what
     it answers (`tqdeploy check`, the log), but the deployment is not ready: state.json says so, `status` exits 1,
@@ -394,7 +403,8 @@ def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: 
     own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now
     report = runtime.stop(StopRequest(dep.build_dir, own, trusted, grace, gpu_baseline=baseline))
     result.findings += report.findings
-    started.keeper.wait(timeout=5)
+    if started.keeper is not None:  # reaped, so no zombie of this `up` is left
+        started.keeper.wait(timeout=5)
 
 
 def _previous_restarts(build_dir: Path) -> int:

@@ -76,10 +76,9 @@ def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
 
 def _gone(build_dir: Path, record: StateRecord, runtime: Runtime, tail: LogTail, ctx: StartContext) -> Finding | None:
     """Why the run is no longer alive, None while it is: what the runtime itself knows first (a multi-node
-    build's dead worker, runtime/multinode.py `failed`), else what the log says, else TQ408."""
+    build's dead worker: its `failed`), else what the log says, else TQ408."""
     trusted = trust_state(build_dir, record)
-    failed = getattr(runtime, "failed", None)
-    own = failed(build_dir, record, trusted) if failed else None
+    own = runtime.failed(build_dir, record, trusted)
     if own is not None:
         return own
     if runtime.is_live(build_dir, record, trusted):
