@@ -182,7 +182,7 @@ def test_each_runtime_reads_its_own_section_and_the_flat_fields_older_versions_w
             {"runtime": "docker", "backend": {"container_id": "$(reboot)"}},
             "container_id = '$(reboot)' must be a Docker",
         ),
-        ({"runtime": "docker", "container_id": 5}, "field backend of the docker runtime: container_id = 5 must be"),
+        ({"runtime": "docker", "container_id": 5}, "of the docker runtime: container_id = 5 must be"),
         ({"runtime": "docker", "backend": {"image": "x"}}, "'image' is not a field of this runtime's section"),
         ({"runtime": "process", "backend": []}, "field backend = [] must be an object"),
         ({"runtime": "process", "backend": {"python": "a\0b"}}, "python = 'a\\x00b' must be a path"),

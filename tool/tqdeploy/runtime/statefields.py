@@ -326,7 +326,7 @@ def backend_section(data: dict[str, Any], runtime: str | None) -> BackendState |
     try:
         return state_type.from_json(merged)
     except BadField as err:
-        raise BadField(f"field backend of the {runtime or registry.DEFAULT} runtime: {err}") from None
+        raise BadField(f"field backend = {shown(merged)} of the {runtime or registry.DEFAULT} runtime: {err}") from None
 
 
 def unknown_fields(data: dict[str, Any], backend_type: BackendState | None) -> tuple[str, ...]:
