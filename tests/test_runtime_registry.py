@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import json
 import time
 from pathlib import Path
@@ -205,3 +206,36 @@ def test_unknown_top_level_fields_are_reported_by_status_never_handed_on(tmp_pat
     assert "from_a_newer_version" not in record.to_json()
     shown = status(tmp_path, probe=False).data
     assert shown["unknown_state_fields"] == list(record.unknown) and shown["state"] == "exited"
+
+
+def test_status_down_and_up_load_the_state_once(dummy, tmp_path, monkeypatch):
+    """Issue 36 item 4: a command reads and trusts state.json once and carries the record. The other reads are
+    where a keeper may have written: the merge under the lock of each update_state, and up's readiness polls."""
+    from tqdeploy.runtime import down, status, up
+
+    reads: list[str] = []
+    parse = state.parsed_record
+
+    def counted(data, build_dir):
+        readers = ("read_record", "read_state")  # the readers themselves: the caller is who read
+        reads.append(next(f.function for f in inspect.stack()[1:] if f.function not in readers))
+        return parse(data, build_dir)
+
+    monkeypatch.setattr(state, "parsed_record", counted)
+    build, port = make_build(tmp_path / "demo", keyed=False)
+    try:
+        assert up(build, runtime="dummy", timeout=60, force=True).status == "ready"
+        assert down(build, timeout=5).status == "stopped"
+        reads.clear()
+        assert status(build).data["state"] == "stopped" and reads == ["status"]
+        reads.clear()
+        again = up(build, runtime="dummy", timeout=60, force=True)
+        assert again.status == "ready"
+        merges = ["update_state"] * 2  # start fields, then ready: each a locked read-modify-write
+        assert [r for r in reads if r not in ("_ended",)] == ["_up", *merges], reads  # _ended: the polls
+        reads.clear()
+        assert status(build).data["state"] == "ready" and reads == ["status"]
+        reads.clear()
+        assert down(build, timeout=5).status == "stopped" and reads == ["down", "update_state"]
+    finally:
+        kill_leftovers(build)

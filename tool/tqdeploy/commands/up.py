@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -9,7 +10,16 @@ from typing import Any
 
 import typer
 
+from tqdeploy.answers.run import run_check
+from tqdeploy.answers.target import for_build
 from tqdeploy.commands import options
+from tqdeploy.doctor import run_doctor
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
+from tqdeploy.runtime import registry
+from tqdeploy.runtime import up as start
+from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
+from tqdeploy.runtime.progress import ProgressLine
 
 ORDER = 60
 
@@ -46,11 +56,6 @@ def up(
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start, then check its
     answers (docs/answers.md). A failed check leaves the server running for inspection, not ready: exit 1."""
-    import sys
-
-    from tqdeploy.output import emit
-    from tqdeploy.runtime import up as start
-    from tqdeploy.runtime.progress import ProgressLine
 
     _check_runtime(runtime, image)
     for name, value in (
@@ -93,23 +98,18 @@ def up(
 def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list:
     """The pre-flight's doctor (offline) on the build's settings: passed into runtime, which stands below doctor in
     the layers."""
-    from tqdeploy.doctor import run_doctor
 
     return run_doctor(vllm_version=vllm_version, offline=True, serving=dict(serving)).findings
 
 
 def _answer_check(build_dir: Path, *, timeout: float):
     """`tqdeploy check BUILD` on the fresh server: passed into runtime, which stands below answers in the layers."""
-    from tqdeploy.answers.run import run_check
-    from tqdeploy.answers.target import for_build
 
     return run_check(for_build(build_dir, None, None, None), budget=timeout)
 
 
 def _check_runtime(runtime: str, image: str | None) -> None:
     """--runtime names a registered runtime (runtime/registry.py), and --image one that takes an image."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.runtime import registry
 
     names = registry.names()
     if runtime not in names:
@@ -121,6 +121,5 @@ def _check_runtime(runtime: str, image: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
 
     app.command("up", help=f"{up.__doc__}\n\n{help_text()}")(up)

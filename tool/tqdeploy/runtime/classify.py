@@ -13,6 +13,7 @@ from typing import Any
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime.exitreason import ExitReason, last_reason
+from tqdeploy.runtime.kvhint import fitting_dtypes
 from tqdeploy.vllmfacts import logpatterns as logs
 from tqdeploy.vllmfacts.logpatterns import KV_ESTIMATE_FIGURE, KV_NEED_FIGURES, NO_CACHE_MEMORY
 
@@ -89,8 +90,6 @@ def _kv_small(m, line, ctx):
     if needed is not None and available is not None:
         evidence |= {"kv_needed_gib": needed, "kv_available_gib": available}
         if ctx.model_dir and ctx.max_model_len:
-            from tqdeploy.runtime.kvhint import fitting_dtypes
-
             fits = fitting_dtypes(ctx.model_dir, available, ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype)
             evidence["fits_with"] = dict(fits)
     if NO_CACHE_MEMORY in line:

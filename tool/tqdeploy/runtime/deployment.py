@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, read_lock
+from tqdeploy.deployspec import load_spec
 from tqdeploy.errors import TQError
 
 
@@ -58,8 +59,6 @@ def spec_api_key_file(spec, build_dir: Path) -> Path | None:
 
 
 def load_deployment(build_dir: Path) -> Deployment:
-    from tqdeploy.buildfolder import read_lock
-    from tqdeploy.deployspec import load_spec
 
     build_dir = Path(build_dir).resolve()
     if not str(build_dir).isprintable():  # its paths go into state.json and one-line messages

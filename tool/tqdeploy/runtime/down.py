@@ -11,9 +11,11 @@ from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime import registry, state
 from tqdeploy.runtime.base import StopRequest
 from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.deployment import load_deployment
 from tqdeploy.runtime.marker import foreign_pids, trust_state
 from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.stop import StopReport
+from tqdeploy.runtime.view import render_down
 
 SCHEMA = "tqdeploy.down/1"
 
@@ -48,7 +50,6 @@ class DownResult:
         }
 
     def render(self, console) -> None:
-        from tqdeploy.runtime.view import render_down
 
         render_down(console, self)
 
@@ -58,7 +59,7 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     build_dir = Path(build_dir).resolve()
     result = DownResult(str(build_dir), "not-running")
     try:
-        record = state.read_record(build_dir)
+        record = state.read_record(build_dir)  # read and trusted once; the record is carried through the stop
     except state.CorruptState as err:
         if not force:
             raise
@@ -92,14 +93,13 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     if report.found:
         result.status = "stopped"
     if not st.is_empty or force:
+        # The one re-read of `down`: update_state merges under the lock with what the keeper wrote while it stopped.
         state.update_state(build_dir, phase="stopped", ready=False, stopped_at=time.time())
     return result
 
 
 def _spec_address(build_dir: Path) -> tuple[str | None, int | None]:
     try:
-        from tqdeploy.runtime.deployment import load_deployment
-
         dep = load_deployment(build_dir)
         return dep.host, dep.port
     except Exception:

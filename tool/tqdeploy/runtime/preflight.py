@@ -11,11 +11,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, own_dir, verify
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.fsutil import exclusive_dir
+from tqdeploy.keyfile import inspect_key_file
 from tqdeploy.runtime import gpu
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.procs import read_proc
 from tqdeploy.runtime.startrace import start_race_finding, starting_neighbours
 from tqdeploy.runtime.stop import port_free
 
@@ -41,8 +44,6 @@ def start_lock(build_dir: Path) -> Iterator[None]:
     """One `up` at a time per build: an flock on BUILD/.tqdeploy held from the running check until the
     start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
     port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
-    from tqdeploy.buildfolder import own_dir
-    from tqdeploy.fsutil import exclusive_dir
 
     directory = own_dir(build_dir, folder(build_dir).state_dir)
     with exclusive_dir(directory, StartBusy()):
@@ -54,7 +55,6 @@ def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) 
 
 
 def drift_finding(dep: Deployment) -> Finding | None:
-    from tqdeploy.buildfolder import verify
 
     drift = verify(dep.build_dir)
     if not (drift["modified"] or drift["missing"]):
@@ -130,7 +130,6 @@ def host_findings(dep: Deployment) -> list[Finding]:
 def key_file_findings(path: Path) -> list[Finding]:
     """TQ413: an error (blocks even with --force) when the key file is missing, empty, binary, a folder or
     FIFO (serve.sh would exit 67, or vLLM start with a wrong key); a warning when group or others can read it."""
-    from tqdeploy.keyfile import inspect_key_file
 
     facts = inspect_key_file(path)
     evidence = {"api_key_file": str(path), "present": facts.problem is None, "mode": facts.mode}
@@ -175,7 +174,6 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
 
 
 def _name(pid: int) -> str | None:
-    from tqdeploy.runtime.procs import read_proc
 
     proc = read_proc(pid)
     return proc.title if proc else None

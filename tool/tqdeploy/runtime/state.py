@@ -146,7 +146,9 @@ def new_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
 
 
 def update_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
-    """Merge fields into the current state (a corrupt or missing file starts from the defaults)."""
+    """Merge fields into the current state (a corrupt or missing file starts from the defaults). It reads the file
+    again under the lock on purpose: the keeper (supervisor, log pump) writes pid and exit code at any time, and a
+    command's loaded record would overwrite them."""
     with _locked(build_dir):
         try:
             data = read_state(build_dir) or dict(FIELDS)

@@ -7,9 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
 from tqdeploy.net import key_refused_finding, model_ids, redact_url, same_origin
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import gpu, http, registry, state
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.marker import trust_state, unrecorded
+from tqdeploy.runtime.view import render_status
 
 SCHEMA = "tqdeploy.status/1"
 
@@ -45,8 +50,6 @@ class ServerAnswers:
 def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None, str]:
     """The build's key (its spec's server.api_key_file), that file, and why no key is sent ('' when one is):
     only to the build's own origin, so a state file edited to point elsewhere never gets the key."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.runtime.deployment import load_deployment
 
     try:
         dep = load_deployment(build_dir)
@@ -80,22 +83,17 @@ class StatusResult:
         return {"schema": SCHEMA, "build_dir": self.build_dir, **self.data}
 
     def render(self, console) -> None:
-        from tqdeploy.runtime.view import render_status
 
         render_status(console, self)
         if self.data.get("findings"):
-            from tqdeploy.findings import Finding
-            from tqdeploy.output import render_findings
-
             render_findings(console, [Finding.from_dict(f) for f in self.data["findings"]], "status", show_ok=False)
 
 
 def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     """State plus what is true now: processes alive, /health, GPU memory. A corrupt state file raises."""
-    from tqdeploy.runtime.marker import trust_state, unrecorded
 
     build_dir = Path(build_dir).resolve()
-    st = state.read_record(build_dir)
+    st = state.read_record(build_dir)  # the one read: facts, answers and the result all use this record
     if st is None:
         data = _never_started(probe)
         orphans = unrecorded(build_dir)  # a rebuilt folder whose old server still runs

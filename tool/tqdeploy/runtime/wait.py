@@ -55,6 +55,7 @@ class WaitOutcome:
     seconds: float
     finding: Finding | None = None
     exit_code: int | None = None
+    record: StateRecord | None = None  # the state as the last poll read it (the keeper's pid, its exit code)
 
 
 def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Finding:
@@ -101,8 +102,8 @@ class _Target:
     runtime: Runtime
 
 
-def _ended(target: _Target, tail: LogTail) -> tuple[Finding | None, int | None] | None:
-    """(why, exit code) once the run ended, None while it runs."""
+def _ended(target: _Target, tail: LogTail) -> tuple[StateRecord, tuple[Finding | None, int | None] | None]:
+    """The state read now, and (why, exit code) once the run ended (None while it runs)."""
     # Re-read each poll: the keeper (supervisor, log pump) writes the server's pid and exit code meanwhile.
     record = read_record(target.build_dir) or StateRecord.empty()
     gone = None if record.exit_code is not None else _gone(target.build_dir, record, target.runtime, tail, target.ctx)
@@ -113,8 +114,8 @@ def _ended(target: _Target, tail: LogTail) -> tuple[Finding | None, int | None] 
     if record.exit_code is not None:
         time.sleep(POLL_S)  # the last lines of a dying process
         tail.read_new()
-        return classify_exit(tail.lines, record.exit_code, target.ctx), record.exit_code
-    return None if gone is None else (gone, None)
+        return record, (classify_exit(tail.lines, record.exit_code, target.ctx), record.exit_code)
+    return record, None if gone is None else (gone, None)
 
 
 def _answered(target: _Target) -> tuple[bool, Finding | None] | None:
@@ -186,18 +187,16 @@ def wait_ready(
         elapsed = time.monotonic() - started
         if on_progress:
             on_progress(phase, elapsed, tail.lines[-1] if tail.lines else "")
-        ended = _ended(target, tail)
+        record, ended = _ended(target, tail)
         if ended is not None:
-            return WaitOutcome(False, phase, elapsed, *ended)
+            return WaitOutcome(False, phase, elapsed, *ended, record=record)
         answered = _answered(target)
         if answered is not None:
             ready, why = answered
-            return (
-                WaitOutcome(True, "ready", time.monotonic() - started)
-                if ready
-                else WaitOutcome(False, phase, elapsed, why)
-            )
+            if ready:
+                return WaitOutcome(True, "ready", time.monotonic() - started, record=record)
+            return WaitOutcome(False, phase, elapsed, why, record=record)
         late = _overdue(tail, phase, elapsed, timeout, stall_timeout, ctx.build_dir)
         if late is not None:
-            return WaitOutcome(False, phase, elapsed, late)
+            return WaitOutcome(False, phase, elapsed, late, record=record)
         time.sleep(POLL_S)
