@@ -42,7 +42,7 @@ def for_build(build: Path, url: str | None, key_file: Path | None, model: str | 
 
     dep = load_deployment(build)
     ep = resolve_endpoint(dep.build_dir, base_url=url, api_key_file=key_file, model=model)
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec["vllm"]
     return Target(
         ep.root_url,
         ep.served_name,

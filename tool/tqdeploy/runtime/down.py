@@ -7,7 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import registry, state
 from tqdeploy.runtime.base import StopRequest
 from tqdeploy.runtime.classify import AREA
@@ -15,7 +18,7 @@ from tqdeploy.runtime.deployment import load_deployment
 from tqdeploy.runtime.marker import foreign_pids, trust_state
 from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.stop import StopReport
-from tqdeploy.runtime.view import render_down
+from tqdeploy.runtime.view import problems
 
 SCHEMA = "tqdeploy.down/1"
 
@@ -49,9 +52,24 @@ class DownResult:
             "findings": [f.to_dict() for f in self.findings],
         }
 
-    def render(self, console) -> None:
-
-        render_down(console, self)
+    def render(self, console: Console) -> None:
+        r = self.report
+        if self.status == "stopped" and r is not None:
+            forced = f", {len(r.killed)} needed SIGKILL" if r.killed else ""
+            left = "nothing left" if not r.left else f"{len(r.left)} process(es) still running"
+            console.print(f"stopped {len(r.found)} process(es) in {r.seconds:.1f} s{forced}; {left}")
+        else:
+            console.print(f"{self.build_dir}: nothing running")
+        if r is not None and r.port_free is not None:
+            console.print("port: free" if r.port_free else "port: still in use")
+        if r is not None and r.gpus:
+            for g in r.gpus:
+                console.print(f"GPU {g['index']}: {g['used_mib']} / {g['total_mib']} MiB used")
+        shown = problems(self.findings)
+        if shown:
+            render_findings(console, shown, title="tqdeploy down", show_ok=False)
+        if self.log_path and Path(self.log_path).exists():  # a never-started build has no log to point at
+            console.print(f"logs kept: {self.log_path}")
 
 
 def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> DownResult:

@@ -45,7 +45,7 @@ def gpu_memory() -> list[dict[str, Any]] | None:
     return gpus
 
 
-def _processes(nv, handle) -> list[dict[str, Any]]:
+def _processes(nv: Any, handle: object) -> list[dict[str, Any]]:  # nv: the NVML adapter (probe/nvml.py)
     try:
         procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:

@@ -12,6 +12,7 @@ from typing import BinaryIO
 from tqdeploy import safeio
 from tqdeploy.errors import TQError
 from tqdeploy.runtime import registry, state
+from tqdeploy.runtime.interface import Runtime
 from tqdeploy.runtime.logstamp import split
 from tqdeploy.runtime.marker import trust_state
 from tqdeploy.runtime.record import StateRecord
@@ -103,7 +104,7 @@ def _record(raw: bytes, since: float | None) -> Iterator[tuple[float | None, str
         yield when, text
 
 
-def _runtime(build_dir: Path):
+def _runtime(build_dir: Path) -> Runtime:
     """The runtime the state names (the default one without a readable state: its log is where all log)."""
 
     try:

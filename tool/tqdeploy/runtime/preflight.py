@@ -15,12 +15,12 @@ from tqdeploy.buildfolder import folder, own_dir, verify
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.fsutil import exclusive_dir
 from tqdeploy.keyfile import inspect_key_file
+from tqdeploy.net.ports import port_free
 from tqdeploy.runtime import gpu
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
 from tqdeploy.runtime.procs import read_proc
 from tqdeploy.runtime.startrace import start_race_finding, starting_neighbours
-from tqdeploy.runtime.stop import port_free
 
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
@@ -70,14 +70,14 @@ def drift_finding(dep: Deployment) -> Finding | None:
 
 def serving_settings(dep: Deployment) -> dict[str, Any]:
     """What the build asks of vLLM, for the doctor: the spec's SERVING_KEYS that are set."""
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec["vllm"]
     return {k: v[k] for k in SERVING_KEYS if v.get(k) is not None}
 
 
 def doctor_summary(dep: Deployment, doctor: HostDoctor) -> tuple[Finding, str]:
     """One finding and one summary line for the doctor's verdict on this host and this build's settings."""
     try:
-        findings = doctor(dep.spec.vllm_version, serving_settings(dep))  # type: ignore[attr-defined]
+        findings = doctor(dep.spec.vllm_version, serving_settings(dep))
     except Exception as err:  # an unknown vLLM version, a probe that broke: not a reason to refuse
         return _f(
             "TQ417",
@@ -150,8 +150,8 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
     gpus = gpu.gpu_memory()
     if not gpus:
         return []
-    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # type: ignore[index]  # 0.32's default
-    listed = dep.spec["resources"]["gpus"]  # type: ignore[index]
+    util = dep.spec["vllm"]["gpu_memory_utilization"] or 0.92  # 0.32's default
+    listed = dep.spec["resources"]["gpus"]
     wanted = [g["index"] for g in gpus] if listed == "all" else list(listed)
     out = []
     for g in gpus:

@@ -24,7 +24,7 @@ class ProgressLine:
             self._console = make_console(stderr=True)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.stop()
 

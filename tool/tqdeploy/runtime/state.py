@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ def parsed_record(data: object, build_dir: Path) -> StateRecord:
 
 
 @contextmanager
-def _locked(build_dir: Path):
+def _locked(build_dir: Path) -> Iterator[None]:
     where = folder(build_dir)
     own_dir(where.root, where.state_dir)  # never through a link out of the build (buildfolder.own_dir)
     with open(where.state_lock, "a") as lock:

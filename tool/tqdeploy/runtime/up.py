@@ -9,9 +9,12 @@ from dataclasses import replace as with_fields
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import callerenv, gpu, http, preflight, registry, state
 from tqdeploy.runtime.base import Prepared, Runtime, Started, StartOptions, StopRequest
 from tqdeploy.runtime.classify import AREA, StartContext
@@ -20,11 +23,12 @@ from tqdeploy.runtime.down import down
 from tqdeploy.runtime.interrupt import Interrupted, ignored, raising
 from tqdeploy.runtime.marker import trust_state, unrecorded
 from tqdeploy.runtime.record import StateRecord
-from tqdeploy.runtime.replace import old_key, plan_switch, switch_and_drain
-from tqdeploy.runtime.view import render_up
+from tqdeploy.runtime.replace import SwitchPlan, old_key, plan_switch, switch_and_drain
+from tqdeploy.runtime.view import problems, render_answer_check
 from tqdeploy.runtime.wait import wait_ready
 
 SCHEMA = "tqdeploy.up/1"
+GpuList = list[dict[str, Any]] | None  # runtime.gpu.gpu_memory(): GPU memory before the start, None without NVML
 
 
 class Unread:
@@ -81,9 +85,30 @@ class UpResult:
             "answer_check": self.answer_check,
         }
 
-    def render(self, console) -> None:
-
-        render_up(console, self)
+    def render(self, console: Console) -> None:
+        if self.status == "ready":
+            console.print(
+                f"[green]ready[/green] {self.served_model_name} at {self.base_url} "
+                f"in {self.seconds_to_ready:.1f} s (pid {self.pid}, group {self.pgid})"
+            )
+        elif self.status == "check-failed":
+            console.print(
+                f"[bold red]check failed[/bold red]: {self.served_model_name} at {self.base_url} serves wrong answers; "
+                f"left running for inspection, not ready (`tqdeploy down {self.build_dir}` stops it)"
+            )
+        elif self.status == "interrupted":
+            console.print(f"[bold red]interrupted[/bold red] ({self.interrupted_by}): {self.build_dir} is not serving")
+        elif self.status == "started":
+            console.print(f"started {self.served_model_name} (group {self.pgid}); `tqdeploy status` follows it")
+        else:
+            console.print(f"[bold red]{self.status}[/bold red]: {self.build_dir} is not serving")
+        if self.answer_check:
+            render_answer_check(console, self.answer_check)
+        shown = problems(self.findings)
+        if shown:
+            render_findings(console, shown, title="tqdeploy up", show_ok=False)
+        if self.log_path:
+            console.print(f"log: {self.log_path}")
 
 
 def running_state(build_dir: Path, loaded: StateRecord | None | Unread = UNREAD) -> StateRecord | None:
@@ -112,7 +137,7 @@ def already_running(build_dir: Path, st: StateRecord, starting: bool = False) ->
 
 
 def start_context(dep: Deployment) -> StartContext:
-    v = dep.spec["vllm"]  # type: ignore[index]
+    v = dep.spec["vllm"]
     return StartContext(
         build_dir=str(dep.build_dir),
         port=dep.port,
@@ -121,7 +146,7 @@ def start_context(dep: Deployment) -> StartContext:
         kv_cache_dtype=v["kv_cache_dtype"],
         gpu_memory_utilization=v["gpu_memory_utilization"],
         model_dir=str(dep.model_dir),
-        vllm_version=dep.spec.vllm_version,  # type: ignore[attr-defined]
+        vllm_version=dep.spec.vllm_version,
     )
 
 
@@ -197,7 +222,7 @@ def _state_or_empty(build_dir: Path) -> StateRecord:
         return StateRecord.empty()
 
 
-def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResult:
+def _interrupted(dep: Deployment, result: UpResult, sig: Interrupted, grace: float) -> UpResult:
     """Stop everything this `up` started, as `down` does; the result says by which signal."""
 
     result.status, result.interrupted_by, result.exit_status = "interrupted", sig.name, sig.exit_code
@@ -210,7 +235,15 @@ def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResu
     return result
 
 
-def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout) -> UpResult:
+def _up(
+    dep: Deployment,
+    result: UpResult,
+    o: _Options,
+    replace: Path | None,
+    nginx_conf: Path | None,
+    nginx_pid: Path,
+    drain_timeout: float,
+) -> UpResult:
     # The one read of this folder's state before the start, carried to every step that asks about the previous
     # run (is it live, its restarts, the interpreter it ran); a corrupt file refuses `up` here, as before.
     loaded = state.read_record(dep.build_dir)
@@ -257,14 +290,16 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     return result
 
 
-def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool):
+def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool) -> SwitchPlan:
 
     if not wait:  # the switch follows ready: without the wait it would never happen
         raise TQError("--replace needs --wait", "drop --no-wait: up switches nginx once the new deployment is ready")
     return plan_switch(nginx_conf or folder(old["build_dir"]).nginx_conf, nginx_pid)
 
 
-def _take_over(dep: Deployment, result: UpResult, old: dict[str, Any], grace, plan, drain_timeout):
+def _take_over(
+    dep: Deployment, result: UpResult, old: dict[str, Any], grace: float, plan: SwitchPlan, drain_timeout: float
+) -> None:
     """--replace: switch nginx to the new deployment, drain the old one, stop it. A switch that fails leaves
     nginx and the old deployment as they were, and stops the new one again: nothing of this `up` is left."""
 
@@ -296,7 +331,9 @@ def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
     return st.to_json() | {"build_dir": str(old_dir)}
 
 
-def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Path, baseline, restarts: int) -> None:
+def _new_run(
+    dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Path, baseline: GpuList, restarts: int
+) -> None:
     """state.json of this run, written before anything starts (the keeper adds to it)."""
     state.new_state(
         dep.build_dir,
@@ -403,7 +440,15 @@ def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Pa
     state.update_state(dep.build_dir, answer_check=result.answer_check, ready=checked.passed)
 
 
-def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: StateRecord, baseline, grace) -> None:
+def _stop_failed(
+    dep: Deployment,
+    result: UpResult,
+    runtime: Runtime,
+    started: Started,
+    st: StateRecord,
+    baseline: GpuList,
+    grace: float,
+) -> None:
     """A start that failed leaves nothing running: the runtime stops all of it, as `down` would."""
     trusted = trust_state(dep.build_dir, st)
     own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now

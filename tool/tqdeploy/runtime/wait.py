@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.net import key_refused_finding, model_ids
+from tqdeploy.net import Answer, key_refused_finding, model_ids
 from tqdeploy.runtime import http
 from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
 from tqdeploy.runtime.interface import Runtime
@@ -58,11 +59,11 @@ class WaitOutcome:
     record: StateRecord | None = None  # the state as the last poll read it (the keeper's pid, its exit code)
 
 
-def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Finding:
+def _stop_finding(id_: str, title: str, evidence: dict[str, Any], remediation: str) -> Finding:
     return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
 
 
-def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
+def _key_refused(answer: Answer, key: str | None, ctx: StartContext) -> Finding:
     return key_refused_finding(
         answer,
         sent_key=key is not None,

@@ -93,19 +93,19 @@ def prepare_cache(cache: Path) -> None:
 
 def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = None) -> dict[str, Any]:
     spec = dep.spec
-    res = spec["resources"]  # type: ignore[index]
+    res = spec["resources"]
     marker = deployment_marker(dep.build_dir)
-    cache = dep.build_dir / str(spec["storage"]["cache_dir"])  # type: ignore[index]
+    cache = dep.build_dir / str(spec["storage"]["cache_dir"])
     prepare_cache(cache)
     volumes = {
-        str(dep.model_dir): {"bind": spec.container_model_path, "mode": "ro"},  # type: ignore[attr-defined]
+        str(dep.model_dir): {"bind": spec.container_model_path, "mode": "ro"},
         str(cache.resolve()): {"bind": "/cache", "mode": "rw"},
     }
     if dep.api_key_file is not None:
         volumes[str(dep.api_key_file)] = {"bind": CONTAINER_API_KEY, "mode": "ro"}
     options: dict[str, Any] = {
         "image": image,
-        "name": f"tqdeploy-{spec.name}-{marker[:8]}",  # type: ignore[attr-defined]
+        "name": f"tqdeploy-{spec.name}-{marker[:8]}",
         "detach": True,
         "ipc_mode": "host",
         "ulimits": [docker.ulimit(k, v) for k, v in (ulimits or WANTED_ULIMITS).items()],
@@ -115,7 +115,7 @@ def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = No
         "labels": {LABEL: marker, "io.tqdeploy.build-dir": str(dep.build_dir)},
     }
     gpus = res["gpus"]
-    if spec.variant == "gpu" and gpus:  # type: ignore[attr-defined]
+    if spec.variant == "gpu" and gpus:
         options["device_requests"] = [docker.gpu_request(None if gpus == "all" else [str(g) for g in gpus])]
     return options
 

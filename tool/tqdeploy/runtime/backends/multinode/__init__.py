@@ -40,7 +40,7 @@ class MultinodeRuntime(ProcessRuntime):
         record = build_record(dep.build_dir)
         if record is None:
             raise TQError(f"{dep.build_dir} has no multinode.json", "build a spec with resources.nodes > 1")
-        gpus = dep.spec["resources"]["gpus"]  # type: ignore[index]
+        gpus = dep.spec["resources"]["gpus"]
         env = serve_env(dep.build_dir, prepared_python(prepared), dep.model_dir, dep.api_key_file, gpus)
         env = node_env(env, dep.build_dir, 0, record)
         start_workers(dep.build_dir, env, record)

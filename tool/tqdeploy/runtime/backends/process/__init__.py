@@ -31,7 +31,7 @@ def _import_caches(dep: Deployment, python: str) -> list[Finding]:
     """storage.cache_artifact into the volume serve.sh will use (VLLM_CACHE_ROOT as serve_env sets it), before
     serve.sh starts: TQ442 (startcache/artifact.py import_for_up); none when the volume already holds caches."""
     volume = Path(os.environ.get("VLLM_CACHE_ROOT") or folder(dep.build_dir).vllm_cache)
-    artifact = dep.spec["storage"]["cache_artifact"]  # type: ignore[index]
+    artifact = dep.spec["storage"]["cache_artifact"]
     found = import_for_up(dep.build_dir, artifact, volume, lambda: cache_context(dep.build_dir, volume, python))
     return [found] if found else []
 
@@ -62,15 +62,15 @@ class ProcessRuntime(RuntimeBase):
     def prepare(self, dep: Deployment, options: StartOptions) -> Prepared:
         python = resolve_python(options.python, previous_python(options.previous, dep.build_dir))
         out = Prepared(backend=ProcessState(python), plan=python)
-        out.findings += version_findings(python, str(dep.spec.vllm_version))  # type: ignore[attr-defined]
+        out.findings += version_findings(python, str(dep.spec.vllm_version))
         usable = not any(f.severity == Severity.ERROR for f in out.findings)
-        if usable and dep.spec["storage"]["cache_artifact"]:  # type: ignore[index]
+        if usable and dep.spec["storage"]["cache_artifact"]:
             out.findings.extend(_import_caches(dep, python))
         return out
 
     def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:
         python = prepared_python(prepared)
-        gpus = dep.spec["resources"]["gpus"]  # type: ignore[index]
+        gpus = dep.spec["resources"]["gpus"]
         env = serve_env(dep.build_dir, python, dep.model_dir, dep.api_key_file, gpus)
         return Started.detached(start_supervisor(dep.build_dir, env, log_path))
 
