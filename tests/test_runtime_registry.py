@@ -27,7 +27,7 @@ from tqdeploy.runtime.statefields import CHECKS
 DUMMY = "support.dummy_runtime:DummyRuntime"
 INTERFACE = (
     *("name", "start_options", "state_type", "stands_in_for", "takes", "adopts"),
-    *("prepare", "preflight", "start", "failed", "is_live", "facts", "stop", "inspect", "logs"),
+    *("prepare", "preflight", "start", "failed", "is_live", "facts", "other_groups", "stop", "inspect", "logs"),
 )
 RUNTIME = Path(__file__).resolve().parents[1] / "tool" / "tqdeploy" / "runtime"
 

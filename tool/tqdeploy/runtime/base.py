@@ -32,6 +32,8 @@ probes for a member: each is declared here.
                                  server pid carries the marker and started after the state's started_at
     facts(...)                   what runs now, for `status` and `logs -f`: live, the processes, status extras (the
                                  container, the nodes) and their findings; default: the marker's processes
+    other_groups(build, trusted) process groups of the deployment besides the keeper's (a multi-node build's
+                                 workers): stopped with it and never called orphans; default: none
     stop(request)                stop it all and prove nothing is left; default: stop.stop_deployment
     inspect(build, record, secret)  what a bundle records of what it runs, secrets passed through secret();
                                  default: Unavailable (nothing beyond the processes and logs)
@@ -40,8 +42,7 @@ probes for a member: each is declared here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -59,7 +60,7 @@ from tqdeploy.runtime.interface import (
 )
 from tqdeploy.runtime.marker import Trusted
 from tqdeploy.runtime.record import BackendState, StateRecord
-from tqdeploy.runtime.statefields import refuse_unknown
+from tqdeploy.runtime.statefields import SectionState
 from tqdeploy.runtime.stop import StopReport, stop_deployment
 
 # The interface's types, re-exported: a runtime imports everything it needs from here.
@@ -76,19 +77,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class NoBackendState:
+class NoBackendState(SectionState):
     """The section of a runtime that records nothing of its own: it must be empty."""
-
-    legacy_fields: ClassVar[frozenset[str]] = frozenset()
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> NoBackendState:
-        refuse_unknown(data, frozenset())
-        return cls()
-
-    def to_json(self) -> dict[str, Any]:
-        return {}
 
 
 class RuntimeBase:
@@ -128,6 +118,9 @@ class RuntimeBase:
         members = procs.deployment_procs(trusted.marker, trusted.started_at)
         return RuntimeFacts(bool(members), members)
 
+    def other_groups(self, build_dir: Path, trusted: Trusted) -> list[int]:
+        return []
+
     def stop(self, request: StopRequest) -> StopReport:
         r = request.record
         return stop_deployment(
@@ -139,6 +132,7 @@ class RuntimeBase:
             port=request.port,
             gpu_baseline=request.gpu_baseline,
             trusted=request.trusted,
+            groups=self.other_groups(request.build_dir, request.trusted),
         )
 
     def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:

@@ -16,8 +16,9 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 from tqdeploy.runtime import registry
@@ -34,6 +35,9 @@ MAX_RESTARTS = 1_000_000
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _CREDENTIALS = re.compile(r"(//)[^/@\s]*@")  # scheme://user:password@host: never echoed
+
+
+Check = Callable[[Any, dict[str, Any]], Any]  # a field's checker: (value, context) -> the value, or BadField
 
 
 class BadField(ValueError):
@@ -310,6 +314,23 @@ def section_value(data: Mapping[str, object], key: str, check: Callable[[Any, di
         return check(value, {})
     except BadField as err:
         raise BadField(f"{key} = {shown(value)} {err}") from None
+
+
+@dataclass(frozen=True)
+class SectionState:
+    """A runtime's section of state.json as a frozen dataclass: each field checked by its checker in `checks`, any
+    other key refused. A runtime subclasses it with its fields, their checkers and the legacy_fields it read flat."""
+
+    legacy_fields: ClassVar[frozenset[str]] = frozenset()
+    checks: ClassVar[Mapping[str, Check]] = {}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Self:
+        refuse_unknown(data, frozenset(cls.checks))
+        return cls(**{key: section_value(data, key, check) for key, check in cls.checks.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
 def backend_section(data: dict[str, Any], runtime: str | None) -> BackendState | None:

@@ -31,7 +31,7 @@ from tqdeploy.runtime.detached import keeper_env
 from tqdeploy.runtime.folderid import deployment_marker
 from tqdeploy.runtime.marker import Trusted
 from tqdeploy.runtime.record import StateRecord
-from tqdeploy.runtime.statefields import matching, refuse_unknown, section_value
+from tqdeploy.runtime.statefields import Check, SectionState, matching
 from tqdeploy.runtime.stop import StopReport, stop_deployment
 
 _CONTAINER_ID = matching(re.compile(r"^[0-9a-f]{12,64}\Z"), "a Docker container id (12-64 hex digits)")
@@ -39,19 +39,12 @@ ENGINE_TIMEOUT_S = 5  # a bundle waits this long for an engine, not client()'s 6
 
 
 @dataclass(frozen=True)
-class DockerState:
+class DockerState(SectionState):
     """state["backend"] of the docker runtime: the container `up` started."""
 
     container_id: str | None = None
     legacy_fields: ClassVar[frozenset[str]] = frozenset({"container_id"})  # written flat before the section existed
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> DockerState:
-        refuse_unknown(data, frozenset({"container_id"}))
-        return cls(section_value(data, "container_id", _CONTAINER_ID))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"container_id": self.container_id}
+    checks: ClassVar[Mapping[str, Check]] = {"container_id": _CONTAINER_ID}
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StopRequest
 from tqdeploy.runtime.deployment import Deployment
 from tqdeploy.runtime.marker import Trusted
 from tqdeploy.runtime.record import StateRecord
-from tqdeploy.runtime.stop import StopReport, stop_deployment
+from tqdeploy.runtime.stop import StopReport
 
 
 class MultinodeRuntime(ProcessRuntime):
@@ -46,20 +46,12 @@ class MultinodeRuntime(ProcessRuntime):
         start_workers(dep.build_dir, env, record)
         return Started.detached(start_supervisor(dep.build_dir, env, log_path))
 
+    def other_groups(self, build_dir: Path, trusted: Trusted) -> list[int]:
+        return worker_pgids(build_dir, trusted.marker, trusted.started_at)  # the workers' groups are no orphans
+
     def stop(self, request: StopRequest) -> StopReport:
-        t, r = request.trusted, request.record
-        report = stop_deployment(
-            request.build_dir,
-            r.pgid,
-            request.grace,
-            server_pid=r.pid,
-            host=request.host,
-            port=request.port,
-            gpu_baseline=request.gpu_baseline,
-            trusted=t,
-            groups=worker_pgids(request.build_dir, t.marker, t.started_at),  # the workers' groups are no orphans
-        )
-        remove_short_tmps(t.marker)
+        report = super().stop(request)
+        remove_short_tmps(request.trusted.marker)
         return report
 
     def failed(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> Finding | None:

@@ -5,27 +5,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from tqdeploy.runtime.folderid import deployment_marker
 from tqdeploy.runtime.record import StateRecord
-from tqdeploy.runtime.statefields import path_text, refuse_unknown, section_value
+from tqdeploy.runtime.statefields import Check, SectionState, path_text
 
 
 @dataclass(frozen=True)
-class ProcessState:
+class ProcessState(SectionState):
     """state["backend"] of the process runtime: the interpreter `up` ran serve.sh's vLLM with."""
 
     python: str | None = None
     legacy_fields: ClassVar[frozenset[str]] = frozenset({"python"})  # written flat before the section existed
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, object]) -> ProcessState:
-        refuse_unknown(data, frozenset({"python"}))
-        return cls(section_value(data, "python", path_text))
-
-    def to_json(self) -> dict[str, Any]:
-        return {"python": self.python}
+    checks: ClassVar[Mapping[str, Check]] = {"python": path_text}
 
 
 def previous_python(record: StateRecord | None, build_dir: Path) -> str | None:
