@@ -114,7 +114,7 @@ class StatusResult:
             console.print(f"restarts: {d['restarts']}")
         for p in d["processes"]:
             console.print(f"  pid {p['pid']} {p['title']}")
-        for n in d.get("nodes") or []:  # a multi-node build (runtime/multinode.py)
+        for n in d.get("nodes") or []:  # the multinode runtime's status extra
             alive = "live" if n["live"] else "gone"
             console.print(
                 f"node {n['rank']} ({n['role']}): {alive}, pid {n['pid']}, group {n['pgid']}, log {n['log_path']}"

@@ -82,7 +82,7 @@ def prepare(build: Path, dtype: str) -> Path:
 
 
 def caches_env(build: Path) -> dict[str, str]:
-    """The build's own caches for the copy (process runtime: runtime/process.py serve_env), unless set."""
+    """The build's own caches for the copy (process runtime: process launch.serve_env), unless set."""
     from tqdeploy.buildfolder import folder, own_dir
 
     where = folder(build)
