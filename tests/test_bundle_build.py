@@ -338,9 +338,9 @@ def test_the_runtime_collector_asks_the_states_runtime_chosen_from_the_registry(
     [collector] = result.manifest["collectors"]
     assert collector["status"] == "absent" and "process runtime has nothing to record" in collector["reason"]
 
-    raw = json.loads(state.state_path(build).read_text()) | {"runtime": "dummy", "container_id": "$(reboot)"}
+    raw = json.loads(state.state_path(build).read_text()) | {"runtime": "docker", "container_id": "$(reboot)"}
     assert state_record(build, raw) is None  # not what tqdeploy writes: no collector acts on it
-    assert state_record(build, raw | {"container_id": "ab" * 6}).container_id == "ab" * 6
+    assert state_record(build, raw | {"container_id": "ab" * 6}).backend.container_id == "ab" * 6
 
 
 def test_host_only_bundle_without_a_build_dir(tmp_path, monkeypatch, run_cli):

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from tqdeploy.deployspec import load_spec
+from tqdeploy.nodefile import build_record
 from tqdeploy.render.files import render_files
-from tqdeploy.runtime import multinode
+from tqdeploy.runtime.backends.multinode import nodes as multinode
 from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ def test_the_build_renders_the_node_script_and_records_what_nodes_agree_on(build
     serve = (build / "serve.sh").read_text()
     assert "--pipeline-parallel-size 2" in serve and "--distributed-executor-backend mp" in serve
     assert serve.rstrip().endswith('"$@"') and "multi-node-serving.sh" not in serve
-    assert multinode.build_record(build) == record
+    assert build_record(build) == record
 
 
 def test_leader_and_worker_get_vllm_s_own_node_flags(build, tmp_path):
@@ -91,7 +92,18 @@ def _run_worker(build: Path, command: str, marker: str) -> subprocess.Popen:
     multinode.nodes_dir(build).mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, **{MARKER_ENV: marker})
     env["PYTHONPATH"] = os.pathsep.join([str(REPO / "tool"), env.get("PYTHONPATH", "")])
-    args = [sys.executable, "-m", "tqdeploy.runtime.multinode", str(build), "1", str(log), "--", "sh", "-c", command]
+    args = [
+        sys.executable,
+        "-m",
+        "tqdeploy.runtime.backends.multinode.nodes",
+        str(build),
+        "1",
+        str(log),
+        "--",
+        "sh",
+        "-c",
+        command,
+    ]
     return subprocess.Popen(args, env=env, start_new_session=True)
 
 
@@ -148,7 +160,7 @@ def test_down_removes_the_fallback_folder_s_sockets_but_keeps_anything_else(tmp_
         with sock.socket(sock.AF_UNIX) as s:
             s.bind(str(folder / "ipc"))
     (folders[1] / "notes.txt").write_text("not vLLM's")
-    multinode._remove_short_tmps(marker)
+    multinode.remove_short_tmps(marker)
     assert not folders[0].exists()
     assert sorted(p.name for p in folders[1].iterdir()) == ["notes.txt"]
     (folders[1] / "notes.txt").unlink()

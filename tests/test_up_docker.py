@@ -69,12 +69,12 @@ def test_container_runs_with_the_specs_settings_serves_and_stops(client, deploym
     assert rc == 0, (up, err)
     assert up["runtime"] == "docker" and up["status"] == "ready"
     state = json.loads((build / ".tqdeploy" / "state.json").read_text())
-    container = client.containers.get(state["container_id"])
+    container = client.containers.get(state["backend"]["container_id"])
     host = container.attrs["HostConfig"]
     assert host["IpcMode"] == "host"
     # memlock unlimited and nofile 65536 (compose.yaml), capped at dockerd's own hard limits, with a warning:
     # this engine runs with memlock 8 MiB / nofile 20000, and a container cannot get more than dockerd has.
-    from tqdeploy.runtime.container import engine_limits, ulimits_for_engine
+    from tqdeploy.runtime.backends.docker.container import engine_limits, ulimits_for_engine
 
     values, capped = ulimits_for_engine(engine_limits())
     assert {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]} == {k: (v, v) for k, v in values.items()}
@@ -96,7 +96,7 @@ def test_container_runs_with_the_specs_settings_serves_and_stops(client, deploym
 
     rc, down, _ = _tq("down", str(build), "--json", "--grace-period", "5")
     assert rc == 0 and down["status"] == "stopped" and down["port_free"] is True
-    assert not client.containers.list(all=True, filters={"id": state["container_id"]})
+    assert not client.containers.list(all=True, filters={"id": state["backend"]["container_id"]})
     assert_nothing_left(build, None, port)
 
 

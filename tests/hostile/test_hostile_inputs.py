@@ -668,7 +668,8 @@ BAD_FIELDS = {
     "last_error_string": ("last_error", '"boom"'),
     "last_error_without_id": ("last_error", '{"title": "t"}'),
     "gpu_baseline_bad_index": ("gpu_baseline", '[{"index": "x", "used_mib": 1}]'),
-    "container_id_path": ("container_id", '"../../x"'),
+    "backend_key_of_another_runtime": ("backend", '{"container_id": "../../x"}'),  # the process runtime's section
+    "backend_python_nul": ("backend", '{"python": "a\\u0000b"}'),
     "runtime_unknown": ("runtime", '"ssh"'),
     "spec_sha256_short": ("spec_sha256", '"abc"'),
     "host_with_space": ("host", '"127.0.0.1 evil"'),
@@ -985,10 +986,10 @@ def test_a_state_written_by_tqdeploys_own_writers_reads_back_whole(tmp_path):
         phase="process",
         api_key_file=str(tmp_path / "secrets" / "key"),
         restarts=2,
-        python="/usr/bin/python3",
+        backend={"python": "/usr/bin/python3"},
         gpu_baseline=[{"index": 0, "name": "H200", "used_mib": 512, "free_mib": 1, "total_mib": 2, "processes": []}],
     )
-    launched = {"pgid": os.getpid(), "supervisor_pid": os.getpid(), "pid": os.getpid(), "container_id": None}
+    launched = {"pgid": os.getpid(), "supervisor_pid": os.getpid(), "pid": os.getpid()}
     ended = {"exit_code": -9, "exited_at": time.time(), "last_error": error.to_dict(), "ready": False}
     state.update_state(build, **launched)
     state.update_state(build, **ended)
@@ -1214,7 +1215,7 @@ def test_no_value_in_any_state_field_is_an_internal_error(capsys, tmp_path):
     build = tmp_path / "b"
     _state_dir(tmp_path)
     outcomes = set()
-    for field_name in CHECKS:
+    for field_name in [*CHECKS, "backend"]:  # and the runtime's own section (its BackendState validates it)
         for value in HOSTILE_VALUES:
             (build / ".tqdeploy" / "state.json").write_text(json.dumps({**GOOD_STATE, field_name: value}))
             for run in (

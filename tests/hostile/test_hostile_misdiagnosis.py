@@ -77,9 +77,9 @@ def test_misdiagnosis_up_with_a_python_that_is_no_python_is_refused_before_start
 
 
 def test_misdiagnosis_the_probe_reports_the_vllm_version_it_found(tmp_path):
+    from tqdeploy.runtime.backends.process import ProcessRuntime
     from tqdeploy.runtime.base import StartOptions
     from tqdeploy.runtime.deployment import load_deployment
-    from tqdeploy.runtime.process_runtime import ProcessRuntime
 
     build, _ = make_build(tmp_path / "b", keyed=False)
     other = tmp_path / "python"  # answers the probe as an interpreter with another vLLM release would

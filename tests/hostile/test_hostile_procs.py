@@ -338,7 +338,7 @@ def _hostile_python(root: Path, name: str = RUNNABLE) -> Path:
 
 
 def test_the_shims_quote_a_hostile_python_and_build_path(tmp_path):
-    from tqdeploy.runtime.process import write_shims
+    from tqdeploy.runtime.backends.process.launch import write_shims
 
     build = tmp_path / HOSTILE / "build"
     build.mkdir(parents=True)
@@ -362,7 +362,7 @@ def test_up_with_a_hostile_python_path_runs_nothing_of_it(tmp_path):
     try:
         rc, up, out = tq("up", str(b), "--json", "--force", "--python", str(python), timeout=180)
         assert rc == 0 and up["status"] == "ready", out[-2000:]
-        assert json.loads((b / ".tqdeploy" / "state.json").read_text())["python"] == str(python)
+        assert json.loads((b / ".tqdeploy" / "state.json").read_text())["backend"]["python"] == str(python)
         assert not list(tmp_path.rglob("PWNED*")) and not list(b.rglob("PWNED*"))
         shim = (b / ".tqdeploy" / "bin" / "python3").read_text()
         assert shim.startswith("#!/bin/sh\nexec '") and RUNNABLE.replace("'", "'\"'\"'") in shim

@@ -18,7 +18,7 @@ from tqdeploy.buildfolder import own_dir
 from tqdeploy.deployspec import load_spec
 from tqdeploy.errors import TQError
 from tqdeploy.render.files import render_files
-from tqdeploy.runtime import multinode
+from tqdeploy.runtime.backends.multinode import nodes as multinode
 
 MULTINODE_SPEC = Path(__file__).resolve().parents[2] / "scripts" / "multinode" / "tiny-cpu-multinode.toml"
 

@@ -1,21 +1,25 @@
-"""A runtime that is one module: it serves /health and /v1/models from a small HTTP server on loopback.
+"""A runtime that is one module of the tests: it serves /health and /v1/models from a small HTTP server on loopback.
 
-tests/test_runtime_registry.py registers it with one line (registry.RUNTIMES["dummy"] = ...) and runs
-`up`, `status` and `down` through it. It implements runtime/base.py's interface and nothing else: the
-server is its keeper (its own session, the deployment marker in its environment, each line stamped into
-the log as the supervisor does), so the common machinery (readiness, the marker sweep, the port check)
-works on it unchanged.
+tests/test_runtime_registry.py and the bundle's tests register it with one line (registry.RUNTIMES["dummy"] = ...)
+and run `up`, `status`, `down` and the bundle's runtime collector through it in-process. It inherits runtime/base.py's
+defaults and writes what differs: its server is its own keeper (its own session, the deployment marker in its
+environment, each line stamped into the log as the supervisor does), status gets one extra key, a bundle its keeper.
+The runtime in docs/architecture.md ("Add a runtime", tests/test_runtime_recipe.py) is the one-folder variant.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.runtime import procs, state
-from tqdeploy.runtime.base import Prepared, RuntimeFacts, Started, StartOptions, StopRequest
-from tqdeploy.runtime.stop import StopReport, stop_deployment
+from tqdeploy.runtime.base import Prepared, RuntimeBase, RuntimeFacts, Started
+from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.detached import keeper_env, spawn_detached
+from tqdeploy.runtime.marker import Trusted
+from tqdeploy.runtime.record import StateRecord
 
 SERVER = r"""
 import http.server, json, sys, time
@@ -38,51 +42,20 @@ server.serve_forever()
 """
 
 
-class DummyRuntime:
+class DummyRuntime(RuntimeBase):
     name = "dummy"
-    start_options: frozenset[str] = frozenset()
 
-    def prepare(self, dep, options: StartOptions) -> Prepared:
-        return Prepared()
-
-    def start(self, dep, prepared: Prepared, log_path: Path) -> Started:
-        import os
-
-        env = dict(os.environ, **{state.MARKER_ENV: state.deployment_marker(dep.build_dir)})
-        env["PYTHONPATH"] = str(Path(state.__file__).resolve().parents[2])
+    def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:
         argv = [sys.executable, "-c", SERVER, str(log_path), dep.connect_host, str(dep.port), dep.served_model_name]
-        keeper = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, start_new_session=True, close_fds=True)
-        return Started(keeper, keeper.pid, {"pid": keeper.pid})
+        keeper = spawn_detached(argv, keeper_env(dep.build_dir), log_path.with_suffix(".err"))
+        return Started.detached(keeper, pid=keeper.pid)  # the server is its own keeper
 
-    def stop(self, request: StopRequest) -> StopReport:
-        r = request.record
-        return stop_deployment(
-            request.build_dir,
-            r.pgid,
-            request.grace,
-            server_pid=r.pid,
-            host=request.host,
-            port=request.port,
-            gpu_baseline=request.gpu_baseline,
-            trusted=request.trusted,
-        )
-
-    def is_live(self, build_dir: Path, record, trusted) -> bool:
-        return procs.owned(record.supervisor_pid, trusted.marker, trusted.started_at)
-
-    def facts(self, build_dir: Path, record, trusted) -> RuntimeFacts:
+    def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts:
         members = procs.deployment_procs(trusted.marker, trusted.started_at)
-        return RuntimeFacts(bool(members), members, {"dummy": True})
+        return RuntimeFacts(bool(members), members, {"dummy": {"keeper": record.supervisor_pid}})
 
-    def inspect(self, build_dir: Path, record, secret) -> dict:
+    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:
         """Its keeper as the state records it, and whether that pid is the deployment's own right now."""
         marker = state.deployment_marker(build_dir)
         own = procs.owned(record.supervisor_pid, marker, record.started_at)
         return {"dummy/keeper.json": {"supervisor_pid": record.supervisor_pid, "port": record.port, "live": own}}
-
-    def logs(self, build_dir: Path) -> Path:
-        return state.current_log(build_dir)
-
-    @classmethod
-    def adopts(cls, build_dir: Path) -> bool:
-        return False

@@ -43,7 +43,7 @@ def answer_flags(extra_args: list[str]) -> dict[str, str]:
 def for_build(build: Path, url: str | None, key_file: Path | None, model: str | None) -> Target:
     dep = load_deployment(build)
     ep = resolve_endpoint(dep.build_dir, base_url=url, api_key_file=key_file, model=model)
-    v = dep.spec.vllm  # type: ignore[attr-defined]
+    v = dep.spec.vllm
     return Target(
         ep.root_url,
         ep.served_name,

@@ -13,7 +13,7 @@ import typer
 from tqdeploy.clihelp import TQCommand
 from tqdeploy.commands import options
 from tqdeploy.output import emit
-from tqdeploy.runtime.cachecontext import cache_context
+from tqdeploy.runtime.backends.process.cachecontext import cache_context
 from tqdeploy.startcache.artifact import export_build, import_build
 
 cache_app = typer.Typer(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import typer
 
 from tqdeploy.commands import options
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
+from tqdeploy.runtime import down as stop
 
 ORDER = 63
 MAX_TIMEOUT_S = 3600
@@ -21,11 +25,6 @@ def down(
     as_json: bool = options.as_json("tqdeploy.down/1"),
 ) -> int:
     """Stop the deployment in BUILD_DIR (its whole process group) and prove nothing is left."""
-    import math
-
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-    from tqdeploy.runtime import down as stop
 
     if not (math.isfinite(grace_period) and 0 <= grace_period <= MAX_TIMEOUT_S):  # nan compares false
         raise TQError(

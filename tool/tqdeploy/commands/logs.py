@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
 from tqdeploy.commands import options
+from tqdeploy.runtime.logs import parse_since, read_lines, read_records
 
 ORDER = 62
 SCHEMA = "tqdeploy.logs/1"
@@ -23,15 +26,10 @@ def logs(
     ),
 ) -> int:
     """Print the server log of BUILD_DIR's current (or last) run; earlier runs stay in .tqdeploy/logs/."""
-    import sys
-
-    from tqdeploy.runtime.logs import parse_since, read_lines, read_records
 
     start = parse_since(since) if since else None
     lines: Iterator[str]
     if as_json:
-        import json
-
         lines = (
             json.dumps({"schema": SCHEMA, "time": when, "line": text})
             for when, text in read_records(build_dir, start, follow)

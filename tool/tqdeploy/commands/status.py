@@ -7,6 +7,9 @@ from pathlib import Path
 import typer
 
 from tqdeploy.commands import options
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
+from tqdeploy.runtime import status as read
 
 ORDER = 61
 
@@ -16,9 +19,6 @@ def status(
     as_json: bool = options.as_json("tqdeploy.status/1"),
 ) -> int:
     """Show the deployment's state; exit 0 when it is ready, 1 otherwise."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.output import emit
-    from tqdeploy.runtime import status as read
 
     if not Path(build_dir).is_dir():
         raise TQError(f"{build_dir} is not a directory", "pass the build directory `tqdeploy up` started")

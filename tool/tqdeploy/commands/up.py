@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from functools import partial
 from pathlib import Path
@@ -9,14 +10,38 @@ from typing import Any
 
 import typer
 
+from tqdeploy.answers.run import run_check
+from tqdeploy.answers.target import for_build
 from tqdeploy.commands import options
+from tqdeploy.doctor import run_doctor
+from tqdeploy.errors import TQError
+from tqdeploy.output import emit
+from tqdeploy.runtime import registry
+from tqdeploy.runtime import up as start
+from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
+from tqdeploy.runtime.progress import ProgressLine
 
 ORDER = 60
+
+# The blue-green group (--replace and what it needs), apart so that `up`'s signature stays readable.
+REPLACE = typer.Option(
+    None, "--replace", help="Blue-green: take over from this running build dir behind nginx, then stop it."
+)
+NGINX_CONF = typer.Option(
+    None, "--nginx-conf", help="--replace: the nginx.conf nginx includes (default: the old build's nginx.conf)."
+)
+NGINX_PID = typer.Option(
+    Path("/run/nginx.pid"),
+    "--nginx-pid",
+    help="--replace: nginx's pid file; its pid is signalled only when it is the nginx master that wrote it and "
+    "includes the conf.",
+)
+DRAIN_TIMEOUT = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end.")
 
 
 def up(
     build_dir: Path = typer.Argument(Path("build"), help="Build directory `tqdeploy build` wrote."),
-    runtime: str = typer.Option("process", "--runtime", help="process (serve.sh with a local vLLM) | docker."),
+    runtime: str = typer.Option("process", "--runtime", help="The runtime: " + " | ".join(registry.names()) + "."),
     wait: bool = typer.Option(True, "--wait/--no-wait", help="Wait until ready (default) or return once started."),
     timeout: float = typer.Option(900.0, "--timeout", help="Seconds to wait for ready in all."),
     stall_timeout: float = typer.Option(300.0, "--stall-timeout", help="Fail when no log line came for this long."),
@@ -25,19 +50,10 @@ def up(
         None, "--python", help="Python that has vLLM (default: $TQDEPLOY_VLLM_PYTHON, else python3 on PATH)."
     ),
     image: str | None = typer.Option(None, "--image", help="docker runtime: image to run (default: the lock's tag)."),
-    replace: Path | None = typer.Option(
-        None, "--replace", help="Blue-green: take over from this running build dir behind nginx, then stop it."
-    ),
-    nginx_conf: Path | None = typer.Option(
-        None, "--nginx-conf", help="--replace: the nginx.conf nginx includes (default: the old build's nginx.conf)."
-    ),
-    nginx_pid: Path = typer.Option(
-        Path("/run/nginx.pid"),
-        "--nginx-pid",
-        help="--replace: nginx's pid file; its pid is signalled only when it is the nginx master that wrote it and "
-        "includes the conf.",
-    ),
-    drain_timeout: float = typer.Option(60.0, "--drain-timeout", help="--replace: seconds to let old requests end."),
+    replace: Path | None = REPLACE,
+    nginx_conf: Path | None = NGINX_CONF,
+    nginx_pid: Path = NGINX_PID,
+    drain_timeout: float = DRAIN_TIMEOUT,
     check: bool = typer.Option(
         True, "--check/--no-check", help="After ready, check the answers (tqdeploy check); a failure exits 1."
     ),
@@ -46,19 +62,10 @@ def up(
 ) -> int:
     """Start the deployment in BUILD_DIR, wait for /health and /v1/models, classify a failed start, then check its
     answers (docs/answers.md). A failed check leaves the server running for inspection, not ready: exit 1."""
-    import sys
-
-    from tqdeploy.output import emit
-    from tqdeploy.runtime import up as start
-    from tqdeploy.runtime.progress import ProgressLine
 
     _check_runtime(runtime, image)
-    for name, value in (
-        ("--timeout", timeout),
-        ("--stall-timeout", stall_timeout),
-        ("--drain-timeout", drain_timeout),
-        ("--check-timeout", check_timeout),
-    ):
+    seconds = {"--timeout": timeout, "--stall-timeout": stall_timeout, "--drain-timeout": drain_timeout}
+    for name, value in (seconds | {"--check-timeout": check_timeout}).items():
         options.check_seconds(name, value, example="600")
     # On stderr; with --json only on a terminal, so a captured stderr holds errors, not progress lines.
     with ProgressLine(enabled=not as_json or sys.stderr.isatty()) as progress:
@@ -93,23 +100,18 @@ def up(
 def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list:
     """The pre-flight's doctor (offline) on the build's settings: passed into runtime, which stands below doctor in
     the layers."""
-    from tqdeploy.doctor import run_doctor
 
     return run_doctor(vllm_version=vllm_version, offline=True, serving=dict(serving)).findings
 
 
 def _answer_check(build_dir: Path, *, timeout: float):
     """`tqdeploy check BUILD` on the fresh server: passed into runtime, which stands below answers in the layers."""
-    from tqdeploy.answers.run import run_check
-    from tqdeploy.answers.target import for_build
 
     return run_check(for_build(build_dir, None, None, None), budget=timeout)
 
 
 def _check_runtime(runtime: str, image: str | None) -> None:
     """--runtime names a registered runtime (runtime/registry.py), and --image one that takes an image."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.runtime import registry
 
     names = registry.names()
     if runtime not in names:
@@ -121,6 +123,5 @@ def _check_runtime(runtime: str, image: str | None) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
 
     app.command("up", help=f"{up.__doc__}\n\n{help_text()}")(up)

@@ -16,6 +16,8 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from tqdeploy.adaptors.docker import sdk as docker_sdk
+
 # Where CDI specs live (CDI spec, container-device-interface SPEC.md: /etc/cdi and /var/run/cdi).
 CDI_DIRS = ("etc/cdi", "var/run/cdi")
 ENGINE_TIMEOUT_S = 2
@@ -78,7 +80,7 @@ def probe_docker(root: Path = Path("/"), client_factory=None, which=shutil.which
         client_factory = lambda: _UnixInfoClient(sock, ENGINE_TIMEOUT_S)  # noqa: E731
     if client_factory is None:
         try:
-            import docker
+            docker = docker_sdk()
         except ImportError:
             out["error"] = "the docker Python SDK is not installed"
             return out

@@ -23,7 +23,7 @@ class NoDriver(Exception):
     """NVML could not start: no library, no driver loaded, or no permission."""
 
 
-def load_adapter():
+def load_adapter() -> Any:
     """The real NVML adapter (the pynvml module). Raises NoDriver when it cannot be used."""
     try:
         return nvml.load()

@@ -50,7 +50,7 @@ def compile_cache_dir(build: Path) -> Path:
 
 
 def model_dir(build: Path) -> str | None:
-    """The checkpoint folder `up` would serve: TQ_MODEL_DIR when set (runtime/process.py passes it through),
+    """The checkpoint folder `up` would serve: TQ_MODEL_DIR when set (the process runtime passes it through),
     else the build's own (runtime/deployment.py); None when the build cannot be read (up reports why)."""
     if os.environ.get("TQ_MODEL_DIR"):
         return os.environ["TQ_MODEL_DIR"]

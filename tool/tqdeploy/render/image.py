@@ -10,6 +10,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from tqdeploy.adaptors import docker
 from tqdeploy.errors import TQError
 
 SOURCE_DATE_EPOCH = "0"  # fixed: image metadata must not depend on when it was built
@@ -18,8 +19,6 @@ SOURCE_DATE_EPOCH = "0"  # fixed: image metadata must not depend on when it was 
 def docker_client():
     """A connected Docker SDK client, or None when no engine answers."""
     try:
-        import docker
-
         client = docker.from_env(timeout=30)
         client.ping()
         return client

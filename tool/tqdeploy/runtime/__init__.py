@@ -1,9 +1,17 @@
 """Runtimes that start what `tqdeploy build` rendered, and stop it leaving nothing behind.
 
-Each runtime implements one interface (runtime/base.py: prepare, start, stop, is_live, facts, logs, adopts)
-and is chosen from runtime/registry.py (name -> "module:Class"); `up`, `down`, `status` and `logs` know no
-runtime by name. The build folder's paths come from tqdeploy.buildfolder; state.json is read once into a
-typed, validated StateRecord (runtime/record.py, state.read_record) and passed along.
+The layout: runtime/backends/<name>/ holds everything of one runtime (process, docker, multinode), registered with
+one line in runtime/registry.py; runtime/base.py declares the interface and every optional capability's default
+(runtime/interface.py its types). The rest of runtime/ is the core, the same for every runtime and naming none:
+state.json (state, statefields, record), the marker and the processes (folderid, marker, procs, guard, stop),
+readiness and failure (wait, classify, phases, logstamp), the keepers (detached, supervisor). The command
+use-cases (up, down, status, logs, replace) stay here beside that core rather than in a usecases/ package: they are
+this package's public face (`from tqdeploy.runtime import up`), called by profile, tune, answers and bench, and a
+move would touch every one of those callers for no change in what depends on what.
+
+`up`, `down` and `status` read state.json once into a typed, validated StateRecord (runtime/record.py,
+state.read_record) and carry it; they read it again only where a keeper may have written (update_state's merge
+under the lock, the readiness polls).
 
 The process runtime runs the rendered serve.sh with a local vLLM under a detached supervisor
 (`python -m tqdeploy.runtime.supervisor`, its own session and process group) that stamps every output

@@ -1,127 +1,142 @@
-"""The one interface every runtime implements; `up`, `down`, `status` and `logs` talk to nothing else.
+"""The one interface every runtime implements; `up`, `down`, `status`, `logs` and `bundle` talk to nothing else.
 
-A runtime is one class in one module, named in runtime/registry.py (name -> "module:Class"). Adding one
-(Kubernetes, a multi-node Ray) is that module plus one registry line; `--runtime NAME`, the state's
-`runtime` field and every command follow from the registry. The class is built without arguments.
+A runtime is one folder, runtime/backends/<name>/, whose package exports its class, plus one line in
+runtime/registry.py (name -> "module:Class"); `--runtime NAME`, the state's `runtime` field and every command
+follow from the registry. The class is built without arguments. Nothing outside a backend's folder names it.
 
-What the commands do around it, the same for every runtime: the pre-flight (drift, doctor, port, model,
-key file, GPU memory), the start lock, state.json (runtime/state.py: `up` writes it before `start`, the
-runtime's keeper adds pid / exit_code), readiness (/health and /v1/models, runtime/wait.py), the stamped
-log format (runtime/logstamp.py) and the failure classification (runtime/classify.py).
+What the commands do around it, the same for every runtime: the doctor and drift checks, the start lock,
+state.json's shared fields (runtime/state.py: `up` writes it before `start`, the keeper adds pid / exit_code),
+readiness (/health and /v1/models, runtime/wait.py), the stamped log format (runtime/logstamp.py) and the failure
+classification (runtime/classify.py).
 
-The interface (a typing.Protocol: nothing to inherit):
+The interface is the Protocol `Runtime`; `RuntimeBase` gives every optional capability its default, so a runtime
+inherits it and writes only what differs (the dummy in docs/architecture.md writes `start` alone). No caller
+probes for a member: each is declared here.
 
-    name: str                                the registry's name, written into state.json's `runtime`
-    start_options: frozenset[str]            the `up` options it takes besides the common ones ("python", "image")
-    prepare(dep, options) -> Prepared        runtime checks before anything starts: findings (an ERROR among them
-                                             refuses `up` at once, before the doctor) and the state fields to
-                                             record (the process runtime: the vLLM python it resolved)
-    start(dep, prepared, log_path) -> Started
-                                             start the server detached, its output stamped into log_path; the
-                                             keeper (supervisor / log pump) is the Popen `up` waits on and whose
-                                             pid is recorded; every process it starts must carry the marker env
-                                             (state.MARKER_ENV = deployment_marker(build_dir)): that is how
-                                             `down` proves what is the deployment's
-    stop(request) -> StopReport              stop it all and prove nothing is left (stop.stop_deployment does the
-                                             marker sweep, the port and the GPU check); request.record is only
-                                             the state's trusted part
-    is_live(build_dir, record, trusted) -> bool
-                                             cheap: its keeper or server process is provably alive (polled by
-                                             `up` while waiting, asked before a second `up`)
-    facts(build_dir, record, trusted) -> RuntimeFacts
-                                             what runs now, for `status` and `logs -f`: live, the processes,
-                                             runtime-specific facts (the container)
-    inspect(build_dir, record, secret) -> {archive path: content}
-                                             what a bundle records of what this runtime runs (docker: the engine's
-                                             info and the record's container), every value that may be a secret
-                                             (a container's environment) passed through secret(); Unavailable
-                                             (the reason) when it has nothing to show here
-    logs(build_dir) -> Path                  the current run's stamped log
-    adopts(build_dir) -> bool                (classmethod) `down --force` without a usable state: whether this
-                                             runtime may have left something there (the registry asks the
-                                             non-default runtimes first)
+    name, start_options          the registry's name; the `up` options it takes besides the common ones
+    state_type                   its own section of state.json (state["backend"]): a frozen dataclass whose
+                                 from_json refuses a bad type or an unknown key (default: NoBackendState, empty)
+    stands_in_for, takes()       `up --runtime X` starts this one instead on a build it takes (multinode for
+                                 process on a build with multinode.json); default: stands in for nothing
+    adopts()                     `down --force` without a usable state: whether it may have left something here
+    prepare(dep, options)        runtime checks before anything starts (an ERROR refuses `up` at once) and the
+                                 section to record; default: nothing to check, an empty section
+    preflight(dep)               the host checks before a start; default: this host's port, model, key file and
+                                 GPU memory (preflight.host_findings); a runtime that runs elsewhere overrides it
+    start(dep, prepared, log)    start the server detached, its output stamped into log_path; every process it
+                                 starts carries the marker env (state.MARKER_ENV): that is how `down` proves what
+                                 is the deployment's. The one member without a default.
+    failed(...)                  while `up` waits: a failure it knows before the log says it (a dead worker node);
+                                 default: None
+    is_live(...)                 cheap: its keeper or server is provably alive; default: the recorded keeper or
+                                 server pid carries the marker and started after the state's started_at
+    facts(...)                   what runs now, for `status` and `logs -f`: live, the processes, status extras (the
+                                 container, the nodes) and their findings; default: the marker's processes
+    other_groups(build, trusted) process groups of the deployment besides the keeper's (a multi-node build's
+                                 workers): stopped with it and never called orphans; default: none
+    stop(request)                stop it all and prove nothing is left; default: stop.stop_deployment
+    inspect(build, record, secret)  what a bundle records of what it runs, secrets passed through secret();
+                                 default: Unavailable (nothing beyond the processes and logs)
+    logs(build_dir)              the current run's stamped log; default: state.current_log
 """
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, ClassVar
 
 from tqdeploy.findings import Finding
+from tqdeploy.runtime import preflight, procs, state
+from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.interface import (
+    Prepared,
+    Runtime,
+    RuntimeFacts,
+    Started,
+    StartOptions,
+    StopRequest,
+    Unavailable,
+)
+from tqdeploy.runtime.marker import Trusted
+from tqdeploy.runtime.record import BackendState, StateRecord
+from tqdeploy.runtime.statefields import SectionState
+from tqdeploy.runtime.stop import StopReport, stop_deployment
 
-if TYPE_CHECKING:
-    from tqdeploy.runtime.deployment import Deployment
-    from tqdeploy.runtime.marker import Trusted
-    from tqdeploy.runtime.procs import Proc
-    from tqdeploy.runtime.record import StateRecord
-    from tqdeploy.runtime.stop import StopReport
-
-
-@dataclass
-class StartOptions:
-    """What `up` was asked for that a runtime may use (each runtime lists the ones it takes)."""
-
-    python: str | None = None
-    image: str | None = None
-
-
-@dataclass
-class Prepared:
-    findings: list[Finding] = field(default_factory=list)
-    record: dict[str, Any] = field(default_factory=dict)  # state fields to write with the new state
-    data: dict[str, Any] = field(default_factory=dict)  # the runtime's own, handed back to start()
-
-
-@dataclass
-class Started:
-    keeper: subprocess.Popen  # the detached supervisor / log pump: its pid is state.json's supervisor_pid
-    pgid: int  # the process group it leads
-    record: dict[str, Any] = field(default_factory=dict)  # more state fields (the docker runtime: container_id, pid)
-
-
-@dataclass
-class StopRequest:
-    build_dir: Path
-    record: StateRecord  # the state's trusted part only (empty for a state copied from another folder)
-    trusted: Trusted
-    grace: float
-    force: bool = False
-    host: str | None = None  # the address whose port must be free afterwards (None: not checked)
-    port: int | None = None
-    gpu_baseline: list[dict[str, Any]] | None = None
+# The interface's types, re-exported: a runtime imports everything it needs from here.
+__all__ = [
+    "NoBackendState",
+    "Prepared",
+    "Runtime",
+    "RuntimeBase",
+    "RuntimeFacts",
+    "StartOptions",
+    "Started",
+    "StopRequest",
+    "Unavailable",
+]
 
 
-@dataclass
-class RuntimeFacts:
-    live: bool
-    processes: list[Proc] = field(default_factory=list)
-    extra: dict[str, Any] | None = None  # status's "container" (docker); None where a runtime has none
+class NoBackendState(SectionState):
+    """The section of a runtime that records nothing of its own: it must be empty."""
 
 
-class Unavailable(Exception):
-    """What a runtime was asked to show is not on this host (no engine answers, nothing of its own to record)."""
+class RuntimeBase:
+    """Every capability's default (the module docstring lists them); a runtime overrides what differs."""
 
-
-class Runtime(Protocol):
-    name: str
-    start_options: frozenset[str]
-
-    def prepare(self, dep: Deployment, options: StartOptions) -> Prepared: ...
-
-    def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started: ...
-
-    def stop(self, request: StopRequest) -> StopReport: ...
-
-    def is_live(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> bool: ...
-
-    def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts: ...
-
-    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]: ...
-
-    def logs(self, build_dir: Path) -> Path: ...
+    name: ClassVar[str]
+    start_options: ClassVar[frozenset[str]] = frozenset()
+    state_type: ClassVar[type[BackendState]] = NoBackendState
+    stands_in_for: ClassVar[str | None] = None
 
     @classmethod
-    def adopts(cls, build_dir: Path) -> bool: ...
+    def takes(cls, build_dir: Path) -> bool:
+        return False
+
+    @classmethod
+    def adopts(cls, build_dir: Path) -> bool:
+        return False  # `down --force` falls back to the default runtime, whose marker sweep finds every runtime's
+
+    def prepare(self, dep: Deployment, options: StartOptions) -> Prepared:
+        return Prepared()
+
+    def preflight(self, dep: Deployment) -> list[Finding]:
+        return preflight.host_findings(dep)
+
+    def start(self, dep: Deployment, prepared: Prepared, log_path: Path) -> Started:
+        raise NotImplementedError(f"the {self.name} runtime does not say how it starts")
+
+    def failed(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> Finding | None:
+        return None
+
+    def is_live(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> bool:
+        pids = (record.supervisor_pid, record.pid)
+        return any(procs.owned(pid, trusted.marker, trusted.started_at) for pid in pids)
+
+    def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts:
+        # By the deployment's own processes (marker, start time), not by state.json's pids.
+        members = procs.deployment_procs(trusted.marker, trusted.started_at)
+        return RuntimeFacts(bool(members), members)
+
+    def other_groups(self, build_dir: Path, trusted: Trusted) -> list[int]:
+        return []
+
+    def stop(self, request: StopRequest) -> StopReport:
+        r = request.record
+        return stop_deployment(
+            request.build_dir,
+            r.pgid,
+            request.grace,
+            server_pid=r.pid,
+            host=request.host,
+            port=request.port,
+            gpu_baseline=request.gpu_baseline,
+            trusted=request.trusted,
+            groups=self.other_groups(request.build_dir, request.trusted),
+        )
+
+    def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:
+        raise Unavailable(f"the {self.name} runtime has nothing to record beyond the processes and logs")
+
+    def logs(self, build_dir: Path) -> Path:
+        return state.current_log(build_dir)

@@ -8,8 +8,8 @@ So none of them acts silently: `up` warns (TQ427) and records them in state.json
 them, and a failed start names them. Their values are paths, addresses and modes, never keys.
 
 Set by `up` itself, so not the caller's to override: TQ_ROLE, TQ_NODE_RANK and TQ_MASTER_ADDR (a multi-node build
-on one host, runtime/multinode.py node_env); the process runtime sets TQ_MODEL_DIR and TQ_API_KEY_FILE only when
-the caller has not (runtime/process.py serve_env).
+on one host, multinode node_env); the process runtime sets TQ_MODEL_DIR and TQ_API_KEY_FILE only when
+the caller has not (process launch.serve_env).
 """
 
 from __future__ import annotations

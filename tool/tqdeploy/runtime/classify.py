@@ -7,12 +7,15 @@ unless noted). The most specific match wins;
 
 from __future__ import annotations
 
+import re
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime.exitreason import ExitReason, last_reason
+from tqdeploy.runtime.kvhint import fitting_dtypes
 from tqdeploy.vllmfacts import logpatterns as logs
 from tqdeploy.vllmfacts.logpatterns import KV_ESTIMATE_FIGURE, KV_NEED_FIGURES, NO_CACHE_MEMORY
 
@@ -56,7 +59,11 @@ def _plan_hint(ctx: StartContext, max_len: int | None, fits: list[tuple[str, int
 
 
 # (id, pattern, builder(match, line, ctx) -> (title, evidence, remediation))
-def _port(m, line, ctx):
+Built = tuple[str, dict[str, Any], str]
+Builder = Callable[[re.Match[str], str, "StartContext"], Built]
+
+
+def _port(m: re.Match[str], line: str, ctx: StartContext) -> Built:
     return (
         f"port {ctx.port} on {ctx.host} is already in use",
         {"port": ctx.port, "line": line},
@@ -79,7 +86,7 @@ def _gib(text: str) -> float | None:
     return value if value < 1e9 else None
 
 
-def _kv_small(m, line, ctx):
+def _kv_small(m: re.Match[str], line: str, ctx: StartContext) -> Built:
     est = KV_ESTIMATE_FIGURE.search(line)
     max_len = _count(est.group(1)) if est else None
     need = KV_NEED_FIGURES.search(line)
@@ -89,8 +96,6 @@ def _kv_small(m, line, ctx):
     if needed is not None and available is not None:
         evidence |= {"kv_needed_gib": needed, "kv_available_gib": available}
         if ctx.model_dir and ctx.max_model_len:
-            from tqdeploy.runtime.kvhint import fitting_dtypes
-
             fits = fitting_dtypes(ctx.model_dir, available, ctx.max_model_len, ctx.vllm_version, ctx.kv_cache_dtype)
             evidence["fits_with"] = dict(fits)
     if NO_CACHE_MEMORY in line:
@@ -99,7 +104,7 @@ def _kv_small(m, line, ctx):
     return (f"KV cache too small for max-model-len {ctx.max_model_len}", evidence, _plan_hint(ctx, max_len, fits))
 
 
-def _free_memory(m, line, ctx):
+def _free_memory(m: re.Match[str], line: str, ctx: StartContext) -> Built:
     return (
         "free memory at start-up is below gpu_memory_utilization",
         {"gpu_memory_utilization": ctx.gpu_memory_utilization, "line": line},
@@ -108,7 +113,7 @@ def _free_memory(m, line, ctx):
     )
 
 
-def _profiling_race(m, line, ctx):
+def _profiling_race(m: re.Match[str], line: str, ctx: StartContext) -> Built:
     """vLLM's memory profiling saw free GPU memory grow (gpu_worker.py determine_available_memory): another process
     on the GPU released memory meanwhile, as a second vLLM starting beside it does (measured on the H200)."""
     initial, current = _gib(m.group(1)), _gib(m.group(2))
@@ -121,7 +126,7 @@ def _profiling_race(m, line, ctx):
     )
 
 
-def _backend(m, line, ctx):
+def _backend(m: re.Match[str], line: str, ctx: StartContext) -> Built:
     """TQ406; vLLM 0.25.0's "Unknown TurboQuant cache dtype: 'auto'" has two measured causes, each with its fix."""
     if "Unknown TurboQuant cache dtype: 'auto'" in line:
         return (
@@ -139,14 +144,14 @@ def _backend(m, line, ctx):
     )
 
 
-def _simple(title: str, remediation: str):
-    def build(m, line, ctx):
+def _simple(title: str, remediation: str) -> Builder:
+    def build(m: re.Match[str], line: str, ctx: StartContext) -> Built:
         return title, {"line": line}, remediation.format(ctx=ctx)
 
     return build
 
 
-SIGNATURES: list[tuple[str, logs.re.Pattern[str], Any]] = [
+SIGNATURES: list[tuple[str, re.Pattern[str], Builder]] = [
     ("TQ401", logs.PORT_IN_USE, _port),
     ("TQ402", logs.KV_TOO_SMALL, _kv_small),
     ("TQ403", logs.FREE_MEMORY_LOW, _free_memory),

@@ -5,14 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, read_lock
+from tqdeploy.deployspec import load_spec
+from tqdeploy.deployspec.model import Spec
 from tqdeploy.errors import TQError
 
 
 @dataclass
 class Deployment:
     build_dir: Path
-    spec: object  # tqdeploy.deployspec.Spec
+    spec: Spec
     host: str
     port: int
     served_model_name: str
@@ -33,7 +35,7 @@ class Deployment:
 
     @property
     def variant(self) -> str:
-        return self.spec.variant  # type: ignore[attr-defined]
+        return self.spec.variant
 
 
 def _under(build_dir: Path, value: str) -> Path:
@@ -42,7 +44,7 @@ def _under(build_dir: Path, value: str) -> Path:
     return path if path.is_absolute() else build_dir / path
 
 
-def spec_model_dir(spec, build_dir: Path) -> Path:
+def spec_model_dir(spec: Spec, build_dir: Path) -> Path:
     """Where a build serves its model from: model.path, else storage.models_dir/<ORG--NAME> (serve.sh's
     TQ_MODEL_DIR); `download --spec` puts the model here too, so `up` finds what was downloaded."""
     m = spec.model
@@ -51,15 +53,13 @@ def spec_model_dir(spec, build_dir: Path) -> Path:
     return _under(build_dir, spec.storage.models_dir) / spec.model_dir_name
 
 
-def spec_api_key_file(spec, build_dir: Path) -> Path | None:
+def spec_api_key_file(spec: Spec, build_dir: Path) -> Path | None:
     """The file server.api_key_file names, relative paths under the build dir; None for an unkeyed spec."""
     value = spec.server.api_key_file
     return _under(build_dir, value) if value else None
 
 
 def load_deployment(build_dir: Path) -> Deployment:
-    from tqdeploy.buildfolder import read_lock
-    from tqdeploy.deployspec import load_spec
 
     build_dir = Path(build_dir).resolve()
     if not str(build_dir).isprintable():  # its paths go into state.json and one-line messages

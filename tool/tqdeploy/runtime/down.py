@@ -7,13 +7,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import registry, state
 from tqdeploy.runtime.base import StopRequest
 from tqdeploy.runtime.classify import AREA
+from tqdeploy.runtime.deployment import load_deployment
 from tqdeploy.runtime.marker import foreign_pids, trust_state
 from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.stop import StopReport
+from tqdeploy.runtime.view import problems
 
 SCHEMA = "tqdeploy.down/1"
 
@@ -47,10 +52,24 @@ class DownResult:
             "findings": [f.to_dict() for f in self.findings],
         }
 
-    def render(self, console) -> None:
-        from tqdeploy.runtime.view import render_down
-
-        render_down(console, self)
+    def render(self, console: Console) -> None:
+        r = self.report
+        if self.status == "stopped" and r is not None:
+            forced = f", {len(r.killed)} needed SIGKILL" if r.killed else ""
+            left = "nothing left" if not r.left else f"{len(r.left)} process(es) still running"
+            console.print(f"stopped {len(r.found)} process(es) in {r.seconds:.1f} s{forced}; {left}")
+        else:
+            console.print(f"{self.build_dir}: nothing running")
+        if r is not None and r.port_free is not None:
+            console.print("port: free" if r.port_free else "port: still in use")
+        if r is not None and r.gpus:
+            for g in r.gpus:
+                console.print(f"GPU {g['index']}: {g['used_mib']} / {g['total_mib']} MiB used")
+        shown = problems(self.findings)
+        if shown:
+            render_findings(console, shown, title="tqdeploy down", show_ok=False)
+        if self.log_path and Path(self.log_path).exists():  # a never-started build has no log to point at
+            console.print(f"logs kept: {self.log_path}")
 
 
 def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> DownResult:
@@ -58,7 +77,7 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     build_dir = Path(build_dir).resolve()
     result = DownResult(str(build_dir), "not-running")
     try:
-        record = state.read_record(build_dir)
+        record = state.read_record(build_dir)  # read and trusted once; the record is carried through the stop
     except state.CorruptState as err:
         if not force:
             raise
@@ -92,14 +111,13 @@ def down(build_dir: Path, *, timeout: float = 30.0, force: bool = False) -> Down
     if report.found:
         result.status = "stopped"
     if not st.is_empty or force:
+        # The one re-read of `down`: update_state merges under the lock with what the keeper wrote while it stopped.
         state.update_state(build_dir, phase="stopped", ready=False, stopped_at=time.time())
     return result
 
 
 def _spec_address(build_dir: Path) -> tuple[str | None, int | None]:
     try:
-        from tqdeploy.runtime.deployment import load_deployment
-
         dep = load_deployment(build_dir)
         return dep.host, dep.port
     except Exception:

@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from tqdeploy.probe import nvml  # the module, so its adapter stays replaceable at that boundary (tests)
+
 MiB = 1 << 20
 
 
 def gpu_memory() -> list[dict[str, Any]] | None:
     """One entry per GPU: index, name, used/free/total MiB and the compute processes on it; None without NVML."""
     try:
-        from tqdeploy.probe.nvml import init_nvml, load_adapter
-
-        nv = load_adapter()
-        init_nvml(nv)
+        nv = nvml.load_adapter()
+        nvml.init_nvml(nv)
     except Exception:  # NoDriver, or a broken nvidia-ml-py install
         return None
     gpus: list[dict[str, Any]] = []
@@ -45,7 +45,7 @@ def gpu_memory() -> list[dict[str, Any]] | None:
     return gpus
 
 
-def _processes(nv, handle) -> list[dict[str, Any]]:
+def _processes(nv: Any, handle: object) -> list[dict[str, Any]]:  # nv: the NVML adapter (probe/nvml.py)
     try:
         procs = nv.nvmlDeviceGetComputeRunningProcesses(handle)
     except Exception:

@@ -8,6 +8,7 @@ from pathlib import Path
 from tqdeploy.errors import TQError
 from tqdeploy.net import Answer, Client, model_ids
 from tqdeploy.net.client import METRICS_LIMIT
+from tqdeploy.safeio import read_key_file
 
 
 def read_key(path: Path | None) -> str | None:
@@ -15,7 +16,6 @@ def read_key(path: Path | None) -> str | None:
     (TQ413) has already said why, and a request without a key then gets the server's 401 (TQ468)."""
     if path is None:
         return None
-    from tqdeploy.safeio import read_key_file
 
     try:
         return read_key_file(path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -33,7 +34,7 @@ def _raise(signum: int, _frame: object) -> None:
     raise Interrupted(signum)
 
 
-def _restore(previous: dict) -> None:
+def _restore(previous: dict[signal.Signals, Any]) -> None:  # signal.getsignal's answers: handlers, ints or None
     for sig, old in previous.items():
         signal.signal(sig, signal.SIG_DFL if old is None else old)
 

@@ -6,6 +6,8 @@ Uses tqdeploy.plan (vLLM's own per-dtype formulas) with the KV memory vLLM repor
 
 from __future__ import annotations
 
+from tqdeploy.model import load_model_facts
+from tqdeploy.plan import make_plan
 from tqdeploy.units import GiB
 
 
@@ -16,9 +18,6 @@ def fitting_dtypes(
     if kv_available_gib <= 0:
         return []
     try:
-        from tqdeploy.model import load_model_facts
-        from tqdeploy.plan import make_plan
-
         facts = load_model_facts(model_dir)
         kv = int(kv_available_gib * GiB)
         plan = make_plan(

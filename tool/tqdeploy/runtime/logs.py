@@ -11,8 +11,11 @@ from typing import BinaryIO
 
 from tqdeploy import safeio
 from tqdeploy.errors import TQError
-from tqdeploy.runtime import state
+from tqdeploy.runtime import registry, state
+from tqdeploy.runtime.interface import Runtime
 from tqdeploy.runtime.logstamp import split
+from tqdeploy.runtime.marker import trust_state
+from tqdeploy.runtime.record import StateRecord
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -101,9 +104,8 @@ def _record(raw: bytes, since: float | None) -> Iterator[tuple[float | None, str
         yield when, text
 
 
-def _runtime(build_dir: Path):
+def _runtime(build_dir: Path) -> Runtime:
     """The runtime the state names (the default one without a readable state: its log is where all log)."""
-    from tqdeploy.runtime import registry
 
     try:
         record = state.read_record(build_dir)
@@ -115,9 +117,6 @@ def _runtime(build_dir: Path):
 def _live(build_dir: Path) -> bool:
     """Whether a process of the deployment is alive as its runtime tells it: by the folder's marker (a pid
     in state.json that names an unrelated live process does not keep `logs -f` following)."""
-    from tqdeploy.runtime import registry
-    from tqdeploy.runtime.marker import trust_state
-    from tqdeploy.runtime.record import StateRecord
 
     try:
         record = state.read_record(build_dir) or StateRecord.empty()

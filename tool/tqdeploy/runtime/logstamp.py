@@ -8,6 +8,7 @@ stamps; a raw vLLM log (no stamps, e.g. one attached to a bug report) still pars
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 _STAMP = re.compile(r"^(\d{9,11}\.\d{3})\|")
 
@@ -30,7 +31,6 @@ def clock_seconds(month: int, day: int, hour: int, minute: int, second: float) -
     """vLLM's own `MM-DD hh:mm:ss` stamp as seconds (in a leap year, as the year is unknown: only differences
     are used), or None for a date no calendar has (`02-30`, `13-01`, `25:00:00`): a line of a hand-edited or
     foreign log is then untimed, never a crash."""
-    from datetime import datetime
 
     try:
         return datetime(2000, month, day, hour, minute, int(second)).timestamp() + (second - int(second))

@@ -18,6 +18,8 @@ from typing import Any
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.folderid import deployment_marker
+from tqdeploy.runtime.guard import refusal
+from tqdeploy.runtime.procs import alive, deployment_procs, read_proc
 from tqdeploy.runtime.record import StateRecord
 
 
@@ -75,8 +77,6 @@ def trust_state(build_dir: Path, st: StateRecord | None) -> Trusted:
 
 def describe(pid: object) -> str:
     """What a pid from state.json is, for a finding (never its environment)."""
-    from tqdeploy.runtime.guard import refusal
-    from tqdeploy.runtime.procs import read_proc
 
     if not isinstance(pid, int) or isinstance(pid, bool):
         return f"{str(pid)[:40]!r} is not a pid"
@@ -91,7 +91,6 @@ def describe(pid: object) -> str:
 
 def foreign_pids(st: StateRecord, trusted: Trusted, members: list[int]) -> Finding | None:
     """A finding for each pid/pgid in state.json that names a live process which is not the deployment's."""
-    from tqdeploy.runtime.procs import alive
 
     found = {}
     for name, value in st.pids().items():
@@ -114,7 +113,6 @@ def foreign_pids(st: StateRecord, trusted: Trusted, members: list[int]) -> Findi
 def unrecorded(build_dir: Path) -> Finding | None:
     """TQ414 for processes that carry this build's marker though no state says they run (the folder was removed and
     built again while its server ran): `up` refuses to start beside them, `status` shows them."""
-    from tqdeploy.runtime.procs import deployment_procs
 
     found = deployment_procs(deployment_marker(build_dir))
     if not found:

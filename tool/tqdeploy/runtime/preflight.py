@@ -11,13 +11,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.buildfolder import folder, own_dir, verify
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.fsutil import exclusive_dir
+from tqdeploy.keyfile import inspect_key_file
+from tqdeploy.net.ports import port_free
 from tqdeploy.runtime import gpu
 from tqdeploy.runtime.classify import AREA
 from tqdeploy.runtime.deployment import Deployment
+from tqdeploy.runtime.procs import read_proc
 from tqdeploy.runtime.startrace import start_race_finding, starting_neighbours
-from tqdeploy.runtime.stop import port_free
 
 # Doctor areas that do not apply to the CPU build (no GPU, driver or CUDA libraries needed).
 GPU_ONLY_AREAS = {"driver", "gpu", "pcie", "topology", "libraries"}
@@ -41,8 +44,6 @@ def start_lock(build_dir: Path) -> Iterator[None]:
     """One `up` at a time per build: an flock on BUILD/.tqdeploy held from the running check until the
     start is over (ready, failed or stopped), so a second `up` is refused at once instead of racing for the
     port. The supervisor does not inherit it (close_fds); the lock ends with the `up` process."""
-    from tqdeploy.buildfolder import own_dir
-    from tqdeploy.fsutil import exclusive_dir
 
     directory = own_dir(build_dir, folder(build_dir).state_dir)
     with exclusive_dir(directory, StartBusy()):
@@ -54,7 +55,6 @@ def _f(id_: str, sev: Severity, title: str, evidence: dict[str, Any], fix: str) 
 
 
 def drift_finding(dep: Deployment) -> Finding | None:
-    from tqdeploy.buildfolder import verify
 
     drift = verify(dep.build_dir)
     if not (drift["modified"] or drift["missing"]):
@@ -70,14 +70,14 @@ def drift_finding(dep: Deployment) -> Finding | None:
 
 def serving_settings(dep: Deployment) -> dict[str, Any]:
     """What the build asks of vLLM, for the doctor: the spec's SERVING_KEYS that are set."""
-    v = dep.spec.vllm.to_dict()  # type: ignore[attr-defined]
+    v = dep.spec.vllm.to_dict()
     return {k: v[k] for k in SERVING_KEYS if v.get(k) is not None}
 
 
 def doctor_summary(dep: Deployment, doctor: HostDoctor) -> tuple[Finding, str]:
     """One finding and one summary line for the doctor's verdict on this host and this build's settings."""
     try:
-        findings = doctor(dep.spec.vllm_version, serving_settings(dep))  # type: ignore[attr-defined]
+        findings = doctor(dep.spec.vllm_version, serving_settings(dep))
     except Exception as err:  # an unknown vLLM version, a probe that broke: not a reason to refuse
         return _f(
             "TQ417",
@@ -130,7 +130,6 @@ def host_findings(dep: Deployment) -> list[Finding]:
 def key_file_findings(path: Path) -> list[Finding]:
     """TQ413: an error (blocks even with --force) when the key file is missing, empty, binary, a folder or
     FIFO (serve.sh would exit 67, or vLLM start with a wrong key); a warning when group or others can read it."""
-    from tqdeploy.keyfile import inspect_key_file
 
     facts = inspect_key_file(path)
     evidence = {"api_key_file": str(path), "present": facts.problem is None, "mode": facts.mode}
@@ -151,9 +150,9 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
     gpus = gpu.gpu_memory()
     if not gpus:
         return []
-    util = dep.spec.vllm.gpu_memory_utilization or 0.92  # type: ignore[attr-defined]  # 0.32's default
-    listed = dep.spec.resources.gpus  # type: ignore[attr-defined]
-    wanted = [g["index"] for g in gpus] if listed == "all" else list(listed)
+    util = dep.spec.vllm.gpu_memory_utilization or 0.92  # 0.32's default
+    listed = dep.spec.resources.gpus
+    wanted = [g["index"] for g in gpus] if isinstance(listed, str) else list(listed)  # a string is "all" (schema)
     out = []
     for g in gpus:
         if g["index"] not in wanted:
@@ -175,7 +174,6 @@ def gpu_findings(dep: Deployment) -> list[Finding]:
 
 
 def _name(pid: int) -> str | None:
-    from tqdeploy.runtime.procs import read_proc
 
     proc = read_proc(pid)
     return proc.title if proc else None

@@ -44,7 +44,7 @@ class Proc:
     def is_vllm(self) -> bool:
         return self.title.startswith(VLLM_TITLES)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, int | str]:
         return {"pid": self.pid, "pgid": self.pgid, "title": self.title}
 
 

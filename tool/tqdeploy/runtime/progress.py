@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tqdeploy.output import make_console
 from tqdeploy.runtime.phases import LABELS
 
 
@@ -20,12 +21,10 @@ class ProgressLine:
 
     def __enter__(self) -> ProgressLine:
         if self.enabled:
-            from tqdeploy.output import make_console
-
             self._console = make_console(stderr=True)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._status is not None:
             self._status.stop()
 

@@ -1,25 +1,24 @@
 """Which runtimes exist: one line each, name -> "module:Class" (the interface: runtime/base.py).
 
 Like SkyPilot's sky/provision/__init__.py routing each call to a provider module, every command picks its
-runtime here: `up --runtime NAME`, and `down`/`status`/`logs` by the name state.json records. Import-light:
-the modules load only when a runtime is used (`tqdeploy --help` and statefields import this one).
+runtime here: `up --runtime NAME`, and `down`/`status`/`logs` by the name state.json records. Each runtime is a
+package runtime/backends/<name>/ (runtime/base.py). The table is a plug-in table, so a backend loads only when it
+is used (statefields validates the state's runtime name with it without loading any).
 """
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from tqdeploy.runtime.base import Runtime
+from tqdeploy.runtime.interface import Runtime
 
 DEFAULT = "process"
 RUNTIMES: dict[str, str] = {
-    "process": "tqdeploy.runtime.process_runtime:ProcessRuntime",
-    "docker": "tqdeploy.runtime.docker_runtime:DockerRuntime",
-    # A multi-node build on one host; `up` picks it for a build with multinode.json (runtime/multinode.py).
-    "multinode": "tqdeploy.runtime.multinode:MultinodeRuntime",
+    "process": "tqdeploy.runtime.backends.process:ProcessRuntime",
+    "docker": "tqdeploy.runtime.backends.docker:DockerRuntime",
+    # A multi-node build on one host; `up` picks it for a build with multinode.json (its takes()).
+    "multinode": "tqdeploy.runtime.backends.multinode:MultinodeRuntime",
 }
 
 
@@ -30,16 +29,17 @@ def names() -> tuple[str, ...]:
 def runtime_class(name: str) -> type[Runtime]:
     """The class registered under name; KeyError for a name not registered (callers say which exist)."""
     module, _, attr = RUNTIMES[name].partition(":")
-    return getattr(importlib.import_module(module), attr)
+    cls: type[Runtime] = getattr(importlib.import_module(module), attr)  # the one dynamic lookup: the table's
+    return cls
 
 
 def for_start(name: str, build_dir: Path) -> Runtime:
     """The runtime `up --runtime NAME` starts BUILD_DIR with: NAME's, or a registered one that stands in for it on
-    such a build (its class names `stands_in_for = NAME` and its `takes(build_dir)` says yes: multinode for a
+    such a build (its class declares `stands_in_for = NAME` and its `takes(build_dir)` says yes: multinode for a
     build with multinode.json, asked for the process runtime)."""
     for other in RUNTIMES:
         cls = runtime_class(other)
-        if getattr(cls, "stands_in_for", None) == name and cls.takes(build_dir):  # type: ignore[attr-defined]
+        if cls.stands_in_for == name and cls.takes(build_dir):
             return cls()
     return get(name)
 

@@ -19,7 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.errors import TQError
+from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.runtime import http
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.nginxconf import find_upstream, proven_master, read_conf
 from tqdeploy.runtime.procs import PROC, alive, read_proc
 
 
@@ -49,7 +52,6 @@ class SwitchPlan:
 def plan_switch(conf: Path, pid_file: Path) -> SwitchPlan:
     """Every precondition of the switch, refused in one line before the new server starts: the conf is a regular
     file with one live `upstream <name>_vllm` block, and the pid file names the nginx master that includes it."""
-    from tqdeploy.runtime.nginxconf import find_upstream, proven_master, read_conf
 
     conf = Path(os.path.realpath(conf))  # a sites-enabled link: the file it names is the one rewritten
     upstream = find_upstream(read_conf(conf), conf)
@@ -63,8 +65,6 @@ def plan_switch(conf: Path, pid_file: Path) -> SwitchPlan:
 
 def rewrite_upstream(conf: Path, new: str) -> str:
     """Point the conf's live vLLM upstream at new (host:port); returns the old server. Atomic rename."""
-    from tqdeploy.fsutil import atomic_write_text
-    from tqdeploy.runtime.nginxconf import find_upstream, read_conf
 
     text = read_conf(conf)
     found = find_upstream(text, conf)
@@ -106,7 +106,6 @@ def in_flight(base_url: str, key: str | None = None) -> float | None:
 
 def old_key(old_build: Path) -> str | None:
     """The old deployment's key, from its build's spec (what its serve.sh exported), for the drain's /metrics."""
-    from tqdeploy.runtime.deployment import load_deployment
 
     try:
         return http.read_key(load_deployment(old_build).api_key_file)
@@ -127,7 +126,6 @@ def switch_and_drain(
     plan: SwitchPlan, new_upstream: str, old_base_url: str, drain_timeout: float, old_key: str | None = None
 ) -> SwitchReport:
     """``old_key``: the old deployment's API key, sent to its own origin only (net.Client)."""
-    from tqdeploy.runtime.nginxconf import proven_master
 
     conf = plan.conf
     master = proven_master(plan.pid_file, conf)  # again, right before the signal: nginx may have restarted

@@ -10,17 +10,19 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.folderid import MARKER_ENV as MARKER_ENV  # re-exported: callers name state.MARKER_ENV
 from tqdeploy.runtime.folderid import deployment_marker as deployment_marker  # and state.deployment_marker
-
-if TYPE_CHECKING:
-    from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.statefields import BadField, record
+from tqdeploy.safeio import FileRefused, read_bytes
 
 SCHEMA = "tqdeploy.state/1"
 
@@ -29,7 +31,6 @@ FIELDS: dict[str, Any] = {
     "runtime": "process",
     "pid": None,
     "pgid": None,
-    "container_id": None,
     "host": "127.0.0.1",
     "port": None,
     "base_url": None,
@@ -90,8 +91,6 @@ def read_state(build_dir: Path) -> dict[str, Any] | None:
 
 def read_record(build_dir: Path) -> StateRecord | None:
     """read_state as the typed record (runtime/record.py): what runtime/ passes along."""
-    from tqdeploy.safeio import FileRefused, read_bytes
-
     path = state_path(build_dir)
     if not os.path.lexists(path):
         return None
@@ -112,8 +111,6 @@ def read_record(build_dir: Path) -> StateRecord | None:
 def parsed_record(data: object, build_dir: Path) -> StateRecord:
     """state.json's parsed JSON as the typed record, every field validated; CorruptState when it is not one.
     For a command that already holds the file's JSON (the bundle keeps it as evidence): one read, one check."""
-    from tqdeploy.runtime.statefields import BadField, record
-
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise _corrupt(build_dir, f"is not a {SCHEMA} file")
     try:
@@ -123,7 +120,7 @@ def parsed_record(data: object, build_dir: Path) -> StateRecord:
 
 
 @contextmanager
-def _locked(build_dir: Path):
+def _locked(build_dir: Path) -> Iterator[None]:
     where = folder(build_dir)
     own_dir(where.root, where.state_dir)  # never through a link out of the build (buildfolder.own_dir)
     with open(where.state_lock, "a") as lock:
@@ -150,7 +147,9 @@ def new_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
 
 
 def update_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
-    """Merge fields into the current state (a corrupt or missing file starts from the defaults)."""
+    """Merge fields into the current state (a corrupt or missing file starts from the defaults). It reads the file
+    again under the lock on purpose: the keeper (supervisor, log pump) writes pid and exit code at any time, and a
+    command's loaded record would overwrite them."""
     with _locked(build_dir):
         try:
             data = read_state(build_dir) or dict(FIELDS)
@@ -164,3 +163,20 @@ def update_state(build_dir: Path, **fields: Any) -> dict[str, Any]:
 def clear_state(build_dir: Path) -> None:
     with _locked(build_dir):
         state_path(build_dir).unlink(missing_ok=True)
+
+
+def new_log(build_dir: Path) -> Path:
+    """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
+    directory = own_dir(build_dir, folder(build_dir).logs)
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    path = directory / f"server-{stamp}.log"
+    n = 1
+    while path.exists():
+        n += 1
+        path = directory / f"server-{stamp}-{n}.log"
+    path.touch()
+    link = folder(build_dir).current_log
+    if link.is_symlink() or link.exists():
+        link.unlink()
+    link.symlink_to(path.name)
+    return path

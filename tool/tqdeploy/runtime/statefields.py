@@ -3,8 +3,10 @@
 state.json is written by `up`, `down` and the supervisor, but it sits in a folder anyone with access can
 edit, copy or replace. Every field a command reads is checked here for its type, range and finiteness (a
 pid of "x", a port of 99999, a `started_at` of 1e300 that once printed a 300-digit uptime), and a bad value
-is one line naming the field and the value (truncated). Fields this version does not know are dropped, so
-no caller ever sees an unchecked value.
+is one line naming the field and the value (truncated). Fields this version does not know are never handed to a
+caller: the record lists their names (runtime/record.py says why they are reported, not refused). The runtime's
+own section, state["backend"], is validated by that runtime's BackendState (its from_json, with the checkers
+here); fields an older tqdeploy wrote flat (python, container_id) are read into the section they belong to.
 """
 
 from __future__ import annotations
@@ -13,14 +15,17 @@ import ipaddress
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 from urllib.parse import urlsplit
 
+from tqdeploy.runtime import registry
 from tqdeploy.runtime.folderid import deployment_marker
 from tqdeploy.runtime.phases import ORDER
-from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.record import BackendState, StateRecord
+from tqdeploy.safeio import is_within
 
 PHASES = frozenset(ORDER) | {"starting", "stopped", "failed"}
 PID_MAX_FALLBACK = 4_194_304  # the kernel's PID_MAX_LIMIT on 64-bit (include/linux/threads.h)
@@ -30,7 +35,9 @@ MAX_RESTARTS = 1_000_000
 _HOSTNAME = re.compile(r"^[A-Za-z0-9_]([A-Za-z0-9_.-]{0,252})\Z")
 _HEX64 = re.compile(r"^[0-9a-f]{64}\Z")
 _CREDENTIALS = re.compile(r"(//)[^/@\s]*@")  # scheme://user:password@host: never echoed
-_CONTAINER_ID = re.compile(r"^[0-9a-f]{12,64}\Z")
+
+
+Check = Callable[[Any, dict[str, Any]], Any]  # a field's checker: (value, context) -> the value, or BadField
 
 
 class BadField(ValueError):
@@ -101,7 +108,7 @@ def _text(value: Any, ctx: dict[str, Any]) -> str:
     return text(value)
 
 
-def _path_text(value: Any, ctx: dict[str, Any]) -> str:
+def path_text(value: Any, ctx: dict[str, Any] | None = None) -> str:
     """A path the user chose (the interpreter, a key file): any character a file name may hold but NUL, which
     includes a newline or `$(...)`: such a path is quoted or passed as an argument, never parsed."""
     if not isinstance(value, str) or not value or len(value) > MAX_TEXT or "\0" in value:
@@ -120,12 +127,10 @@ def _choice(options: frozenset[str]) -> Callable[[Any, dict[str, Any]], str]:
 
 def _runtime(value: Any, ctx: dict[str, Any]) -> str:
     """A name in runtime/registry.py (read when checked: a runtime registered later is one too)."""
-    from tqdeploy.runtime.registry import names
-
-    return _choice(frozenset(names()))(value, ctx)
+    return _choice(frozenset(registry.names()))(value, ctx)
 
 
-def _matching(pattern: re.Pattern[str], what: str) -> Callable[[Any, dict[str, Any]], str]:
+def matching(pattern: re.Pattern[str], what: str) -> Callable[[Any, dict[str, Any]], str]:
     def check(value: Any, ctx: dict[str, Any]) -> str:
         if not isinstance(value, str) or not pattern.match(value):
             raise BadField(f"must be {what}")
@@ -172,8 +177,6 @@ def _base_url(value: Any, ctx: dict[str, Any]) -> str:
 
 
 def _inside_build(value: Any, ctx: dict[str, Any]) -> str:
-    from tqdeploy.safeio import is_within
-
     path = text(value)
     if not is_within(Path(path), ctx["build_dir"]):
         raise BadField(f"must be a path inside {ctx['build_dir']}")
@@ -244,12 +247,11 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "pid": _pid,
     "pgid": _pid,
     "supervisor_pid": _pid,
-    "container_id": _matching(_CONTAINER_ID, "a Docker container id (12-64 hex digits)"),
     "host": host,
     "port": _port,
     "base_url": _base_url,
     "served_model_name": _text,
-    "spec_sha256": _matching(_HEX64, "a sha256 (64 hex digits)"),
+    "spec_sha256": matching(_HEX64, "a sha256 (64 hex digits)"),
     "log_path": _inside_build,
     "started_at": _time,
     "ready_at": _time,
@@ -262,7 +264,6 @@ CHECKS: dict[str, Callable[[Any, dict[str, Any]], Any]] = {
     "last_error": _last_error,
     "answer_check": _answer_check,
     "exit_code": _exit_code,
-    "python": _path_text,
     "gpu_baseline": _gpu_baseline,
     "marker": _text,
     "env_overrides": _env_overrides,
@@ -296,6 +297,69 @@ def validated(data: dict[str, Any], build_dir: Path) -> dict[str, Any]:
     return out
 
 
+def refuse_unknown(data: Mapping[str, object], known: frozenset[str]) -> None:
+    """A runtime's section holds only what that runtime writes there: any other key is refused."""
+    extra = sorted(str(k) for k in data if k not in known)
+    if extra:
+        holds = ", ".join(sorted(known)) or "nothing"
+        raise BadField(f"{shown(extra[0], 40)} is not a field of this runtime's section (it holds {holds})")
+
+
+def section_value(data: Mapping[str, object], key: str, check: Callable[[Any, dict[str, Any]], Any]) -> Any:
+    """One value of a runtime's section, checked (None when absent or null); BadField names the key and value."""
+    value = data.get(key)
+    if value is None:
+        return None
+    try:
+        return check(value, {})
+    except BadField as err:
+        raise BadField(f"{key} = {shown(value)} {err}") from None
+
+
+@dataclass(frozen=True)
+class SectionState:
+    """A runtime's section of state.json as a frozen dataclass: each field checked by its checker in `checks`, any
+    other key refused. A runtime subclasses it with its fields, their checkers and the legacy_fields it read flat."""
+
+    legacy_fields: ClassVar[frozenset[str]] = frozenset()
+    checks: ClassVar[Mapping[str, Check]] = {}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Self:
+        refuse_unknown(data, frozenset(cls.checks))
+        return cls(**{key: section_value(data, key, check) for key, check in cls.checks.items()})
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def backend_section(data: dict[str, Any], runtime: str | None) -> BackendState | None:
+    """The runtime's own section, validated by its BackendState; None when the file has none. A state written
+    before the section existed held its fields flat (legacy_fields): they are read into the section."""
+    state_type = registry.runtime_class(runtime or registry.DEFAULT).state_type
+    section = data.get("backend")
+    if section is not None and not isinstance(section, dict):
+        raise BadField(f"field backend = {shown(section)} must be an object (the runtime's own fields)")
+    flat = {k: data[k] for k in state_type.legacy_fields if data.get(k) is not None}
+    if section is None and not flat:
+        return None
+    merged = flat | (section or {})
+    try:
+        return state_type.from_json(merged)
+    except BadField as err:
+        raise BadField(f"field backend = {shown(merged)} of the {runtime or registry.DEFAULT} runtime: {err}") from None
+
+
+def unknown_fields(data: dict[str, Any], backend_type: BackendState | None) -> tuple[str, ...]:
+    """Top-level fields this version does not know and that hold something (an older version wrote
+    `container_id: null` into every state: a null loses nothing), their names cut to 40 characters."""
+    legacy = type(backend_type).legacy_fields if backend_type is not None else frozenset()
+    skip = set(CHECKS) | {"backend"} | legacy
+    return tuple(sorted(shown(k, 40) for k, v in data.items() if k not in skip and v is not None))[:16]
+
+
 def record(data: dict[str, Any], build_dir: Path) -> StateRecord:
     """A parsed state.json as the typed record, every field validated (BadField on the first bad one)."""
-    return StateRecord.from_validated(validated(data, build_dir))
+    values = validated(data, build_dir)
+    backend = backend_section(data, values.get("runtime"))
+    return StateRecord.from_validated(values, backend, unknown_fields(data, backend))

@@ -7,9 +7,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
 from tqdeploy.net import key_refused_finding, model_ids, redact_url, same_origin
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import gpu, http, registry, state
+from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.marker import trust_state, unrecorded
+from tqdeploy.runtime.view import render_answer_check
 
 SCHEMA = "tqdeploy.status/1"
 
@@ -45,8 +52,6 @@ class ServerAnswers:
 def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None, str]:
     """The build's key (its spec's server.api_key_file), that file, and why no key is sent ('' when one is):
     only to the build's own origin, so a state file edited to point elsewhere never gets the key."""
-    from tqdeploy.errors import TQError
-    from tqdeploy.runtime.deployment import load_deployment
 
     try:
         dep = load_deployment(build_dir)
@@ -79,23 +84,49 @@ class StatusResult:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "build_dir": self.build_dir, **self.data}
 
-    def render(self, console) -> None:
-        from tqdeploy.runtime.view import render_status
-
-        render_status(console, self)
+    def render(self, console: Console) -> None:
+        d = self.data
+        line = f"{self.build_dir}: {d['state']}"
+        if d["live"]:
+            line += f" (phase {d['phase']}, pid {d['pid']}, up {d['uptime_s']:.0f} s, health {d['health']})"
+        if d.get("base_url"):
+            line += f" {d['served_model_name']} at {d['base_url']}"
+        console.print(line)
+        self._render_running(console)
+        if d.get("answer_check"):
+            render_answer_check(console, d["answer_check"])
+        err = d.get("last_error")
+        if err:
+            console.print(f"[red]last error[/red] {err['id']}: {err['title']}")
+            if err.get("remediation"):
+                console.print(f"  fix: {err['remediation']}")
+        if d.get("log_path"):
+            console.print(f"log: {d['log_path']}")
         if self.data.get("findings"):
-            from tqdeploy.findings import Finding
-            from tqdeploy.output import render_findings
-
             render_findings(console, [Finding.from_dict(f) for f in self.data["findings"]], "status", show_ok=False)
+
+    def _render_running(self, console: Console) -> None:
+        """What runs: the caller's overrides, restarts, processes, nodes (a multi-node build's extra), GPUs."""
+        d = self.data
+        for name, value in (d.get("env_overrides") or {}).items():  # what serve.sh read instead of the build's own
+            console.print(f"environment: {name}={value} (set by the caller of `up`)", markup=False)
+        if d.get("restarts"):
+            console.print(f"restarts: {d['restarts']}")
+        for p in d["processes"]:
+            console.print(f"  pid {p['pid']} {p['title']}")
+        for n in d.get("nodes") or []:  # the multinode runtime's status extra
+            alive = "live" if n["live"] else "gone"
+            console.print(
+                f"node {n['rank']} ({n['role']}): {alive}, pid {n['pid']}, group {n['pgid']}, log {n['log_path']}"
+            )
+        for g in d.get("gpus") or []:
+            console.print(f"GPU {g['index']} {g['name']}: {g['used_mib']} / {g['total_mib']} MiB used")
 
 
 def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
     """State plus what is true now: processes alive, /health, GPU memory. A corrupt state file raises."""
-    from tqdeploy.runtime.marker import trust_state, unrecorded
-
     build_dir = Path(build_dir).resolve()
-    st = state.read_record(build_dir)
+    st = state.read_record(build_dir)  # the one read: facts, answers and the result all use this record
     if st is None:
         data = _never_started(probe)
         orphans = unrecorded(build_dir)  # a rebuilt folder whose old server still runs
@@ -138,16 +169,11 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "env_overrides": st.env_overrides or {},  # the caller's TQ_* variables serve.sh read (callerenv.py)
         "processes": [p.to_dict() for p in now.processes],
         "health": health,
-        "container": now.extra,
         "gpus": gpu.gpu_memory() if probe else None,
-        "findings": [f.to_dict() for f in server.findings],
+        "findings": [f.to_dict() for f in [*server.findings, *now.findings]],
+        "unknown_state_fields": list(st.unknown),  # not acted on (runtime/record.py: reported, not refused)
+        **now.extra,  # what the runtime adds (docker: the container; multinode: the nodes)
     }
-    if (build_dir / "multinode.json").exists():  # the leader and each worker node (runtime/multinode.py)
-        from tqdeploy.runtime.multinode import node_status
-
-        nodes = node_status(build_dir, st, trusted.marker, trusted.started_at, now.processes)
-        data["nodes"] = nodes["nodes"]
-        data["findings"] = [*(f.to_dict() for f in server.findings), *(f.to_dict() for f in nodes["findings"])]
     return StatusResult(str(build_dir), data)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,30 +72,47 @@ def stop_deployment(
         or (pgid is not None and p.pgid not in [pgid, *(groups or ())])
     ]
     if strays:
-        report.findings.append(
-            Finding(
-                "TQ415",
-                Severity.WARN,
-                "orphaned vLLM processes of this deployment were found and stopped",
-                {"processes": [p.to_dict() for p in strays], "server_pid": server_pid, "server_alive": server_alive},
-                "an EngineCore outlives a SIGKILLed API server (vLLM issue #55510): stop deployments with "
-                "`tqdeploy down`, which stops the whole group and then anything carrying the deployment's marker",
-            )
-        )
+        evidence = {"processes": [p.to_dict() for p in strays], "server_pid": server_pid, "server_alive": server_alive}
+        report.findings.append(_orphans_finding(evidence))
     if left:
-        report.findings.append(
-            Finding(
-                "TQ415",
-                Severity.ERROR,
-                "processes of this deployment survived SIGKILL",
-                {"processes": report.left},
-                "a process in uninterruptible sleep (state D, often a GPU driver call) exits when the call returns; "
-                "if it does not, the GPU needs a reset (`nvidia-smi -r`) or the host a reboot",
-            )
-        )
-    where = address(host, port) if port is not None else None  # no port recorded: nothing to check
-    if port is not None and where is None:
-        report.findings.append(
+        report.findings.append(_survivors_finding(report.left))
+    report.findings += _port_findings(report, host, port)
+    report.findings += _gpu_findings(report, gpu_baseline)
+    for finding in report.findings:
+        finding.area = AREA
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _orphans_finding(evidence: dict[str, Any]) -> Finding:
+    return Finding(
+        "TQ415",
+        Severity.WARN,
+        "orphaned vLLM processes of this deployment were found and stopped",
+        evidence,
+        "an EngineCore outlives a SIGKILLed API server (vLLM issue #55510): stop deployments with "
+        "`tqdeploy down`, which stops the whole group and then anything carrying the deployment's marker",
+    )
+
+
+def _survivors_finding(left: list[dict[str, Any]]) -> Finding:
+    return Finding(
+        "TQ415",
+        Severity.ERROR,
+        "processes of this deployment survived SIGKILL",
+        {"processes": left},
+        "a process in uninterruptible sleep (state D, often a GPU driver call) exits when the call returns; "
+        "if it does not, the GPU needs a reset (`nvidia-smi -r`) or the host a reboot",
+    )
+
+
+def _port_findings(report: StopReport, host: str | None, port: int | None) -> list[Finding]:
+    """The recorded port must be free once the deployment is gone (sets report.port_free when it was checked)."""
+    if port is None:
+        return []  # no port recorded: nothing to check
+    where = address(host, port)
+    if where is None:
+        return [
             Finding(
                 "TQ425",
                 Severity.WARN,
@@ -102,42 +120,44 @@ def stop_deployment(
                 {"host": str(host)[:80], "port": str(port)[:20]},
                 "nothing to do: `tqdeploy up` writes the spec's address again",
             )
+        ]
+    ip, number = where
+    report.port_free = _wait(lambda: port_free(ip, number), 5.0)
+    if report.port_free:
+        return []
+    return [
+        Finding(
+            "TQ422",
+            Severity.WARN,
+            f"port {number} on {ip} is still in use after stopping",
+            {"host": ip, "port": number},
+            f"another process listens there now (`ss -ltnp 'sport = :{number}'`); `up` will refuse the port",
         )
-    if where is not None:
-        host, port = where
-        report.port_free = _wait(lambda: port_free(host, port), 5.0)
-        if not report.port_free:
-            report.findings.append(
-                Finding(
-                    "TQ422",
-                    Severity.WARN,
-                    f"port {port} on {host} is still in use after stopping",
-                    {"host": host, "port": port},
-                    f"another process listens there now (`ss -ltnp 'sport = :{port}'`); `up` will refuse the port",
-                )
-            )
+    ]
+
+
+def _gpu_findings(report: StopReport, baseline: list[dict[str, Any]] | None) -> list[Finding]:
+    """GPU memory back near its level before `up` (sets report.gpus; None without NVML)."""
     report.gpus = gpu.gpu_memory()
-    if report.gpus is not None and gpu_baseline:
-        report.gpus = _settle_gpu(gpu_baseline, report.gpus)
-        above = _above_baseline(gpu_baseline, report.gpus)
-        if above:
-            report.findings.append(
-                Finding(
-                    "TQ416",
-                    Severity.WARN,
-                    "GPU memory did not return to its level before `up`",
-                    {"gpus": above},
-                    "a process still holds it: `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` "
-                    "names it; stop it by pid",
-                )
-            )
-    for finding in report.findings:
-        finding.area = AREA
-    report.seconds = time.monotonic() - t0
-    return report
+    if report.gpus is None or not baseline:
+        return []
+    report.gpus = _settle_gpu(baseline, report.gpus)
+    above = _above_baseline(baseline, report.gpus)
+    if not above:
+        return []
+    return [
+        Finding(
+            "TQ416",
+            Severity.WARN,
+            "GPU memory did not return to its level before `up`",
+            {"gpus": above},
+            "a process still holds it: `nvidia-smi --query-compute-apps=pid,used_memory --format=csv` "
+            "names it; stop it by pid",
+        )
+    ]
 
 
-def _wait(check, timeout: float) -> bool:
+def _wait(check: Callable[[], bool], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

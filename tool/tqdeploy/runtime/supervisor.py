@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from io import BufferedIOBase
 from pathlib import Path
 
 from tqdeploy.runtime.logstamp import stamp
@@ -25,7 +26,7 @@ CHILD_PYTHONPATH_ENV = "TQDEPLOY_CHILD_PYTHONPATH"
 PROGRESS_EVERY_S = 10.0
 
 
-def pump(stream, log_path: Path) -> None:
+def pump(stream: BufferedIOBase, log_path: Path) -> None:
     """Copy the child's output into the stamped log, one stamped line per output line.
 
     Progress bars (tqdm: CUDA graph capture, weight shards) redraw with \r and end their line only when

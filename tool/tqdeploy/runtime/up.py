@@ -9,17 +9,33 @@ from dataclasses import replace as with_fields
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from tqdeploy.buildfolder import folder
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.output import render_findings
 from tqdeploy.runtime import callerenv, gpu, http, preflight, registry, state
 from tqdeploy.runtime.base import Prepared, Runtime, Started, StartOptions, StopRequest
 from tqdeploy.runtime.classify import AREA, StartContext
 from tqdeploy.runtime.deployment import Deployment, load_deployment
-from tqdeploy.runtime.marker import unrecorded
+from tqdeploy.runtime.down import down
+from tqdeploy.runtime.interrupt import Interrupted, ignored, raising
+from tqdeploy.runtime.marker import trust_state, unrecorded
 from tqdeploy.runtime.record import StateRecord
+from tqdeploy.runtime.replace import SwitchPlan, old_key, plan_switch, switch_and_drain
+from tqdeploy.runtime.view import problems, render_answer_check
+from tqdeploy.runtime.wait import wait_ready
 
 SCHEMA = "tqdeploy.up/1"
+GpuList = list[dict[str, Any]] | None  # runtime.gpu.gpu_memory(): GPU memory before the start, None without NVML
+
+
+class Unread:
+    """running_state's default: no state handed in, read it (None is a state that is not there)."""
+
+
+UNREAD = Unread()
 
 
 @dataclass
@@ -69,18 +85,37 @@ class UpResult:
             "answer_check": self.answer_check,
         }
 
-    def render(self, console) -> None:
-        from tqdeploy.runtime.view import render_up
+    def render(self, console: Console) -> None:
+        if self.status == "ready":
+            console.print(
+                f"[green]ready[/green] {self.served_model_name} at {self.base_url} "
+                f"in {self.seconds_to_ready:.1f} s (pid {self.pid}, group {self.pgid})"
+            )
+        elif self.status == "check-failed":
+            console.print(
+                f"[bold red]check failed[/bold red]: {self.served_model_name} at {self.base_url} serves wrong answers; "
+                f"left running for inspection, not ready (`tqdeploy down {self.build_dir}` stops it)"
+            )
+        elif self.status == "interrupted":
+            console.print(f"[bold red]interrupted[/bold red] ({self.interrupted_by}): {self.build_dir} is not serving")
+        elif self.status == "started":
+            console.print(f"started {self.served_model_name} (group {self.pgid}); `tqdeploy status` follows it")
+        else:
+            console.print(f"[bold red]{self.status}[/bold red]: {self.build_dir} is not serving")
+        if self.answer_check:
+            render_answer_check(console, self.answer_check)
+        shown = problems(self.findings)
+        if shown:
+            render_findings(console, shown, title="tqdeploy up", show_ok=False)
+        if self.log_path:
+            console.print(f"log: {self.log_path}")
 
-        render_up(console, self)
 
-
-def running_state(build_dir: Path) -> StateRecord | None:
+def running_state(build_dir: Path, loaded: StateRecord | None | Unread = UNREAD) -> StateRecord | None:
     """The state of a deployment whose own processes are alive (marker, start time), else None (a corrupt
-    file raises; a state copied from another folder is not this deployment's)."""
-    from tqdeploy.runtime.marker import trust_state
-
-    st = state.read_record(build_dir)
+    file raises; a state copied from another folder is not this deployment's). loaded: the state the caller
+    already read (`up` reads its folder's once and carries it), else it is read here."""
+    st = state.read_record(build_dir) if isinstance(loaded, Unread) else loaded
     if st is None or st.is_empty:
         return None
     trusted = trust_state(build_dir, st)
@@ -102,7 +137,7 @@ def already_running(build_dir: Path, st: StateRecord, starting: bool = False) ->
 
 
 def start_context(dep: Deployment) -> StartContext:
-    v = dep.spec.vllm  # type: ignore[attr-defined]
+    v = dep.spec.vllm
     return StartContext(
         build_dir=str(dep.build_dir),
         port=dep.port,
@@ -111,7 +146,7 @@ def start_context(dep: Deployment) -> StartContext:
         kv_cache_dtype=v.kv_cache_dtype,
         gpu_memory_utilization=v.gpu_memory_utilization,
         model_dir=str(dep.model_dir),
-        vllm_version=dep.spec.vllm_version,  # type: ignore[attr-defined]
+        vllm_version=dep.spec.vllm_version,
     )
 
 
@@ -142,7 +177,6 @@ def up(
     doctor (no TQ417, result.doctor stays None). answer_check: run on the build once it is ready (`tqdeploy up`
     passes tqdeploy.answers' check, a result with findings, passed and summary()); None checks no answers.
     """
-    from tqdeploy.runtime.interrupt import Interrupted, raising
 
     dep = load_deployment(build_dir)
     result = UpResult(str(dep.build_dir), runtime, "refused", dep.base_url, dep.served_model_name)
@@ -178,6 +212,7 @@ class _Options:
     image: str | None
     answer_check: Callable[[Path], Any] | None = None
     replacing: bool = False  # --replace: a new server whose answers fail is stopped, the old one keeps serving
+    restarts: int = 0  # the previous run's restarts + 1 (0 for a first start), from the state `up` loaded
 
 
 def _state_or_empty(build_dir: Path) -> StateRecord:
@@ -187,10 +222,8 @@ def _state_or_empty(build_dir: Path) -> StateRecord:
         return StateRecord.empty()
 
 
-def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResult:
+def _interrupted(dep: Deployment, result: UpResult, sig: Interrupted, grace: float) -> UpResult:
     """Stop everything this `up` started, as `down` does; the result says by which signal."""
-    from tqdeploy.runtime.down import down
-    from tqdeploy.runtime.interrupt import ignored
 
     result.status, result.interrupted_by, result.exit_status = "interrupted", sig.name, sig.exit_code
     if not result.started:
@@ -202,8 +235,19 @@ def _interrupted(dep: Deployment, result: UpResult, sig, grace: float) -> UpResu
     return result
 
 
-def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout) -> UpResult:
-    st = running_state(dep.build_dir)
+def _up(
+    dep: Deployment,
+    result: UpResult,
+    o: _Options,
+    replace: Path | None,
+    nginx_conf: Path | None,
+    nginx_pid: Path,
+    drain_timeout: float,
+) -> UpResult:
+    # The one read of this folder's state before the start, carried to every step that asks about the previous
+    # run (is it live, its restarts, the interpreter it ran); a corrupt file refuses `up` here, as before.
+    loaded = state.read_record(dep.build_dir)
+    st = running_state(dep.build_dir, loaded)
     if st is not None:
         result.findings.append(already_running(dep.build_dir, st))
         return result
@@ -216,7 +260,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
     switch = _switch_plan(old, nginx_conf, nginx_pid, o.wait) if old is not None else None
     # A runtime may stand in for the one asked on such a build (multinode for process with multinode.json).
     runtime = registry.for_start(o.runtime, dep.build_dir)
-    prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image))
+    prepared = runtime.prepare(dep, StartOptions(python=o.python, image=o.image, previous=loaded))
     if any(f.severity == Severity.ERROR for f in prepared.findings):  # the runtime cannot start here at all
         result.findings += prepared.findings
         return result
@@ -228,7 +272,7 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         if o.on_doctor:
             o.on_doctor(result.doctor)
         result.findings.append(verdict)
-    result.findings += preflight.host_findings(dep)
+    result.findings += runtime.preflight(dep)  # this host's port, model, key file, GPUs (runtime/base.py)
     overridden = callerenv.overrides()
     if overridden:  # passed on to serve.sh, never silently (runtime/callerenv.py says why)
         result.findings.append(callerenv.warning(overridden))
@@ -239,26 +283,25 @@ def _up(dep, result, o: _Options, replace, nginx_conf, nginx_pid, drain_timeout)
         if f.severity == Severity.ERROR:  # overridden by --force: still shown, no longer the verdict
             f.severity, f.title = Severity.WARN, f.title + " (started anyway: --force)"
     result.findings += prepared.findings  # the runtime's warnings (TQ423: capped container limits)
-    result = _start(dep, result, runtime, prepared, with_fields(o, replacing=old is not None))
+    restarts = (loaded.restarts or 0) + 1 if loaded is not None and not loaded.is_empty else 0
+    result = _start(dep, result, runtime, prepared, with_fields(o, replacing=old is not None, restarts=restarts))
     if old is not None and switch is not None and result.status == "ready":
         _take_over(dep, result, old, o.grace, switch, drain_timeout)
     return result
 
 
-def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool):
-    from tqdeploy.runtime.replace import plan_switch
+def _switch_plan(old: dict[str, Any], nginx_conf: Path | None, nginx_pid: Path, wait: bool) -> SwitchPlan:
 
     if not wait:  # the switch follows ready: without the wait it would never happen
         raise TQError("--replace needs --wait", "drop --no-wait: up switches nginx once the new deployment is ready")
     return plan_switch(nginx_conf or folder(old["build_dir"]).nginx_conf, nginx_pid)
 
 
-def _take_over(dep: Deployment, result: UpResult, old: dict[str, Any], grace, plan, drain_timeout):
+def _take_over(
+    dep: Deployment, result: UpResult, old: dict[str, Any], grace: float, plan: SwitchPlan, drain_timeout: float
+) -> None:
     """--replace: switch nginx to the new deployment, drain the old one, stop it. A switch that fails leaves
     nginx and the old deployment as they were, and stops the new one again: nothing of this `up` is left."""
-    from tqdeploy.runtime.down import down
-    from tqdeploy.runtime.interrupt import ignored
-    from tqdeploy.runtime.replace import old_key, switch_and_drain
 
     key = old_key(Path(old["build_dir"]))  # the drain's /metrics gets the old deployment's own key
     with ignored():  # NEW serves: a half-done switch (nginx on NEW, NEW stopped) would be worse than waiting
@@ -288,7 +331,9 @@ def _replace_target(dep: Deployment, replace: Path) -> dict[str, Any]:
     return st.to_json() | {"build_dir": str(old_dir)}
 
 
-def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Path, baseline) -> None:
+def _new_run(
+    dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Path, baseline: GpuList, restarts: int
+) -> None:
     """state.json of this run, written before anything starts (the keeper adds to it)."""
     state.new_state(
         dep.build_dir,
@@ -302,29 +347,27 @@ def _new_run(dep: Deployment, runtime: Runtime, prepared: Prepared, log_path: Pa
         started_at=time.time(),
         phase="process",
         api_key_file=str(dep.api_key_file) if dep.api_key_file else None,
-        restarts=_previous_restarts(dep.build_dir),
+        restarts=restarts,
         gpu_baseline=baseline,
         marker=state.deployment_marker(dep.build_dir),
         env_overrides=callerenv.overrides() or None,
-        **prepared.record,
+        **({"backend": prepared.backend.to_json()} if prepared.backend is not None else {}),
     )
 
 
 def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepared, o: _Options) -> UpResult:
-    from tqdeploy.runtime.process import new_log
-    from tqdeploy.runtime.wait import wait_ready
 
-    log_path = new_log(dep.build_dir)
+    log_path = state.new_log(dep.build_dir)
     baseline = gpu.gpu_memory()
     t0 = time.monotonic()
     result.started = True  # from here an interrupt stops the deployment
-    _new_run(dep, runtime, prepared, log_path, baseline)
+    _new_run(dep, runtime, prepared, log_path, baseline, o.restarts)
     try:
         started = runtime.start(dep, prepared, log_path)
     except BaseException:
         state.update_state(dep.build_dir, phase="failed")
         raise
-    state.update_state(dep.build_dir, pgid=started.pgid, supervisor_pid=started.keeper.pid, **started.record)
+    state.update_state(dep.build_dir, **_started_fields(started))
     result.pgid, result.log_path = started.pgid, str(log_path)
     if not o.wait:
         result.status, result.phase = "started", "process"
@@ -343,7 +386,9 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
         on_progress=o.on_progress,
         runtime=runtime,
     )
-    st = state.read_record(dep.build_dir) or StateRecord.empty()
+    st = outcome.record or StateRecord.empty()
+    if outcome.ready and st.pid is None:  # the supervisor records the server's pid: re-read once if not yet seen
+        st = state.read_record(dep.build_dir) or st
     result.pid, result.phase = st.pid, outcome.phase
     if outcome.ready:
         result.status, result.seconds_to_ready = "ready", outcome.seconds
@@ -372,6 +417,16 @@ def _start(dep: Deployment, result: UpResult, runtime: Runtime, prepared: Prepar
     return result
 
 
+def _started_fields(started: Started) -> dict[str, Any]:
+    """What start() knows at once, for state.json: only what it knows (the keeper records the server's pid itself,
+    and a None here would overwrite it)."""
+    known = {"pgid": started.pgid, "supervisor_pid": started.keeper.pid if started.keeper else None, "pid": started.pid}
+    fields: dict[str, Any] = {k: v for k, v in known.items() if v is not None}
+    if started.backend is not None:
+        fields["backend"] = started.backend.to_json()
+    return fields
+
+
 def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Path], Any]) -> None:
     """Ready means answers verified. A failed check leaves the server running, so the operator can look at what
     it answers (`tqdeploy check`, the log), but the deployment is not ready: state.json says so, `status` exits 1,
@@ -385,24 +440,22 @@ def _check_answers(dep: Deployment, result: UpResult, answer_check: Callable[[Pa
     state.update_state(dep.build_dir, answer_check=result.answer_check, ready=checked.passed)
 
 
-def _stop_failed(dep, result: UpResult, runtime: Runtime, started: Started, st: StateRecord, baseline, grace) -> None:
+def _stop_failed(
+    dep: Deployment,
+    result: UpResult,
+    runtime: Runtime,
+    started: Started,
+    st: StateRecord,
+    baseline: GpuList,
+    grace: float,
+) -> None:
     """A start that failed leaves nothing running: the runtime stops all of it, as `down` would."""
-
-    from tqdeploy.runtime.marker import trust_state
-
     trusted = trust_state(dep.build_dir, st)
     own = with_fields(st, pgid=started.pgid)  # the group this `up` started, whatever the file says now
     report = runtime.stop(StopRequest(dep.build_dir, own, trusted, grace, gpu_baseline=baseline))
     result.findings += report.findings
-    started.keeper.wait(timeout=5)
-
-
-def _previous_restarts(build_dir: Path) -> int:
-    try:
-        old = state.read_record(build_dir)
-    except TQError:
-        return 0
-    return (old.restarts or 0) + 1 if old and not old.is_empty else 0
+    if started.keeper is not None:  # reaped, so no zombie of this `up` is left
+        started.keeper.wait(timeout=5)
 
 
 def _child_pid(build_dir: Path, timeout: float = 5.0) -> int | None:

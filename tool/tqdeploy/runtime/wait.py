@@ -10,20 +10,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.net import key_refused_finding, model_ids
+from tqdeploy.net import Answer, key_refused_finding, model_ids
 from tqdeploy.runtime import http
 from tqdeploy.runtime.classify import AREA, StartContext, classify_exit, classify_log
+from tqdeploy.runtime.interface import Runtime
 from tqdeploy.runtime.logstamp import split
 from tqdeploy.runtime.marker import trust_state
 from tqdeploy.runtime.phases import advance
 from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.state import read_record
-
-if TYPE_CHECKING:
-    from tqdeploy.runtime.base import Runtime
 
 POLL_S = 0.5
 
@@ -58,13 +56,14 @@ class WaitOutcome:
     seconds: float
     finding: Finding | None = None
     exit_code: int | None = None
+    record: StateRecord | None = None  # the state as the last poll read it (the keeper's pid, its exit code)
 
 
-def _stop_finding(id_: str, title: str, evidence: dict, remediation: str) -> Finding:
+def _stop_finding(id_: str, title: str, evidence: dict[str, Any], remediation: str) -> Finding:
     return Finding(id_, Severity.ERROR, title, evidence, remediation, AREA)
 
 
-def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
+def _key_refused(answer: Answer, key: str | None, ctx: StartContext) -> Finding:
     return key_refused_finding(
         answer,
         sent_key=key is not None,
@@ -76,10 +75,9 @@ def _key_refused(answer, key: str | None, ctx: StartContext) -> Finding:
 
 def _gone(build_dir: Path, record: StateRecord, runtime: Runtime, tail: LogTail, ctx: StartContext) -> Finding | None:
     """Why the run is no longer alive, None while it is: what the runtime itself knows first (a multi-node
-    build's dead worker, runtime/multinode.py `failed`), else what the log says, else TQ408."""
+    build's dead worker: its `failed`), else what the log says, else TQ408."""
     trusted = trust_state(build_dir, record)
-    failed = getattr(runtime, "failed", None)
-    own = failed(build_dir, record, trusted) if failed else None
+    own = runtime.failed(build_dir, record, trusted)
     if own is not None:
         return own
     if runtime.is_live(build_dir, record, trusted):
@@ -91,6 +89,79 @@ def _gone(build_dir: Path, record: StateRecord, runtime: Runtime, tail: LogTail,
         {"pgid": record.pgid},
         "something killed the whole process group (SIGKILL, OOM killer: `dmesg | grep -i oom`); start again",
     )
+
+
+@dataclass(frozen=True)
+class _Target:
+    """What one wait polls: the build's state and log, its server's address, the runtime that knows its keeper."""
+
+    build_dir: Path
+    base_url: str
+    served_name: str
+    key: str | None
+    ctx: StartContext
+    runtime: Runtime
+
+
+def _ended(target: _Target, tail: LogTail) -> tuple[StateRecord, tuple[Finding | None, int | None] | None]:
+    """The state read now, and (why, exit code) once the run ended (None while it runs)."""
+    # Re-read each poll: the keeper (supervisor, log pump) writes the server's pid and exit code meanwhile.
+    record = read_record(target.build_dir) or StateRecord.empty()
+    gone = None if record.exit_code is not None else _gone(target.build_dir, record, target.runtime, tail, target.ctx)
+    if gone is not None:
+        # The keeper may have recorded the exit and ended between the read above and the liveness check: its
+        # exit code, once there, says more than "gone" (seen under load: TQ408 for serve.sh's key-file exit).
+        record = read_record(target.build_dir) or record
+    if record.exit_code is not None:
+        time.sleep(POLL_S)  # the last lines of a dying process
+        tail.read_new()
+        return record, (classify_exit(tail.lines, record.exit_code, target.ctx), record.exit_code)
+    return record, None if gone is None else (gone, None)
+
+
+def _answered(target: _Target) -> tuple[bool, Finding | None] | None:
+    """(ready, why not) once the server answers /health and /v1/models; None while it does not yet."""
+    if http.health(target.base_url) != 200:
+        return None
+    answer = http.models_answer(target.base_url, target.key)
+    if answer.key_refused:  # the server runs with another key than the build's key file: never ready
+        return False, _key_refused(answer, target.key, target.ctx)
+    models = model_ids(answer)
+    if models is None:
+        return None
+    if target.served_name in models:
+        return True, None
+    return False, _stop_finding(
+        "TQ421",
+        f"/v1/models does not list the served model {target.served_name!r}",
+        {"listed": models},
+        "another server answers on this port, or the build's served_name differs; check "
+        "`tqdeploy status` and model.served_name",
+    )
+
+
+def _overdue(
+    tail: LogTail, phase: str, elapsed: float, timeout: float, stall_timeout: float, build: str
+) -> Finding | None:
+    """TQ409 past the timeout, TQ410 when no log line came for stall_timeout; None while neither."""
+    last = tail.lines[-1][-300:] if tail.lines else ""
+    if elapsed > timeout:
+        return _stop_finding(
+            "TQ409",
+            f"not ready after {timeout:g} s (phase: {phase})",
+            {"timeout_s": timeout, "phase": phase, "last_line": last},
+            "raise --timeout if the log is still moving (a cold start compiles and captures graphs), "
+            f"else read `tqdeploy logs {build}`",
+        )
+    silent = time.monotonic() - tail.last_new_at
+    if silent > stall_timeout:
+        return _stop_finding(
+            "TQ410",
+            f"start-up stalled: no log line for {silent:.0f} s (phase: {phase})",
+            {"stall_timeout_s": stall_timeout, "phase": phase, "last_line": last},
+            "a hung download, NCCL or compile step; read `tqdeploy logs`, fix it, or raise --stall-timeout",
+        )
+    return None
 
 
 def wait_ready(
@@ -108,64 +179,25 @@ def wait_ready(
     on_progress: Callable[[str, float, str], None] | None = None,
 ) -> WaitOutcome:
     """Poll until ready, failed or timed out; the runtime says whether the run is still alive."""
+    target = _Target(build_dir, base_url, served_name, key, ctx, runtime)
     tail = LogTail(log_path)
     phase = "process"
     while True:
         for line in tail.read_new():
             phase = advance(phase, line)
         elapsed = time.monotonic() - started
-        last = tail.lines[-1] if tail.lines else ""
         if on_progress:
-            on_progress(phase, elapsed, last)
-        record = read_record(build_dir) or StateRecord.empty()
-        if record.exit_code is not None:
-            time.sleep(POLL_S)  # the last lines of a dying process
-            tail.read_new()
-            finding = classify_exit(tail.lines, record.exit_code, ctx)
-            return WaitOutcome(False, phase, elapsed, finding, record.exit_code)
-        gone = _gone(build_dir, record, runtime, tail, ctx)
-        if gone is not None:
-            return WaitOutcome(False, phase, elapsed, gone)
-        if http.health(base_url) == 200:
-            answer = http.models_answer(base_url, key)
-            if answer.key_refused:  # the server runs with another key than the build's key file: never ready
-                return WaitOutcome(False, phase, elapsed, _key_refused(answer, key, ctx))
-            models = model_ids(answer)
-            if models is not None and served_name in models:
-                return WaitOutcome(True, "ready", time.monotonic() - started)
-            if models is not None:
-                finding = _stop_finding(
-                    "TQ421",
-                    f"/v1/models does not list the served model {served_name!r}",
-                    {"listed": models},
-                    "another server answers on this port, or the build's served_name differs; check "
-                    "`tqdeploy status` and model.served_name",
-                )
-                return WaitOutcome(False, phase, elapsed, finding)
-        if elapsed > timeout:
-            return WaitOutcome(
-                False,
-                phase,
-                elapsed,
-                _stop_finding(
-                    "TQ409",
-                    f"not ready after {timeout:g} s (phase: {phase})",
-                    {"timeout_s": timeout, "phase": phase, "last_line": last[-300:]},
-                    "raise --timeout if the log is still moving (a cold start compiles and captures graphs), "
-                    f"else read `tqdeploy logs {ctx.build_dir}`",
-                ),
-            )
-        silent = time.monotonic() - tail.last_new_at
-        if silent > stall_timeout:
-            return WaitOutcome(
-                False,
-                phase,
-                elapsed,
-                _stop_finding(
-                    "TQ410",
-                    f"start-up stalled: no log line for {silent:.0f} s (phase: {phase})",
-                    {"stall_timeout_s": stall_timeout, "phase": phase, "last_line": last[-300:]},
-                    "a hung download, NCCL or compile step; read `tqdeploy logs`, fix it, or raise --stall-timeout",
-                ),
-            )
+            on_progress(phase, elapsed, tail.lines[-1] if tail.lines else "")
+        record, ended = _ended(target, tail)
+        if ended is not None:
+            return WaitOutcome(False, phase, elapsed, *ended, record=record)
+        answered = _answered(target)
+        if answered is not None:
+            ready, why = answered
+            if ready:
+                return WaitOutcome(True, "ready", time.monotonic() - started, record=record)
+            return WaitOutcome(False, phase, elapsed, why, record=record)
+        late = _overdue(tail, phase, elapsed, timeout, stall_timeout, ctx.build_dir)
+        if late is not None:
+            return WaitOutcome(False, phase, elapsed, late, record=record)
         time.sleep(POLL_S)

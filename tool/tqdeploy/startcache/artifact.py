@@ -1,7 +1,7 @@
 """export_build / import_build: a build's start-up caches to one artifact and back, with the results the
 `tqdeploy cache` command prints (human and --json, schemas tqdeploy.cache-export/1 and tqdeploy.cache-import/1).
 
-The volume is the build's VLLM_CACHE_ROOT: BUILD/.tqdeploy/cache/vllm for the process runtime (runtime/process.py),
+The volume is the build's VLLM_CACHE_ROOT: BUILD/.tqdeploy/cache/vllm for the process runtime (runtime/backends/),
 or the folder --volume names (the compose service's and the init container's /cache/vllm). The build's
 interpreter (--python, TQDEPLOY_VLLM_PYTHON, the last `up`'s) answers for torch and vLLM.
 """

@@ -81,7 +81,7 @@ def prepare(build: Path, dtype: str) -> Path:
 
 
 def caches_env(build: Path) -> dict[str, str]:
-    """The build's own caches for the copy (process runtime: runtime/process.py serve_env), unless set."""
+    """The build's own caches for the copy (process runtime: process launch.serve_env), unless set."""
     where = folder(build)
     env = dict(os.environ)
     for name, path in (("VLLM_CACHE_ROOT", where.vllm_cache), ("HF_HOME", where.hf_home)):

@@ -9,23 +9,26 @@ key file read-only at /run/secrets/vllm-api-key (never in env or argv), the spec
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from tqdeploy.buildfolder import folder
+from tqdeploy.adaptors import docker
+from tqdeploy.buildfolder import folder, read_lock
+from tqdeploy.deployspec.model import CONTAINER_API_KEY
 from tqdeploy.errors import TQError
 from tqdeploy.runtime.deployment import Deployment
-from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
+from tqdeploy.runtime.detached import spawn_detached
+from tqdeploy.runtime.folderid import MARKER_ENV, deployment_marker
+from tqdeploy.runtime.procs import PROC, read_proc
 
 LABEL = "io.tqdeploy.deployment"
 
 
-def client():
+def client() -> Any:  # docker.DockerClient (the SDK's objects are Any at this boundary)
     try:
-        import docker
-
         c = docker.from_env(timeout=60)
         c.ping()
         return c
@@ -37,8 +40,6 @@ def client():
 
 
 def image_ref(dep: Deployment, image: str | None) -> str:
-    from tqdeploy.buildfolder import read_lock
-
     return image or str(read_lock(dep.build_dir)["image_tag"])
 
 
@@ -49,8 +50,6 @@ _PROC_LIMITS = {"memlock": "Max locked memory", "nofile": "Max open files"}
 def engine_limits() -> dict[str, int] | None:
     """The local dockerd's own hard limits (a container cannot get more: "error setting rlimit ... not
     permitted"); None when no local dockerd process is visible (a remote engine)."""
-    from tqdeploy.runtime.procs import PROC, read_proc
-
     for entry in PROC.iterdir():
         if entry.name.isdigit():
             proc = read_proc(int(entry.name))
@@ -86,8 +85,6 @@ CONTAINER_UID = 2000  # the rendered Dockerfile's USER 2000:0
 def prepare_cache(cache: Path) -> None:
     """The bind-mounted cache replaces the image's /cache (owned by 2000:0): give the host folder to that uid
     when we can (root), so vLLM can write its compile cache there; otherwise its owner must already be 2000."""
-    import os
-
     for path in (cache, cache / "vllm", cache / "huggingface"):
         path.mkdir(parents=True, exist_ok=True)
         if os.geteuid() == 0 and path.stat().st_uid != CONTAINER_UID:
@@ -95,48 +92,37 @@ def prepare_cache(cache: Path) -> None:
 
 
 def run_options(dep: Deployment, image: str, ulimits: dict[str, int] | None = None) -> dict[str, Any]:
-    import docker.types
-
-    from tqdeploy.deployspec.model import CONTAINER_API_KEY
-
     spec = dep.spec
-    res = spec.resources  # type: ignore[attr-defined]
+    res = spec.resources
     marker = deployment_marker(dep.build_dir)
-    cache = dep.build_dir / str(spec.storage.cache_dir)  # type: ignore[attr-defined]
+    cache = dep.build_dir / str(spec.storage.cache_dir)
     prepare_cache(cache)
     volumes = {
-        str(dep.model_dir): {"bind": spec.container_model_path, "mode": "ro"},  # type: ignore[attr-defined]
+        str(dep.model_dir): {"bind": spec.container_model_path, "mode": "ro"},
         str(cache.resolve()): {"bind": "/cache", "mode": "rw"},
     }
     if dep.api_key_file is not None:
         volumes[str(dep.api_key_file)] = {"bind": CONTAINER_API_KEY, "mode": "ro"}
     options: dict[str, Any] = {
         "image": image,
-        "name": f"tqdeploy-{spec.name}-{marker[:8]}",  # type: ignore[attr-defined]
+        "name": f"tqdeploy-{spec.name}-{marker[:8]}",
         "detach": True,
         "ipc_mode": "host",
-        "ulimits": [docker.types.Ulimit(name=k, soft=v, hard=v) for k, v in (ulimits or WANTED_ULIMITS).items()],
+        "ulimits": [docker.ulimit(k, v) for k, v in (ulimits or WANTED_ULIMITS).items()],
         "environment": {"TQ_BIND_HOST": "0.0.0.0", MARKER_ENV: marker},
         "ports": {f"{dep.port}/tcp": (dep.host, dep.port)},
         "volumes": volumes,
         "labels": {LABEL: marker, "io.tqdeploy.build-dir": str(dep.build_dir)},
     }
     gpus = res.gpus
-    if spec.variant == "gpu" and gpus:  # type: ignore[attr-defined]
-        ids = None if gpus == "all" else [str(g) for g in gpus]
-        options["device_requests"] = [
-            # device_ids=None is docker-py's "not set" (types/containers.py DeviceRequest: `if device_ids is None`);
-            # types-docker declares list[str] only.
-            docker.types.DeviceRequest(
-                count=-1 if ids is None else 0,
-                device_ids=ids,  # type: ignore[arg-type]
-                capabilities=[["gpu"]],
-            )
-        ]
+    if spec.variant == "gpu" and gpus:
+        options["device_requests"] = [docker.gpu_request(None if gpus == "all" else [str(g) for g in gpus])]
     return options
 
 
-def start_container(dep: Deployment, image: str | None, log_path: Path, env: dict[str, str], ulimits=None):
+def start_container(
+    dep: Deployment, image: str | None, log_path: Path, env: dict[str, str], ulimits: dict[str, int] | None = None
+) -> tuple[Any, subprocess.Popen[bytes]]:
     """(container, log pump process)."""
     c = client()
     ref = image_ref(dep, image)
@@ -156,19 +142,8 @@ def start_container(dep: Deployment, image: str | None, log_path: Path, env: dic
             f"the Docker engine refused the container: {str(refused)[-300:]}",
             "fix what the engine names (GPU runtime: `tqdeploy doctor`, TQ120), or use --runtime process",
         ) from None
-    err = open(folder(dep.build_dir).supervisor_err, "ab")
-    try:
-        pump = subprocess.Popen(
-            [sys.executable, "-m", "tqdeploy.runtime.dockerpump", str(dep.build_dir), str(log_path), container.id],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=err,
-            stderr=err,
-            start_new_session=True,
-            close_fds=True,
-        )
-    finally:
-        err.close()
+    argv = [sys.executable, "-m", "tqdeploy.runtime.backends.docker.pump", str(dep.build_dir), str(log_path)]
+    pump = spawn_detached([*argv, container.id], env, folder(dep.build_dir).supervisor_err)
     return container, pump
 
 

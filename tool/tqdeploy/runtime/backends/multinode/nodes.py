@@ -2,8 +2,9 @@
 other node, each the same serve.sh (and multinode.sh) a LeaderWorkerSet pod runs.
 
 Like pods, each worker is a process group of its own (its own session), with its own temp folder, log and
-record (BUILD/.tqdeploy/nodes/worker-N.json, written by its supervisor: `python -m tqdeploy.runtime.multinode
-BUILD RANK LOG -- COMMAND`). Every process carries the deployment marker, so `down` stops and proves gone the
+record (BUILD/.tqdeploy/nodes/worker-N.json, written by its supervisor:
+`python -m tqdeploy.runtime.backends.multinode.nodes BUILD RANK LOG -- COMMAND`). Every process carries the
+deployment marker, so `down` stops and proves gone the
 worker groups as it does the leader's (runtime/procs.py finds them by that marker, never by a recorded pid).
 A record is believed only when it carries this folder's marker and was written after `up` started.
 """
@@ -12,8 +13,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -21,11 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.buildfolder import own_dir
+from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.nodefile import RECORD_LIMIT, RECORD_NAME, build_record
+from tqdeploy.nodefile import EXIT_CONFIG, EXIT_VERSION, RECORD_LIMIT
 from tqdeploy.runtime.classify import AREA, root_cause
+from tqdeploy.runtime.detached import spawn_detached
+from tqdeploy.runtime.procs import Proc, owned
 from tqdeploy.runtime.record import StateRecord
 from tqdeploy.runtime.state import MARKER_ENV, logs_dir, state_dir
+from tqdeploy.runtime.supervisor import child_env, pump
+from tqdeploy.safeio import FileRefused, read_text
 
 LOG_TAIL = 256 * 1024
 LOOPBACK_IFNAME = "lo"  # on one host the nodes talk over loopback
@@ -66,9 +75,6 @@ def node_tmp(build_dir: Path, rank: int, marker: str) -> Path:
     characters". The fallback is made 0700 by this user; an existing one is used only if it is a real folder
     of this user, never a link.
     """
-    import stat
-    import tempfile
-
     tmp = nodes_dir(build_dir) / f"node-{rank}" / "tmp"
     if len(str(tmp)) <= IPC_DIR_MAX:
         return own_dir(build_dir, tmp)
@@ -78,8 +84,6 @@ def node_tmp(build_dir: Path, rank: int, marker: str) -> Path:
     except FileExistsError:
         st = os.lstat(short)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            from tqdeploy.errors import TQError
-
             raise TQError(
                 f"{short} exists and is not a private folder of this user", "remove it, then `tqdeploy up` again"
             ) from None
@@ -100,20 +104,18 @@ def start_workers(build_dir: Path, env: dict[str, str], record: dict[str, Any]) 
         if link.is_symlink() or link.exists():
             link.unlink()
         link.symlink_to(log.name)
-        command = [sys.executable, "-m", "tqdeploy.runtime.multinode", str(build_dir), str(rank), str(log), "--"]
+        command = [
+            sys.executable,
+            "-m",
+            "tqdeploy.runtime.backends.multinode.nodes",
+            str(build_dir),
+            str(rank),
+            str(log),
+            "--",
+        ]
         command += ["sh", str(build_dir / "serve.sh")]
-        with open(logs_dir(build_dir) / f"worker-{rank}.err", "ab") as err:
-            sup = subprocess.Popen(
-                command,
-                cwd=build_dir,
-                env=node_env(env, build_dir, rank, record),
-                stdin=subprocess.DEVNULL,
-                stdout=err,
-                stderr=err,
-                start_new_session=True,
-                close_fds=True,
-            )
-        pids.append(sup.pid)
+        err = logs_dir(build_dir) / f"worker-{rank}.err"
+        pids.append(spawn_detached(command, node_env(env, build_dir, rank, record), err, cwd=build_dir).pid)
     return pids
 
 
@@ -127,10 +129,6 @@ def _write_record(build_dir: Path, rank: int, data: dict[str, Any]) -> None:
 
 def run_worker(build_dir: Path, rank: int, log_path: Path, command: list[str]) -> int:
     """The worker's supervisor (as runtime/supervisor.py for the leader): pump the log, record pid and exit."""
-    import signal
-
-    from tqdeploy.runtime.supervisor import child_env, pump
-
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)  # outlive the group's SIGTERM: the log gets vLLM's last lines
     rec = {
@@ -159,8 +157,6 @@ def run_worker(build_dir: Path, rank: int, log_path: Path, command: list[str]) -
 
 def workers(build_dir: Path, marker: str, started_at: float | None) -> list[dict[str, Any]]:
     """The worker records this run wrote (this folder's marker, written after `up` started)."""
-    from tqdeploy.safeio import FileRefused, read_text
-
     out = []
     for path in sorted(nodes_dir(build_dir).glob("worker-*.json")) if nodes_dir(build_dir).is_dir() else []:
         try:
@@ -178,9 +174,6 @@ def workers(build_dir: Path, marker: str, started_at: float | None) -> list[dict
 
 def worker_finding(build_dir: Path, rec: dict[str, Any], during: str) -> Finding:
     """TQ470: a worker node is gone; what its own log says killed it."""
-    from tqdeploy.nodefile import EXIT_CONFIG, EXIT_VERSION
-    from tqdeploy.safeio import FileRefused, read_text
-
     code, rank = rec.get("exit_code"), rec.get("rank")
     try:
         lines = read_text(Path(str(rec.get("log_path"))), LOG_TAIL, "worker log", Path(build_dir).resolve(), tail=True)
@@ -203,7 +196,6 @@ def worker_finding(build_dir: Path, rec: dict[str, Any], during: str) -> Finding
 
 def worker_watch(build_dir: Path, marker: str, started_at: float) -> Callable[[], Finding | None]:
     """For wait_ready: a finding as soon as a worker node exits, instead of the leader waiting for it forever."""
-    from tqdeploy.runtime.procs import owned
 
     def check() -> Finding | None:
         for rec in workers(build_dir, marker, started_at):
@@ -215,7 +207,9 @@ def worker_watch(build_dir: Path, marker: str, started_at: float) -> Callable[[]
     return check
 
 
-def node_status(build_dir: Path, st: StateRecord, marker: str, started_at: float | None, members) -> dict:
+def node_status(
+    build_dir: Path, st: StateRecord, marker: str, started_at: float | None, members: list[Proc]
+) -> tuple[list[dict[str, Any]], list[Finding]]:
     """`status`'s nodes: the leader and each worker, live when a process of the deployment is in its group."""
     groups = {p.pgid for p in members}
     leader: dict[str, Any] = {"rank": 0, "role": "leader", "pid": st.pid, "pgid": st.pgid}
@@ -226,19 +220,16 @@ def node_status(build_dir: Path, st: StateRecord, marker: str, started_at: float
         nodes.append({"role": "worker", **rec, "live": live})
         if not live and st.phase not in ("stopped", "failed"):  # not what `down` or a failed `up` did
             findings.append(worker_finding(build_dir, rec, "after start-up: the leader cannot serve without its stage"))
-    return {"nodes": nodes, "findings": findings}
+    return nodes, findings
 
 
 def worker_pgids(build_dir: Path, marker: str, started_at: float | None) -> list[int]:
     return [r["pgid"] for r in workers(build_dir, marker, started_at) if _int(r.get("pgid"))]
 
 
-def _remove_short_tmps(marker: str) -> None:
+def remove_short_tmps(marker: str) -> None:
     """node_tmp's fallback folders of this deployment: the ipc sockets vLLM leaves there, then the folder once
     empty (rmdir: any other file someone put there is kept, and so is the folder)."""
-    import stat
-    import tempfile
-
     for path in Path(tempfile.gettempdir()).glob(f"tqdeploy-{marker[:12]}-node*"):
         try:
             if path.is_symlink() or not path.is_dir() or os.lstat(path).st_uid != os.getuid():
@@ -251,73 +242,12 @@ def _remove_short_tmps(marker: str) -> None:
             pass  # something else is in it: kept
 
 
-class MultinodeRuntime:
-    """The process runtime for a multi-node build (runtime/registry.py "multinode"; `up` picks it for a build
-    with multinode.json): the leader under the usual supervisor, each worker under its own, in its own group."""
-
-    name = "multinode"
-    start_options = frozenset({"python"})
-    stands_in_for = "process"  # registry.for_start: `up --runtime process` of a multi-node build starts this one
-
-    @classmethod
-    def takes(cls, build_dir: Path) -> bool:
-        return (Path(build_dir) / RECORD_NAME).is_file()
-
-    def __init__(self) -> None:
-        from tqdeploy.runtime.process_runtime import ProcessRuntime
-
-        self._process = ProcessRuntime()
-
-    def prepare(self, dep, options):
-        return self._process.prepare(dep, options)
-
-    def start(self, dep, prepared, log_path: Path):
-        from tqdeploy.errors import TQError
-        from tqdeploy.runtime.base import Started
-        from tqdeploy.runtime.process import serve_env, start_supervisor
-
-        record = build_record(dep.build_dir)
-        if record is None:
-            raise TQError(f"{dep.build_dir} has no multinode.json", "build a spec with resources.nodes > 1")
-        gpus = dep.spec.resources.gpus
-        env = serve_env(dep.build_dir, prepared.data["python"], dep.model_dir, dep.api_key_file, gpus)
-        env = node_env(env, dep.build_dir, 0, record)
-        start_workers(dep.build_dir, env, record)
-        sup = start_supervisor(dep.build_dir, env, log_path)
-        return Started(sup, sup.pid)
-
-    def stop(self, request):
-        t = request.trusted
-        report = self._process.stop(request, groups=worker_pgids(request.build_dir, t.marker, t.started_at))
-        _remove_short_tmps(t.marker)
-        return report
-
-    def is_live(self, build_dir: Path, record, trusted) -> bool:
-        return self._process.is_live(build_dir, record, trusted)
-
-    def failed(self, build_dir: Path, record, trusted) -> Finding | None:
-        """For wait_ready: a worker gone during start-up (the leader would wait for it in torch.distributed)."""
-        if trusted.started_at is None:
-            return None
-        return worker_watch(build_dir, trusted.marker, trusted.started_at)()
-
-    def facts(self, build_dir: Path, record, trusted):
-        return self._process.facts(build_dir, record, trusted)
-
-    def inspect(self, build_dir: Path, record, secret):
-        return self._process.inspect(build_dir, record, secret)
-
-    def logs(self, build_dir: Path) -> Path:
-        return self._process.logs(build_dir)
-
-    @classmethod
-    def adopts(cls, build_dir: Path) -> bool:
-        return False  # `down --force`: the process runtime's marker sweep finds every node's processes
-
-
 def main(argv: list[str]) -> int:
     if len(argv) < 5 or argv[3] != "--" or not argv[1].isdigit():
-        print("usage: python -m tqdeploy.runtime.multinode BUILD_DIR RANK LOG -- COMMAND...", file=sys.stderr)
+        print(
+            "usage: python -m tqdeploy.runtime.backends.multinode.nodes BUILD_DIR RANK LOG -- COMMAND...",
+            file=sys.stderr,
+        )
         return 2
     return run_worker(Path(argv[0]), int(argv[1]), Path(argv[2]), argv[4:])
 

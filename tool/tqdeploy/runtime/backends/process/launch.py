@@ -15,12 +15,12 @@ import shlex
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
-from tqdeploy.runtime.state import MARKER_ENV, deployment_marker
+from tqdeploy.runtime.detached import spawn_detached, tqdeploy_root
+from tqdeploy.runtime.folderid import MARKER_ENV, deployment_marker
 from tqdeploy.runtime.supervisor import CHILD_PYTHONPATH_ENV
 
 PYTHON_ENV = "TQDEPLOY_VLLM_PYTHON"
@@ -124,54 +124,14 @@ def serve_env(
     env["PATH"] = os.pathsep.join([str(write_shims(build_dir, python)), str(Path(python).parent), env.get("PATH", "")])
     # The supervisor imports tqdeploy from wherever this process did; serve.sh gets the caller's PYTHONPATH.
     env[CHILD_PYTHONPATH_ENV] = os.environ.get("PYTHONPATH", "")
-    here = str(Path(__file__).resolve().parents[2])
+    here = tqdeploy_root()
     env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
     return env
 
 
-def pump_env(build_dir: Path) -> dict[str, str]:
-    """Environment of the docker runtime's log pump: the marker, and tqdeploy importable."""
-    env = dict(os.environ)
-    env[MARKER_ENV] = deployment_marker(Path(build_dir).resolve())
-    here = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-    return env
-
-
-def new_log(build_dir: Path) -> Path:
-    """A fresh log file for this run; server.log points at it; earlier runs' logs stay."""
-    directory = own_dir(build_dir, folder(build_dir).logs)
-    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
-    path = directory / f"server-{stamp}.log"
-    n = 1
-    while path.exists():
-        n += 1
-        path = directory / f"server-{stamp}-{n}.log"
-    path.touch()
-    link = folder(build_dir).current_log
-    if link.is_symlink() or link.exists():
-        link.unlink()
-    link.symlink_to(path.name)
-    return path
-
-
-def start_supervisor(build_dir: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen:
+def start_supervisor(build_dir: Path, env: dict[str, str], log_path: Path) -> subprocess.Popen[bytes]:
     """The supervisor in its own session: it and everything serve.sh starts share one process group."""
     where = folder(build_dir)
-    build_dir = where.root
-    err = open(where.supervisor_err, "ab")
-    command = [sys.executable, "-m", "tqdeploy.runtime.supervisor", str(build_dir), str(log_path), "--"]
+    command = [sys.executable, "-m", "tqdeploy.runtime.supervisor", str(where.root), str(log_path), "--"]
     command += ["sh", str(where.serve_sh)]
-    try:
-        return subprocess.Popen(
-            command,
-            cwd=build_dir,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=err,
-            stderr=err,
-            start_new_session=True,
-            close_fds=True,
-        )
-    finally:
-        err.close()
+    return spawn_detached(command, env, where.supervisor_err, cwd=where.root)

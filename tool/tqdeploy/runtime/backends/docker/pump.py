@@ -1,4 +1,4 @@
-"""The docker runtime's detached log pump: `python -m tqdeploy.runtime.dockerpump BUILD_DIR LOG CONTAINER_ID`.
+"""The docker runtime's detached log pump: `python -m tqdeploy.runtime.backends.docker.pump BUILD_DIR LOG CONTAINER_ID`.
 
 The counterpart of the supervisor for a container: it follows the container's output through the Docker
 SDK, stamps each line into the same log format, and records the container's exit code in state.json.
@@ -11,17 +11,15 @@ import sys
 import time
 from pathlib import Path
 
+from tqdeploy.adaptors import docker
 from tqdeploy.runtime.logstamp import stamp
 from tqdeploy.runtime.state import update_state
 
 
 def run(build_dir: Path, log_path: Path, container_id: str) -> int:
-    import docker
-
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(sig, lambda *_: None)  # read on until the container's last line
-    # None: no read timeout (docker-py hands it to requests, which takes None); types-docker declares int only.
-    client = docker.from_env(timeout=None)  # type: ignore[arg-type]
+    client = docker.from_env(timeout=None)  # no read timeout: the container's output may pause for minutes
     container = client.containers.get(container_id)
     pending = b""
     with open(log_path, "a", encoding="utf-8", errors="replace") as log:
@@ -44,6 +42,6 @@ def run(build_dir: Path, log_path: Path, container_id: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) != 4:
-        print("usage: python -m tqdeploy.runtime.dockerpump BUILD_DIR LOG CONTAINER_ID", file=sys.stderr)
+        print("usage: python -m tqdeploy.runtime.backends.docker.pump BUILD_DIR LOG CONTAINER_ID", file=sys.stderr)
         sys.exit(2)
     sys.exit(run(Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]))

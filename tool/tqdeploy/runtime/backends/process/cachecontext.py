@@ -8,9 +8,10 @@ from pathlib import Path
 
 from tqdeploy.buildfolder import folder, read_lock
 from tqdeploy.errors import TQError
+from tqdeploy.runtime.backends.process.launch import resolve_python
+from tqdeploy.runtime.backends.process.section import previous_python
 from tqdeploy.runtime.deployment import load_deployment
-from tqdeploy.runtime.process import resolve_python
-from tqdeploy.runtime.state import read_state
+from tqdeploy.runtime.state import read_record
 from tqdeploy.safeio import read_key_file
 from tqdeploy.startcache.artifact import BuildContext
 
@@ -31,8 +32,6 @@ def cache_context(build_dir: Path, volume: Path | None, python: str | None) -> B
 def _previous_python(build: Path) -> str | None:
     """The interpreter the last `up` ran, when --python names none (the state is read, never trusted blindly)."""
     try:
-        state = read_state(build)
+        return previous_python(read_record(build), build)
     except (TQError, OSError):
         return None
-    python = state.get("python") if state else None
-    return python if isinstance(python, str) else None
