@@ -1,5 +1,5 @@
-"""A module's header says what it uses (issue 36): no import of tqdeploy's own modules inside a function, in the
-rooms listed below (the lead widens the list as rooms are converted). cli.py can afford it because it imports no
+"""A module's header says what it uses (issue 36): no import of tqdeploy's own modules inside a function, in any
+module of the package (477 such imports in 122 modules before issue 36). cli.py can afford it because it imports no
 command module until dispatch (its command table); the SDKs stay lazy inside tool/tqdeploy/adaptors/ only."""
 
 from __future__ import annotations
@@ -10,30 +10,6 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tool" / "tqdeploy"
-
-# Packages (every module in them) and single modules, relative to tool/tqdeploy.
-ROOMS = [
-    "adaptors",
-    "answers",
-    "connect",
-    "demomodel",
-    "download",
-    "net",
-    "probe",
-    "profile",
-    "redact",
-    "startcache",
-    "tune",
-    *(p.name for p in sorted(PACKAGE.glob("*.py"))),  # the top-level modules: errors, output, findings, pins...
-    "commands/cache.py",
-    "commands/check.py",
-    "commands/connect.py",
-    "commands/demo_model.py",
-    "commands/download.py",
-    "commands/options.py",
-    "commands/profile.py",
-    "commands/tune.py",
-]
 
 # (module, function) -> why its import must wait for the call
 ALLOWED = {
@@ -70,11 +46,7 @@ def in_function_imports(path: Path) -> list[tuple[str, int]]:
 
 
 def _modules() -> list[Path]:
-    out = []
-    for room in ROOMS:
-        path = PACKAGE / room
-        out += sorted(path.rglob("*.py")) if path.is_dir() else [path]
-    return out
+    return sorted(PACKAGE.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
@@ -89,7 +61,7 @@ def test_no_tqdeploy_import_inside_a_function(path):
 
 
 def test_every_listed_room_exists_and_the_finder_sees_each_form(tmp_path):
-    assert all((PACKAGE / room).exists() for room in ROOMS), [r for r in ROOMS if not (PACKAGE / r).exists()]
+    assert len(_modules()) > 200  # the whole package, not a part of it
     sample = tmp_path / "sample.py"
     sample.write_text(
         "import json\nfrom tqdeploy.errors import TQError\n"

@@ -10,7 +10,6 @@ from tqdeploy.commands import options
 from tqdeploy.output import emit
 from tqdeploy.render.build import BuildRequest, build_or_check
 
-ORDER = 40
 
 
 def build(

@@ -13,7 +13,6 @@ from tqdeploy.bundle.identity import read_keywords, this_host
 from tqdeploy.commands import options
 from tqdeploy.output import emit
 
-ORDER = 80
 
 
 def bundle(

@@ -12,7 +12,6 @@ from tqdeploy.doctor.run import run_doctor
 from tqdeploy.output import emit
 from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
-ORDER = 10
 
 
 def doctor(

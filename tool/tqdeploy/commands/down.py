@@ -12,7 +12,6 @@ from tqdeploy.errors import TQError
 from tqdeploy.output import emit
 from tqdeploy.runtime import down as stop
 
-ORDER = 63
 MAX_TIMEOUT_S = 3600
 
 

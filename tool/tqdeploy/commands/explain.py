@@ -8,7 +8,6 @@ from tqdeploy.checkids import explain_page
 from tqdeploy.commands import options
 from tqdeploy.output import dumps
 
-ORDER = 90
 SCHEMA = "tqdeploy.explain/1"
 
 

@@ -17,7 +17,6 @@ from tqdeploy.plan.init_spec import make_init_text, write_init
 if TYPE_CHECKING:
     from rich.console import Console
 
-ORDER = 35
 
 
 class InitResult:

@@ -16,7 +16,6 @@ from tqdeploy.output import emit
 from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.snapshot import GPU, HostSnapshot
 
-ORDER = 40
 
 
 def lint(

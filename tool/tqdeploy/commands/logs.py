@@ -12,7 +12,6 @@ import typer
 from tqdeploy.commands import options
 from tqdeploy.runtime.logs import parse_since, read_lines, read_records
 
-ORDER = 62
 SCHEMA = "tqdeploy.logs/1"
 
 

@@ -11,7 +11,6 @@ from tqdeploy.commands import options
 from tqdeploy.output import emit
 from tqdeploy.plan.request import PlanRequest, plan_failed, run_plan
 
-ORDER = 30
 
 
 def plan(

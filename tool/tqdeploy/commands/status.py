@@ -11,7 +11,6 @@ from tqdeploy.errors import TQError
 from tqdeploy.output import emit
 from tqdeploy.runtime import status as read
 
-ORDER = 61
 
 
 def status(
