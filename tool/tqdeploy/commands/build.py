@@ -11,7 +11,6 @@ from tqdeploy.output import emit
 from tqdeploy.render.build import BuildRequest, build_or_check
 
 
-
 def build(
     spec_file: Path | None = typer.Argument(
         None, help="tqdeploy.toml; default: ./tqdeploy.toml when it exists, else the embedded default spec."

@@ -14,7 +14,6 @@ from tqdeploy.commands import options
 from tqdeploy.output import emit
 
 
-
 def bundle(
     build_dir: Path | None = typer.Argument(None, help="Build directory of the deployment (default: ./build)."),
     out: Path | None = typer.Option(

@@ -13,7 +13,6 @@ from tqdeploy.output import emit
 from tqdeploy.pins import DEFAULT_VLLM_VERSION
 
 
-
 def doctor(
     as_json: bool = options.as_json("tqdeploy.doctor/1"),
     snapshot: Path | None = options.snapshot("to replay the checks on; no access to this machine"),

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
-
 class InitResult:
     def __init__(self, out: Path, notes: dict[str, str], text: str):
         self.out, self.notes, self.text = out, notes, text

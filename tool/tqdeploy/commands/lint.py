@@ -17,7 +17,6 @@ from tqdeploy.plan.gpus import gpu_by_name
 from tqdeploy.snapshot import GPU, HostSnapshot
 
 
-
 def lint(
     ctx: typer.Context,
     command: list[str] | None = typer.Argument(

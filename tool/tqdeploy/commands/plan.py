@@ -12,7 +12,6 @@ from tqdeploy.output import emit
 from tqdeploy.plan.request import PlanRequest, plan_failed, run_plan
 
 
-
 def plan(
     model: str = options.model(required=True),
     snapshot: Path | None = options.snapshot(),

@@ -12,7 +12,6 @@ from tqdeploy.output import emit
 from tqdeploy.runtime import status as read
 
 
-
 def status(
     build_dir: Path = typer.Argument(Path("build"), help="Build directory of the deployment."),
     as_json: bool = options.as_json("tqdeploy.status/1"),

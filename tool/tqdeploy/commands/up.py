@@ -21,7 +21,6 @@ from tqdeploy.runtime import up as start
 from tqdeploy.runtime.callerenv import help_text  # the standard library and findings only: --help stays instant
 from tqdeploy.runtime.progress import ProgressLine
 
-
 # The blue-green group (--replace and what it needs), apart so that `up`'s signature stays readable.
 REPLACE = typer.Option(
     None, "--replace", help="Blue-green: take over from this running build dir behind nginx, then stop it."
