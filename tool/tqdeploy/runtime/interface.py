@@ -67,6 +67,8 @@ class RuntimeFacts:
     processes: list[Proc] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # status's extra keys (docker: "container"; "nodes")
     findings: list[Finding] = field(default_factory=list)  # what those extras say is wrong (a dead worker node)
+    # status's human view of those extras, written by the runtime that knows them: the core prints them as they are
+    lines: list[str] = field(default_factory=list)
 
 
 class Unavailable(Exception):

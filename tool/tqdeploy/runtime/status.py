@@ -75,6 +75,7 @@ def _own_key(build_dir: Path, base_url: str) -> tuple[str | None, str | None, st
 class StatusResult:
     build_dir: str
     data: dict[str, Any]
+    runtime_lines: list[str] = field(default_factory=list)  # the runtime's own view of its extras (RuntimeFacts)
 
     @property
     def exit_code(self) -> int:
@@ -106,7 +107,7 @@ class StatusResult:
             render_findings(console, [Finding.from_dict(f) for f in self.data["findings"]], "status", show_ok=False)
 
     def _render_running(self, console: Console) -> None:
-        """What runs: the caller's overrides, restarts, processes, nodes (a multi-node build's extra), GPUs."""
+        """What runs: the caller's overrides, restarts, processes, what the runtime adds (its own lines), GPUs."""
         d = self.data
         for name, value in (d.get("env_overrides") or {}).items():  # what serve.sh read instead of the build's own
             console.print(f"environment: {name}={value} (set by the caller of `up`)", markup=False)
@@ -114,11 +115,8 @@ class StatusResult:
             console.print(f"restarts: {d['restarts']}")
         for p in d["processes"]:
             console.print(f"  pid {p['pid']} {p['title']}")
-        for n in d.get("nodes") or []:  # the multinode runtime's status extra
-            alive = "live" if n["live"] else "gone"
-            console.print(
-                f"node {n['rank']} ({n['role']}): {alive}, pid {n['pid']}, group {n['pgid']}, log {n['log_path']}"
-            )
+        for line in self.runtime_lines:
+            console.print(line, markup=False)
         for g in d.get("gpus") or []:
             console.print(f"GPU {g['index']} {g['name']}: {g['used_mib']} / {g['total_mib']} MiB used")
 
@@ -174,7 +172,7 @@ def status(build_dir: Path, *, probe: bool = True) -> StatusResult:
         "unknown_state_fields": list(st.unknown),  # not acted on (runtime/record.py: reported, not refused)
         **now.extra,  # what the runtime adds (docker: the container; multinode: the nodes)
     }
-    return StatusResult(str(build_dir), data)
+    return StatusResult(str(build_dir), data, now.lines)
 
 
 def _never_started(probe: bool) -> dict[str, Any]:

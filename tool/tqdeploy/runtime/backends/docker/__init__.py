@@ -170,7 +170,12 @@ class DockerRuntime(RuntimeBase):
                 container = None
         live = bool(container and container["status"] == "running")
         members = procs.deployment_procs(trusted.marker, trusted.started_at) if live else []
-        return RuntimeFacts(live, members, {"container": container})
+        lines = (
+            [f"container {cid[:12]}: {container['status']}, health {container['health'] or 'not set'}"]
+            if cid and container
+            else []
+        )
+        return RuntimeFacts(live, members, {"container": container}, [], lines)
 
     def inspect(self, build_dir: Path, record: StateRecord, secret: Callable[[str], str]) -> dict[str, Any]:
         return engine_evidence(recorded_container(record), secret)

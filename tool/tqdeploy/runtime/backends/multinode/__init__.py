@@ -11,6 +11,7 @@ from tqdeploy.findings import Finding
 from tqdeploy.nodefile import RECORD_NAME, build_record
 from tqdeploy.runtime.backends.multinode.nodes import (
     node_env,
+    node_lines,
     node_status,
     remove_short_tmps,
     start_workers,
@@ -63,4 +64,4 @@ class MultinodeRuntime(ProcessRuntime):
     def facts(self, build_dir: Path, record: StateRecord, trusted: Trusted) -> RuntimeFacts:
         now = super().facts(build_dir, record, trusted)
         nodes, findings = node_status(build_dir, record, trusted.marker, trusted.started_at, now.processes)
-        return RuntimeFacts(now.live, now.processes, {"nodes": nodes}, findings)
+        return RuntimeFacts(now.live, now.processes, {"nodes": nodes}, findings, node_lines(nodes))

@@ -223,6 +223,15 @@ def node_status(
     return nodes, findings
 
 
+def node_lines(nodes: list[dict[str, Any]]) -> list[str]:
+    """status's human lines for node_status's nodes, one each."""
+    return [
+        f"node {n['rank']} ({n['role']}): {'live' if n['live'] else 'gone'}, pid {n['pid']}, group {n['pgid']}, "
+        f"log {n['log_path']}"
+        for n in nodes
+    ]
+
+
 def worker_pgids(build_dir: Path, marker: str, started_at: float | None) -> list[int]:
     return [r["pgid"] for r in workers(build_dir, marker, started_at) if _int(r.get("pgid"))]
 
