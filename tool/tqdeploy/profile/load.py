@@ -137,6 +137,18 @@ def _tokens_in(line: str) -> int:
     return sum(len(c.get("token_ids") or []) or bool(c.get("text")) for c in choices)
 
 
+class StreamResult(TypedDict):
+    """One streamed completion as stream_one saw it: perf_counter times, the error that ended it (None: none)."""
+
+    sent: float
+    arrivals: list[float]
+    tokens: int
+    error: str | None
+    status: int
+    cut: bool  # ended by the step's own --duration while tokens were arriving
+    stalled: bool
+
+
 def stream_one(
     client: Client, model: str, prompt: list[int], max_tokens: int, deadline: float | None = None
 ) -> StreamResult:
@@ -183,18 +195,6 @@ def stream_one(
     return StreamResult(
         sent=sent, arrivals=arrivals, tokens=tokens, error=error, status=status, cut=cut, stalled=stalled
     )
-
-
-class StreamResult(TypedDict):
-    """One streamed completion as stream_one saw it: perf_counter times, the error that ended it (None: none)."""
-
-    sent: float
-    arrivals: list[float]
-    tokens: int
-    error: str | None
-    status: int
-    cut: bool  # ended by the step's own --duration while tokens were arriving
-    stalled: bool
 
 
 def _pct(values: list[float], q: float) -> float | None:
