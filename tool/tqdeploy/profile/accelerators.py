@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
 from tqdeploy.profile import disk
+from tqdeploy.profile.jsontypes import JSONObject
+from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.startfacts import startup_plan_state, vllm_version
+from tqdeploy.profile.timeline import Phase
 from tqdeploy.vllmfacts import logpatterns as ms
 
 IO_BOUND = 0.7  # load rate / disk rate at or above which the disk is what the load waits on; below, the reader
@@ -18,7 +21,9 @@ STARTUP_PLAN_SINCE = (0, 32, 0)
 LOAD_FORMATS = 'load_format = "fastsafetensors" or "runai_streamer"'
 
 
-def disk_figures(weights: dict, residency: dict | None, when: str | None, direct_read: dict | None) -> dict:
+def disk_figures(
+    weights: JSONObject, residency: JSONObject | None, when: str | None, direct_read: JSONObject | None
+) -> JSONObject:
     """The timeline's weights plus the disk's rate, the page-cache state and their ratio (decimal GB/s both)."""
     out = dict(weights)
     rate = (direct_read or {}).get("gb_per_s")
@@ -38,7 +43,7 @@ def disk_figures(weights: dict, residency: dict | None, when: str | None, direct
     return out
 
 
-def weight_load_finding(weights: dict) -> Finding | None:
+def weight_load_finding(weights: JSONObject) -> Finding | None:
     ratio, seconds = weights.get("vs_disk"), weights.get("seconds") or 0.0
     if ratio is None or seconds < MIN_WEIGHTS_S:
         return None
@@ -74,7 +79,7 @@ def weight_load_finding(weights: dict) -> Finding | None:
     )
 
 
-def startup_plan_finding(text: str, phases: list) -> Finding | None:
+def startup_plan_finding(text: str, phases: list[Phase]) -> Finding | None:
     """A GPU start on a vLLM that has the startup plan, with no plan line, that spent >= 2 s profiling memory."""
     version = vllm_version(text)
     if version is None or version < STARTUP_PLAN_SINCE or not ms.GPU_START.search(text):
@@ -95,7 +100,7 @@ def startup_plan_finding(text: str, phases: list) -> Finding | None:
     )
 
 
-def measure_residency(model_dir: str | None) -> dict | None:
+def measure_residency(model_dir: str | None) -> JSONObject | None:
     """Page-cache residency of the model's weight files (bounded: disk.py's time budget)."""
     if not model_dir:
         return None
@@ -103,7 +108,7 @@ def measure_residency(model_dir: str | None) -> dict | None:
     return disk.page_cache_residency(disk.weight_files(model_dir))
 
 
-def measure_direct_read(model_dir: str | None) -> dict | None:
+def measure_direct_read(model_dir: str | None) -> JSONObject | None:
     """The disk's O_DIRECT rate under the weights; run with the server down so the two do not compete."""
     if not model_dir:
         return None
@@ -112,7 +117,7 @@ def measure_direct_read(model_dir: str | None) -> dict | None:
     return disk.direct_read_rate(files) if files else {"gb_per_s": None, "reason": f"no weight files in {model_dir}"}
 
 
-def apply_disk(result, residency: dict | None, when: str, direct_read: dict | None) -> None:
+def apply_disk(result: ProfileResult, residency: JSONObject | None, when: str, direct_read: JSONObject | None) -> None:
     """Put the disk facts into the result's weights (profile.json `weights`) and add TQ436 when it applies."""
     result.context["disk"] = {"page_cache": residency, "page_cache_measured": when, "direct_read": direct_read}
     if result.timeline is None:

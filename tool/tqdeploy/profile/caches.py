@@ -24,6 +24,7 @@ from pathlib import Path
 from tqdeploy.buildfolder import read_lock
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.render.caches import FINGERPRINT_FILE, START_CACHES, StartCache
 from tqdeploy.safeio import is_within, read_text
 from tqdeploy.startcache.manifest import RECEIPT
@@ -138,7 +139,7 @@ def verdict(before: CacheState, after: CacheState) -> str:
     return "miss" if wrote or before.files == 0 else "hit"
 
 
-def report(before: Mapping[str, CacheState], after: Mapping[str, CacheState]) -> list[dict]:
+def report(before: Mapping[str, CacheState], after: Mapping[str, CacheState]) -> list[JSONObject]:
     titles = {c.key: c.title for c in START_CACHES}
     return [
         {"cache": key, "title": titles[key], "verdict": verdict(before[key], after[key])}
@@ -147,7 +148,7 @@ def report(before: Mapping[str, CacheState], after: Mapping[str, CacheState]) ->
     ]
 
 
-def mark_imported(rows: list[dict], vllm_root: Path) -> None:
+def mark_imported(rows: list[JSONObject], vllm_root: Path) -> None:
     """Add to each cache's row what `tqdeploy cache import` put there (its receipt on the volume) and whether the
     starts since used it: imported "hit" when the cache holds no file but the imported ones, unchanged since the
     import wrote its receipt (the last thing it writes); "miss" when a start wrote there after the import (its key
@@ -196,10 +197,10 @@ def _written_since(folder: Path, root: Path, since_ns: int, known: set[str], dea
     return written
 
 
-def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mapping[str, CacheState]) -> list:
+def outside_volume_findings(build: Path, where: Mapping[str, Path], after: Mapping[str, CacheState]) -> list[Finding]:
     """TQ439 for each cache with files that lives outside the folder holding VLLM_CACHE_ROOT."""
     volume = where["compile"].parent.parent  # VLLM_CACHE_ROOT/torch_compile_cache -> the cache volume
-    out = []
+    out: list[Finding] = []
     for c in START_CACHES:
         state = after[c.key]
         if not state.files or is_within(where[c.key], volume):

@@ -6,10 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from tqdeploy.adaptors import plot
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.timeline import UNATTRIBUTED, Timeline
 
 
-def write_chart(path: Path, timeline: Timeline | None, samples: list[dict] | None) -> Path:
+def write_chart(path: Path, timeline: Timeline | None, samples: list[JSONObject] | None) -> Path:
     plt = plot.pyplot()
 
     rows = (1 if timeline and timeline.phases else 0) + (1 if samples else 0)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tqdeploy.profile import diskread
 from tqdeploy.profile.diskread import MEMORY_FS, mount_of
+from tqdeploy.profile.jsontypes import JSONObject
 
 __all__ = ["MEMORY_FS", "direct_read_rate", "measure", "mount_of", "page_cache_residency", "weight_files"]
 
@@ -28,7 +29,7 @@ _PAGE = mmap.PAGESIZE
 _LOW_BIT = bytes(b & 1 for b in range(256))  # mincore: bit 0 says resident, the other bits are reserved
 
 
-def weight_files(model_dir: str | os.PathLike, max_files: int = MAX_FILES) -> list[Path]:
+def weight_files(model_dir: str | os.PathLike[str], max_files: int = MAX_FILES) -> list[Path]:
     """The checkpoint files vLLM would read, sorted; symlinks followed (HF caches link blobs)."""
     folder = Path(model_dir)
     if not folder.is_dir():
@@ -41,7 +42,7 @@ def weight_files(model_dir: str | os.PathLike, max_files: int = MAX_FILES) -> li
     return []
 
 
-def _libc():
+def _libc() -> ctypes.CDLL:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.mmap.restype = ctypes.c_void_p
     libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
@@ -50,7 +51,7 @@ def _libc():
     return libc
 
 
-def _resident_in_window(libc, fd: int, offset: int, length: int) -> int:
+def _resident_in_window(libc: ctypes.CDLL, fd: int, offset: int, length: int) -> int:
     """Resident bytes of [offset, offset + length) (offset page-aligned); the pages are never touched."""
     addr = libc.mmap(None, length, mmap.PROT_READ, mmap.MAP_SHARED, fd, offset)
     if addr in (None, ctypes.c_void_p(-1).value):
@@ -69,7 +70,7 @@ def _resident_in_window(libc, fd: int, offset: int, length: int) -> int:
         libc.munmap(ctypes.c_void_p(addr), length)
 
 
-def mincore_sees_page_cache(libc=None) -> bool:
+def mincore_sees_page_cache(libc: ctypes.CDLL | None = None) -> bool:
     """False on kernels whose mincore answers "resident" for every mapped page: gVisor does
     (pkg/sentry/syscalls/linux/sys_mmap.go Mincore: "Pretend that all mapped pages are resident in core").
     Probe: an anonymous mapping never touched has no page in memory on Linux."""
@@ -86,7 +87,7 @@ def mincore_sees_page_cache(libc=None) -> bool:
         libc.munmap(ctypes.c_void_p(addr), length)
 
 
-def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_budget_s: float = 2.0) -> dict:
+def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_budget_s: float = 2.0) -> JSONObject:
     """Bytes of `files` the OS page cache holds now. `partial` when the file cap or time budget stopped it
     early: `fraction` is then over the bytes checked. None (with `error`) where mincore cannot tell."""
     libc, t0 = _libc(), time.monotonic()
@@ -139,12 +140,12 @@ def page_cache_residency(files: list[Path], max_files: int = MAX_FILES, time_bud
     }
 
 
-def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0) -> dict:
+def direct_read_rate(files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0) -> JSONObject:
     """diskread.direct_read_rate, told whether this kernel's page-cache answers can be trusted."""
     return diskread.direct_read_rate(files, max_bytes, max_seconds, sandboxed=not mincore_sees_page_cache())
 
 
-def measure(model_dir: str | os.PathLike) -> dict:
+def measure(model_dir: str | os.PathLike[str]) -> JSONObject:
     """Both figures for one checkpoint folder: residency first (the direct read must not be what warmed it)."""
     files = weight_files(model_dir)
     return {

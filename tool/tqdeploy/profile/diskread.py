@@ -13,13 +13,15 @@ import re
 import time
 from pathlib import Path
 
+from tqdeploy.profile.jsontypes import JSONObject
+
 BLOCK_BYTES = 8 << 20  # O_DIRECT block: a multiple of every logical block size (512 B / 4 KiB)
 SMALL_SAMPLE_BYTES = 64 << 20  # below this a rate says more about latency than about sequential reads
 MEMORY_FS = ("tmpfs", "ramfs", "devtmpfs", "hugetlbfs")
 _OCTAL = re.compile(r"\\([0-7]{3})")
 
 
-def mount_of(path: str | os.PathLike) -> tuple[str | None, str | None]:
+def mount_of(path: str | os.PathLike[str]) -> tuple[str | None, str | None]:
     """(mount point, filesystem type) of the mount holding `path`, from /proc/mounts (longest prefix)."""
     real = os.path.realpath(path)
     best: tuple[str | None, str | None] = (None, None)
@@ -41,7 +43,7 @@ def mount_of(path: str | os.PathLike) -> tuple[str | None, str | None]:
 
 def direct_read_rate(
     files: list[Path], max_bytes: int = 512 << 20, max_seconds: float = 3.0, sandboxed: bool = False
-) -> dict:
+) -> JSONObject:
     """Sequential O_DIRECT read of the largest files, up to `max_bytes` or `max_seconds`; decimal GB/s.
     A filesystem that refuses O_DIRECT, or one in memory, gets a `reason` instead of a rate.
     `sandboxed`: the kernel fakes mincore (disk.mincore_sees_page_cache), so a note says what O_DIRECT may not skip."""
@@ -53,7 +55,7 @@ def direct_read_rate(
         why = "only sparse weight files (their holes read as zeros, not from the disk)" if sparse else "no weight data"
         return {"gb_per_s": None, "reason": why}
     point, fs_type = mount_of(sized[0][1])
-    out: dict = {"gb_per_s": None, "fs_type": fs_type, "mount_point": point, "method": "O_DIRECT"}
+    out: JSONObject = {"gb_per_s": None, "fs_type": fs_type, "mount_point": point, "method": "O_DIRECT"}
     if fs_type in MEMORY_FS:
         return out | {"reason": f"weights on {fs_type}: its reads are memory reads, there is no disk to measure"}
     if not hasattr(os, "O_DIRECT"):
@@ -105,7 +107,7 @@ def _read_direct(fd: int, buf: mmap.mmap, size: int, limit: int, deadline: float
     return offset
 
 
-def drop_own_file_from_page_cache(path: str | os.PathLike) -> None:
+def drop_own_file_from_page_cache(path: str | os.PathLike[str]) -> None:
     """For benchmarks, tests and recording scripts: evict a file they wrote themselves from the page cache
     (posix_fadvise DONTNEED; no root needed). profile itself never evicts anything."""
     fd = os.open(path, os.O_RDONLY)

@@ -9,19 +9,23 @@ cache_config_info, and still keeps a bf16-sized cache (tests/fixtures/vllm-logs/
 from __future__ import annotations
 
 from tqdeploy.findings import Finding, Severity
+from tqdeploy.model import ModelFacts
 from tqdeploy.plan import kv_bytes_per_token
 from tqdeploy.plan.kvformula import effective_skip_layers
 from tqdeploy.plan.vllmlog import calibrate, parse_kv_log
+from tqdeploy.profile.jsontypes import JSONObject
 
 AREA = "kv cache"
 SAME_SIZE = 0.02  # bytes per token within 2% of the unquantized figure: block rounding, not quantization
 PLAN_TOLERANCE = 0.01
 
 
-def kv_figures(log_text: str, cache_config: dict | None = None, facts=None) -> tuple[dict, list[Finding]]:
+def kv_figures(
+    log_text: str, cache_config: JSONObject | None = None, facts: ModelFacts | None = None
+) -> tuple[JSONObject, list[Finding]]:
     """The `kv` section of profile.json and its findings (TQ430, TQ431)."""
     cache_config = cache_config or {}
-    kv: dict = {"cache_dtype": cache_config.get("cache_dtype"), "planned_tokens": None, "real_tokens": None}
+    kv: JSONObject = {"cache_dtype": cache_config.get("cache_dtype"), "planned_tokens": None, "real_tokens": None}
     kv["real_tokens"] = cache_config.get("kv_cache_size_tokens")
     kv["num_gpu_blocks"] = cache_config.get("num_gpu_blocks")
     try:
@@ -39,7 +43,7 @@ def kv_figures(log_text: str, cache_config: dict | None = None, facts=None) -> t
     return kv, _compare(kv, facts, log_text)
 
 
-def _compare(kv: dict, facts, log_text: str) -> list[Finding]:
+def _compare(kv: JSONObject, facts: ModelFacts, log_text: str) -> list[Finding]:
     dtype = kv["cache_dtype"] or "auto"
     planned = calibrate(facts, log_text, kv_cache_dtype=dtype)
     real = kv["real_tokens"]
@@ -79,7 +83,7 @@ def _compare(kv: dict, facts, log_text: str) -> list[Finding]:
     return findings
 
 
-def _not_quantized(kv: dict, facts, dtype: str) -> Finding:
+def _not_quantized(kv: JSONObject, facts: ModelFacts, dtype: str) -> Finding:
     """TQ430: a TurboQuant dtype was asked for and the cache costs the unquantized bytes per token."""
     skips = effective_skip_layers(facts, dtype)
     all_skipped = set(facts.kv_layers) <= set(skips)

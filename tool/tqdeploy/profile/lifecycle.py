@@ -10,14 +10,17 @@ from tqdeploy.net import KEY_REFUSED_ID
 from tqdeploy.profile import caches
 from tqdeploy.profile import start as up
 from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency
+from tqdeploy.profile.events import Event
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.probe import first_token_probe
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.run import Inputs, profile, progress
 from tqdeploy.profile.server import make_client, refused
-from tqdeploy.profile.timeline import Event
 
 
-def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None = None) -> ProfileResult:
+def profile_once(
+    build: Path, mode: str, inputs: Inputs, measured: dict[str, JSONObject | None] | None = None
+) -> ProfileResult:
     """One start; `measured` carries the disk's direct read rate from an earlier start of the same build."""
     measured = {} if measured is None else measured
     model_dir = inputs.model or up.model_dir(build)
@@ -60,7 +63,7 @@ def profile_once(build: Path, mode: str, inputs: Inputs, measured: dict | None =
     return result
 
 
-def failed_profile(build: Path, mode: str, inputs: Inputs, failed) -> ProfileResult:
+def failed_profile(build: Path, mode: str, inputs: Inputs, failed: up.StartFailed) -> ProfileResult:
     """A start `up` reported as failed: the timeline up to the failure (its log) and up's own findings."""
     log = failed.log_path if failed.log_path is not None and failed.log_path.is_file() else None
     result = profile(replace(inputs, log=log, url=None, load=None, build_dir=build), mode)
@@ -70,7 +73,7 @@ def failed_profile(build: Path, mode: str, inputs: Inputs, failed) -> ProfileRes
     return result
 
 
-def page_cache_wording(residency: dict | None, fallback: str) -> str:
+def page_cache_wording(residency: JSONObject | None, fallback: str) -> str:
     fraction = (residency or {}).get("fraction")
     if fraction is None:
         why = (residency or {}).get("error") or "model folder unknown"
@@ -81,7 +84,7 @@ def page_cache_wording(residency: dict | None, fallback: str) -> str:
 def profile_build(build: Path, start: str, inputs: Inputs) -> ProfileResult:
     if start != "both":
         return profile_once(build, start, inputs)
-    measured: dict = {}
+    measured: dict[str, JSONObject | None] = {}  # the disk's direct read, measured once for both starts
     cold = profile_once(build, "cold", replace(inputs, load=None), measured)
     if cold.context.get("start_failed"):
         return cold  # the warm start would fail the same way
@@ -90,7 +93,7 @@ def profile_build(build: Path, start: str, inputs: Inputs) -> ProfileResult:
     return warm
 
 
-def compare(cold: ProfileResult, warm: ProfileResult) -> dict:
+def compare(cold: ProfileResult, warm: ProfileResult) -> JSONObject:
     """Phase by phase: cold seconds, warm seconds, and what a warm start still spends."""
 
     def by_name(r: ProfileResult) -> dict[str, float]:
@@ -100,7 +103,7 @@ def compare(cold: ProfileResult, warm: ProfileResult) -> dict:
         return out
 
     c, w = by_name(cold), by_name(warm)
-    rows: list[dict] = [
+    rows: list[JSONObject] = [
         {"phase": n, "cold_s": round(c.get(n, 0.0), 3), "warm_s": round(w.get(n, 0.0), 3)}
         for n in dict.fromkeys([*c, *w])
     ]
@@ -116,7 +119,7 @@ def compare(cold: ProfileResult, warm: ProfileResult) -> dict:
     }
 
 
-def plan_effect(cold: ProfileResult, warm: ProfileResult, c: dict[str, float], w: dict[str, float]) -> dict:
+def plan_effect(cold: ProfileResult, warm: ProfileResult, c: dict[str, float], w: dict[str, float]) -> JSONObject:
     """The startup plan's state on both starts and the memory-profiling phase it saved (or did not)."""
     name = "memory profiling"
     state = {r: (x.timeline.startup_plan if x.timeline else None) for r, x in (("cold", cold), ("warm", warm))}

@@ -10,10 +10,12 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 from tqdeploy.errors import TQError
 from tqdeploy.net import Answer, Client, check_url, is_loopback, model_ids, redact_url
 from tqdeploy.net.urls import origin
+from tqdeploy.profile.jsontypes import JSONObject
 
 REQUEST_TIMEOUT_S = 120  # of silence: a streamed request whose server sends nothing that long has stalled
 UNBOUNDED_REQUEST_S = 24 * 3600.0  # without --duration a request may stream as long as it keeps streaming
@@ -135,7 +137,21 @@ def _tokens_in(line: str) -> int:
     return sum(len(c.get("token_ids") or []) or bool(c.get("text")) for c in choices)
 
 
-def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, deadline: float | None = None) -> dict:
+class StreamResult(TypedDict):
+    """One streamed completion as stream_one saw it: perf_counter times, the error that ended it (None: none)."""
+
+    sent: float
+    arrivals: list[float]
+    tokens: int
+    error: str | None
+    status: int
+    cut: bool  # ended by the step's own --duration while tokens were arriving
+    stalled: bool
+
+
+def stream_one(
+    client: Client, model: str, prompt: list[int], max_tokens: int, deadline: float | None = None
+) -> StreamResult:
     """One streamed completion: send time, token arrival times, error if any. It ends at the monotonic
     ``deadline`` (--duration's), or after REQUEST_TIMEOUT_S without a byte: a server that stalls mid-stream
     cannot hold it longer."""
@@ -154,7 +170,7 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
     arrivals: list[float] = []
     tokens = 0
     end = deadline if deadline else time.monotonic() + UNBOUNDED_REQUEST_S
-    error = None
+    error: str | None = None
     with client.stream("/v1/completions", body, deadline=end, read_timeout=REQUEST_TIMEOUT_S) as st:
         if st.status != 200 and not st.error:
             st.error = f"HTTP {st.status}"
@@ -176,8 +192,9 @@ def stream_one(client: Client, model: str, prompt: list[int], max_tokens: int, d
     cut = bool(error and status == 200 and at_deadline and quiet_s <= CUT_QUIET_S)
     if cut:
         error, stalled = None, False
-    result = {"sent": sent, "arrivals": arrivals, "tokens": tokens, "error": error, "status": status, "cut": cut}
-    return result | {"stalled": stalled}
+    return StreamResult(
+        sent=sent, arrivals=arrivals, tokens=tokens, error=error, status=status, cut=cut, stalled=stalled
+    )
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -188,10 +205,10 @@ def _pct(values: list[float], q: float) -> float | None:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1]
 
 
-def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: int = 0) -> dict:
+def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: int = 0) -> JSONObject:
     rng = random.Random(seed)
     prompts = [_prompt(rng, spec.prompt_tokens) for _ in range(spec.requests)]
-    results: list[dict] = []
+    results: list[StreamResult] = []
     lock = threading.Lock()
     started = time.perf_counter()
     # --duration bounds the step and each request in it (a stalled stream included), on the monotonic clock
@@ -220,7 +237,7 @@ def run_step(client: Client, model: str, spec: LoadSpec, concurrency: int, seed:
     return summarize_step(results, concurrency, elapsed)
 
 
-def warm_up(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: int) -> dict | None:
+def warm_up(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: int) -> JSONObject | None:
     """The untimed run before a step (--warmup): the same concurrency and request shape for warmup_s seconds,
     its prompts drawn apart from the step's; what it did is kept beside the step, its figures are not in it."""
     if spec.warmup_s <= 0:
@@ -230,7 +247,7 @@ def warm_up(client: Client, model: str, spec: LoadSpec, concurrency: int, seed: 
     return {k: step[k] for k in ("requests", "completed", "cut_at_duration", "errors", "first_error", "seconds")}
 
 
-def summarize_step(results: list[dict], concurrency: int, elapsed: float) -> dict:
+def summarize_step(results: list[StreamResult], concurrency: int, elapsed: float) -> JSONObject:
     ok = [r for r in results if r["error"] is None and not r.get("cut") and r["arrivals"]]
     cut = [r for r in results if r.get("cut")]
     ttft = [r["arrivals"][0] - r["sent"] for r in ok]

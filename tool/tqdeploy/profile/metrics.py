@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from tqdeploy.net import Answer, Client
 from tqdeploy.net.client import METRICS_LIMIT
+from tqdeploy.profile.jsontypes import JSONObject
 
 GAUGES = {
     "vllm:kv_cache_usage_perc": "kv_usage",
@@ -75,7 +76,7 @@ def scrape(client: Client, timeout: float = 5.0) -> Scrape:
     return parse_metrics(answer.text())
 
 
-def cache_config_figures(cache_config: dict[str, str]) -> dict:
+def cache_config_figures(cache_config: dict[str, str]) -> JSONObject:
     """The cache_config_info labels that say what KV cache vLLM really built."""
 
     def num(key: str) -> int | None:

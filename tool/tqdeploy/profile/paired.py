@@ -20,12 +20,13 @@ import dataclasses
 import math
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.net import Client
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.load import LoadSpec, check_loopback, run_step, warm_up
 from tqdeploy.profile.server import load_model, make_client
 
@@ -122,7 +123,7 @@ def margin(low: float, high: float, tolerance: float) -> str:
     return "unresolved"
 
 
-def _reading(geo: float, low: float, high: float, tolerance: float) -> dict:
+def _reading(geo: float, low: float, high: float, tolerance: float) -> JSONObject:
     return {
         "geomean": round(geo, 4),
         "ci95": [round(low, 4), round(high, 4) if math.isfinite(high) else None],
@@ -131,11 +132,11 @@ def _reading(geo: float, low: float, high: float, tolerance: float) -> dict:
     }
 
 
-def summarize(steps: list[dict], tolerance: float, a_label: str = "a") -> dict:
+def summarize(steps: list[JSONObject], tolerance: float, a_label: str = "a") -> dict[str, JSONObject]:
     """Per concurrency: the per-step ratios A/B, their geometric mean, its interval with both readings (verdict,
     margin), the geometric means of the steps where A went first and where B did (their gap is the order effect),
     and `adjusted`: the same with the order, and the run where steps carry one, as factors (cell_interval)."""
-    out: dict[str, dict] = {}
+    out: dict[str, JSONObject] = {}
     for conc in sorted({s["concurrency"] for s in steps}):
         mine = [s for s in steps if s["concurrency"] == conc and s["ratio"] is not None]
         ratios = [s["ratio"] for s in mine]
@@ -146,7 +147,7 @@ def summarize(steps: list[dict], tolerance: float, a_label: str = "a") -> dict:
             which: [s["ratio"] for s in mine if (s.get("first") == a_label) == (which == "a_first")]
             for which in ("a_first", "b_first")
         }
-        cells: dict[tuple, list[float]] = {}
+        cells: dict[tuple[int, bool], list[float]] = {}  # (run, A went first) -> ratios
         for s in mine:
             cells.setdefault((s.get("run", 0), s.get("first") == a_label), []).append(s["ratio"])
         geo, low, high, df = cell_interval(list(cells.values()))
@@ -159,7 +160,7 @@ def summarize(steps: list[dict], tolerance: float, a_label: str = "a") -> dict:
     return out
 
 
-def pool(results: list[dict]) -> dict:
+def pool(results: list[JSONObject]) -> JSONObject:
     """Several runs of compare() (each a fresh pair of starts) as one: every run's steps, each marked with its run,
     summarized together, so `adjusted` holds the run as a factor beside the order. The runs must compare the same
     two labels under one tolerance."""
@@ -186,7 +187,7 @@ def pool(results: list[dict]) -> dict:
     }
 
 
-def checkpoint(result: Mapping, label: str) -> str | None:
+def checkpoint(result: JSONObject, label: str) -> str | None:
     """The last path part of the model a side served in a run (a served name or a checkpoint's path): what tells a
     run of one checkpoint from another's. None when the run recorded none (runs written before `models` was)."""
     served = (result.get("models") or {}).get(label)
@@ -199,9 +200,9 @@ def compare(
     spec: LoadSpec,
     rounds: int,
     tolerance: float = 0.02,
-    on_round: Callable[[dict], None] | None = None,
+    on_round: Callable[[JSONObject], None] | None = None,
     max_seconds: float | None = None,
-) -> dict:
+) -> JSONObject:
     """`rounds` rounds; in each, every concurrency of spec once on each side (its warm-up first, spec.warmup_s),
     the two sides on the same prompts, the order alternating (order()). Bounded: rounds x steps x 2 runs of at
     most spec.duration_s (+ warm-up) each. on_round gets the result so far after each round ("complete" false
@@ -217,7 +218,7 @@ def compare(
     if not spec.duration_s:
         raise TQError("--duration is missing: each interleaved step needs one", "e.g. --duration 5")
     sides = (a, b)
-    steps: list[dict] = []
+    steps: list[JSONObject] = []
     started = time.monotonic()
     for r in range(rounds):
         if max_seconds is not None and r and r % 2 == 0:
@@ -226,7 +227,7 @@ def compare(
                 return _result(a, b, spec, r, tolerance, steps, complete=True, asked=rounds)
         for i, conc in enumerate(spec.concurrency):
             seed = r * len(spec.concurrency) + i  # new prompts each step, the same for both sides
-            figures: dict[str, dict] = {}
+            figures: dict[str, JSONObject] = {}
             first = order(r, i)
             for which in first:
                 side = sides[which]
@@ -249,8 +250,15 @@ def compare(
 
 
 def _result(
-    a: Side, b: Side, spec: LoadSpec, rounds: int, tolerance: float, steps: list, complete: bool, asked: int = 0
-) -> dict:
+    a: Side,
+    b: Side,
+    spec: LoadSpec,
+    rounds: int,
+    tolerance: float,
+    steps: list[JSONObject],
+    complete: bool,
+    asked: int = 0,
+) -> JSONObject:
     return {
         "a": a.label,
         "b": b.label,
@@ -265,5 +273,5 @@ def _result(
     }
 
 
-def _kept(step: dict) -> dict:
+def _kept(step: JSONObject) -> JSONObject:
     return {k: step[k] for k in ("output_tokens_per_s", "requests", "completed", "errors", "seconds")}

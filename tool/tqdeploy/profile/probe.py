@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 from tqdeploy.net import Answer, Client
+from tqdeploy.profile.events import Event
 from tqdeploy.profile.load import served_model, stream_one
-from tqdeploy.profile.timeline import Event
 
 PROBE_TIMEOUT_S = 60
 

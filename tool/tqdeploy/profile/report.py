@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from tqdeploy.findings import Finding, Severity, exit_code_for
 from tqdeploy.output import render_findings
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.timeline import UNATTRIBUTED, Timeline
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.profile/1"
 MIN_ATTRIBUTED = 0.95
@@ -16,10 +21,10 @@ MIN_ATTRIBUTED = 0.95
 class ProfileResult:
     start: str  # cold | warm | log | running
     timeline: Timeline | None
-    kv: dict = field(default_factory=dict)
-    load: dict | None = None
+    kv: JSONObject = field(default_factory=dict)
+    load: JSONObject | None = None
     findings: list[Finding] = field(default_factory=list)
-    context: dict = field(default_factory=dict)  # log path, base_url, cache state
+    context: JSONObject = field(default_factory=dict)  # log path, base_url, cache state
     chart: str | None = None
 
     @property
@@ -61,7 +66,7 @@ class ProfileResult:
             )
         return out
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         t = self.timeline
         findings = [f.to_dict() for f in self.findings]
         return {
@@ -84,7 +89,7 @@ class ProfileResult:
             "chart": self.chart,
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         from rich.table import Table
 
         t = self.timeline
@@ -124,7 +129,7 @@ class ProfileResult:
             console.print(f"chart: {self.chart}")
 
 
-def clock_backwards_finding(steps: list[dict]) -> Finding:
+def clock_backwards_finding(steps: list[JSONObject]) -> Finding:
     first = steps[0]
     return Finding(
         "TQ440",
@@ -138,11 +143,11 @@ def clock_backwards_finding(steps: list[dict]) -> Finding:
     )
 
 
-def weights_line(w: dict) -> str:
+def weights_line(w: JSONObject) -> str:
     """'weights 2.1 GB in 1.8 s = 1.17 GB/s; disk (O_DIRECT) 1.60 GB/s; page cache 3% resident before start'."""
     if not w:
         return ""
-    parts = []
+    parts: list[str] = []
     if w.get("bytes") and w.get("seconds"):
         rate = f" = {w['gb_per_s']:.2f} GB/s" if w.get("gb_per_s") else f" ({w.get('note', 'no rate')})"
         size = f"{w['bytes'] / 1e9:.1f} GB" if w["bytes"] >= 1e8 else f"{w['bytes'] / 1e6:.1f} MB"
@@ -159,7 +164,7 @@ def weights_line(w: dict) -> str:
     return "; ".join(parts)
 
 
-def _render_load(console, load: dict) -> None:
+def _render_load(console: Console, load: JSONObject) -> None:
     from rich.table import Table
 
     table = Table(title="bounded load (client-side)")
@@ -167,7 +172,7 @@ def _render_load(console, load: dict) -> None:
         table.add_column(col, justify="right")
     for step in load.get("steps", []):
 
-        def ms(v):
+        def ms(v: float | None) -> str:
             return "-" if v is None else f"{v * 1000:.1f}"
 
         table.add_row(
@@ -185,7 +190,7 @@ def _render_load(console, load: dict) -> None:
     )
 
 
-def _render_compare(console, compare: dict) -> None:
+def _render_compare(console: Console, compare: JSONObject) -> None:
     from rich.table import Table
 
     table = Table(title=f"cold vs warm (warm/cold = {compare.get('warm_over_cold')})")

@@ -12,19 +12,21 @@ from pathlib import Path
 from tqdeploy.buildfolder import read_lock
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
-from tqdeploy.model import load_model_facts
-from tqdeploy.net import KEY_REFUSED_ID
+from tqdeploy.model import ModelFacts, load_model_facts
+from tqdeploy.net import KEY_REFUSED_ID, Client
 from tqdeploy.plan.vllmlog import parse_kv_log
 from tqdeploy.profile.accelerators import apply_disk, measure_direct_read, measure_residency, startup_plan_finding
 from tqdeploy.profile.chart import write_chart
+from tqdeploy.profile.events import Event
 from tqdeploy.profile.failed import failed_start
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.kvcheck import kv_figures
-from tqdeploy.profile.load import run_step, warm_up
+from tqdeploy.profile.load import LoadSpec, run_step, warm_up
 from tqdeploy.profile.report import ProfileResult
 from tqdeploy.profile.sampler import MetricsSampler
 from tqdeploy.profile.server import cache_config as read_cache_config
 from tqdeploy.profile.server import load_model, make_client
-from tqdeploy.profile.timeline import Event, build_timeline
+from tqdeploy.profile.timeline import build_timeline
 from tqdeploy.runtime.state import read_record
 from tqdeploy.safeio import read_bytes
 
@@ -34,7 +36,7 @@ class Inputs:
     log: Path | None = None
     url: str | None = None
     model: str | None = None  # checkpoint folder for the planner
-    load: object | None = None  # LoadSpec
+    load: LoadSpec | None = None
     out: Path | None = None
     chart: bool = True
     key_file: Path | None = None  # the deployment's API key file (--api-key-file, or the build's own)
@@ -54,7 +56,7 @@ def _read_log(path: Path) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def _facts(model: str | None, log_text: str):
+def _facts(model: str | None, log_text: str) -> ModelFacts | None:
     if model is None:  # the log's own --model, when that folder is on this machine
         try:
             candidate = parse_kv_log(log_text).args.get("model")
@@ -81,13 +83,15 @@ def progress(message: str) -> None:
     print(f"profile: {message}", file=sys.stderr, flush=True)
 
 
-def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, process_start: float | None = None):
+def profile(
+    inputs: Inputs, start: str, extra: list[Event] | None = None, process_start: float | None = None
+) -> ProfileResult:
     log_text = _read_log(inputs.log) if inputs.log else ""
     facts = _facts(inputs.model, log_text) if log_text else None
-    context: dict = {"log": str(inputs.log) if inputs.log else None, "base_url": None}
-    cache_config: dict = {}
-    server_findings: list = []
-    client = None
+    context: JSONObject = {"log": str(inputs.log) if inputs.log else None, "base_url": None}
+    cache_config: JSONObject = {}
+    server_findings: list[Finding] = []
+    client: Client | None = None
     if inputs.url:
         client = make_client(inputs.url, inputs.key_file)
         context["base_url"] = client.shown_url
@@ -96,7 +100,7 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
         context["cache_config_info"] = cache_config
     timeline = None
     if log_text:
-        weight_bytes = getattr(facts, "weight_bytes", None) if facts else None
+        weight_bytes = facts.weight_bytes if facts else None
         release = _build_release(inputs.build_dir)
         timeline = build_timeline(
             log_text, process_start=process_start, extra=extra, weight_bytes=weight_bytes, release=release
@@ -123,7 +127,7 @@ def profile(inputs: Inputs, start: str, extra: list[Event] | None = None, proces
     return result
 
 
-def _answer_check(build_dir: Path | None) -> dict | None:
+def _answer_check(build_dir: Path | None) -> JSONObject | None:
     """The answer check `up` ran after ready (state.json answer_check, validated by the one state reader)."""
     if build_dir is None:
         return None
@@ -134,16 +138,16 @@ def _answer_check(build_dir: Path | None) -> dict | None:
     return st.answer_check if st is not None else None
 
 
-def _refused(findings: list) -> bool:
+def _refused(findings: list[Finding]) -> bool:
     return any(f.id == KEY_REFUSED_ID for f in findings)
 
 
-def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, list]:
+def run_load(client: Client, spec: LoadSpec, key_file: Path | None = None) -> tuple[JSONObject | None, list[Finding]]:
     """The load's figures, or None and the finding that stopped it before it began (a refused key)."""
     model, problems = load_model(client, key_file, spec)
     if model is None:
         return None, problems
-    steps = []
+    steps: list[JSONObject] = []
     with MetricsSampler(client, spec.sample_interval_s) as sampler:
         for i, concurrency in enumerate(spec.concurrency):
             progress(f"load step {i + 1}/{len(spec.concurrency)}: concurrency {concurrency}")
@@ -170,8 +174,8 @@ def run_load(client, spec, key_file: Path | None = None) -> tuple[dict | None, l
 MIN_STEP_SAMPLES = 3
 
 
-def load_findings(load: dict) -> list:
-    out = []
+def load_findings(load: JSONObject) -> list[Finding]:
+    out: list[Finding] = []
     preempted = load["server"].get("preemptions") or 0
     if preempted > 0:
         out.append(

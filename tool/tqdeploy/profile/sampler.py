@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
 
 from tqdeploy.net import Client
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.metrics import Scrape, scrape
 from tqdeploy.runtime.gpu import gpu_memory
 
@@ -15,7 +15,7 @@ class MetricsSampler:
     def __init__(self, client: Client, interval_s: float = 1.0):
         self.client = client
         self.interval_s = interval_s
-        self.samples: list[dict] = []
+        self.samples: list[JSONObject] = []
         self.first: Scrape | None = None
         self.last: Scrape | None = None
         self._stop = threading.Event()
@@ -28,9 +28,9 @@ class MetricsSampler:
         """Seconds since the sampler started, on the clock of the samples' `t_s`."""
         return time.perf_counter() - self._t0
 
-    def scrape(self):
+    def scrape(self) -> Scrape:
         got = scrape(self.client, timeout=max(1.0, min(5.0, 2 * self.interval_s)))
-        sample: dict[str, Any] = {"t_s": round(time.perf_counter() - self._t0, 3), **got.values}
+        sample: JSONObject = {"t_s": round(time.perf_counter() - self._t0, 3), **got.values}
         if self._gpus:  # NVML memory per GPU on GPU hosts (runtime/gpu.py; None without a driver)
             sample["gpu_used_mib"] = [g["used_mib"] for g in gpu_memory() or []]
         self.samples.append(sample)
@@ -56,7 +56,7 @@ class MetricsSampler:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         try:
@@ -64,9 +64,9 @@ class MetricsSampler:
         except (OSError, ValueError):
             self.missed += 1
 
-    def server_side(self) -> dict:
+    def server_side(self) -> JSONObject:
         """What vLLM itself counted over the load: histogram means, preemptions, KV usage peak."""
-        out: dict = {"samples": len(self.samples), "missed_samples": self.missed}
+        out: JSONObject = {"samples": len(self.samples), "missed_samples": self.missed}
         if self.first is None or self.last is None:
             return out
         for key in ("ttft", "itl"):

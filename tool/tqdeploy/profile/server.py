@@ -9,7 +9,8 @@ from pathlib import Path
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
 from tqdeploy.net import Answer, Client, bad_answer_finding, key_refused_finding
-from tqdeploy.profile.load import served_model
+from tqdeploy.profile.jsontypes import JSONObject
+from tqdeploy.profile.load import LoadSpec, served_model
 from tqdeploy.profile.metrics import cache_config_figures, fetch_metrics, parse_metrics
 from tqdeploy.safeio import read_key_file
 
@@ -35,7 +36,7 @@ def refused(answer: Answer, client: Client, key_file: Path | None) -> Finding:
     )
 
 
-def cache_config(client: Client, key_file: Path | None) -> tuple[dict, list[Finding]]:
+def cache_config(client: Client, key_file: Path | None) -> tuple[JSONObject, list[Finding]]:
     """vllm:cache_config_info's figures; no answer at all is a one-line error (nothing runs there)."""
     answer = fetch_metrics(client)
     if answer.status == 0:
@@ -56,7 +57,7 @@ def cache_config(client: Client, key_file: Path | None) -> tuple[dict, list[Find
     return figures, []
 
 
-def load_model(client: Client, key_file: Path | None, spec=None) -> tuple[str | None, list[Finding]]:
+def load_model(client: Client, key_file: Path | None, spec: LoadSpec | None = None) -> tuple[str | None, list[Finding]]:
     """The served model the load asks for, from /v1/models (a guarded route: the key is checked here); a
     load longer than the model's context (vLLM's ModelCard.max_model_len) is refused before it is sent."""
     model, answer = served_model(client)
@@ -82,7 +83,7 @@ def context_length(answer: Answer, model: str) -> int | None:
     return None
 
 
-def check_fits(spec, max_model_len: int | None) -> None:
+def check_fits(spec: LoadSpec, max_model_len: int | None) -> None:
     if max_model_len is None or spec.prompt_tokens + spec.output_tokens <= max_model_len:
         return
     raise TQError(

@@ -124,7 +124,7 @@ def start(build: Path, mode: str) -> Started:
 class StartFailed(Exception):
     """`up` reported a failed or refused start: its findings (TQ4xx, from runtime/classify.py) and its log."""
 
-    def __init__(self, findings: list, log_path: Path | None):
+    def __init__(self, findings: list[Finding], log_path: Path | None):
         super().__init__("the start failed")
         self.findings = findings
         self.log_path = log_path

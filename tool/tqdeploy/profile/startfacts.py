@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.units import GiB
 from tqdeploy.vllmfacts import logpatterns as ms
 
@@ -25,7 +26,7 @@ def compile_cache_state(text: str) -> str | None:
     return None
 
 
-def weights_figures(text: str, events: list[Event], weight_bytes: int | None = None) -> dict:
+def weights_figures(text: str, events: list[Event], weight_bytes: int | None = None) -> JSONObject:
     """Bytes and achieved GB/s of the weight load (checkpoint bytes when known, else the log's figure).
     With --load-format dummy nothing is read from disk, so no rate is given."""
     gib = None
@@ -38,7 +39,7 @@ def weights_figures(text: str, events: list[Event], weight_bytes: int | None = N
     seconds = next((e.reported_s for e in reversed(events) if e.key in ("model_loaded", "weights")), None)
     if seconds is None:
         seconds = _streamed_seconds(events)
-    out: dict = {"bytes": None if gib is None else round(gib * GiB), "seconds": seconds, "gb_per_s": None}
+    out: JSONObject = {"bytes": None if gib is None else round(gib * GiB), "seconds": seconds, "gb_per_s": None}
     if "'load_format': 'dummy'" in text or "load_format=dummy" in text:
         out["note"] = "dummy weights (--load-format dummy): nothing read from disk"
     elif gib and seconds:

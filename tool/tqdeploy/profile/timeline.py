@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tqdeploy.profile.events import Event
+from tqdeploy.profile.jsontypes import JSONObject
 from tqdeploy.profile.startfacts import compile_cache_state, startup_plan_state, vllm_version, weights_figures
 from tqdeploy.runtime.logstamp import clock_seconds, split
 from tqdeploy.vllmfacts import logpatterns as ms
@@ -27,7 +28,7 @@ class Phase:
     seconds: float
     source: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> JSONObject:
         return {
             "name": self.name,
             "start_s": round(self.start_s, 3),
@@ -44,11 +45,11 @@ class Timeline:
     events: list[Event] = field(default_factory=list)
     untimed: list[str] = field(default_factory=list)  # phases the log shows but cannot time
     compile_cache: str | None = None  # hit | miss | load-failed | none (eager)
-    weights: dict = field(default_factory=dict)
+    weights: JSONObject = field(default_factory=dict)
     startup_plan: str | None = None  # applied | not-applied | saved (VLLM_ENABLE_STARTUP_PLAN), None: no plan line
     # milestones whose time is earlier than the one before them (a clock set back, an edited or merged log):
     # their phases read 0 s, which is no measurement
-    clock_backwards: list[dict] = field(default_factory=list)
+    clock_backwards: list[JSONObject] = field(default_factory=list)
 
     @property
     def wall_seconds(self) -> float:
@@ -100,7 +101,9 @@ def find_events(lines: list[str], release: str | None = None) -> tuple[list[Even
     return events, stamped
 
 
-def _origin(parsed: list[tuple[float | None, str]], stamped: bool, process_start: float | None):
+def _origin(
+    parsed: list[tuple[float | None, str]], stamped: bool, process_start: float | None
+) -> tuple[float | None, str]:
     if process_start is not None:
         return process_start, "process start (launch time)"
     for when, text in parsed:
