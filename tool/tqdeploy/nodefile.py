@@ -36,4 +36,4 @@ def build_record(build_dir: Path) -> dict[str, Any] | None:
     nodes, port = fields.get("nodes"), fields.get("master_port")
     if not (isinstance(nodes, int) and 2 <= nodes <= 256 and isinstance(port, int) and 1024 <= port <= 65535):
         raise TQError(f"{path} has no valid nodes / master_port", "run `tqdeploy build` again: it writes the file")
-    return data
+    return fields

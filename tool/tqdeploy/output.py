@@ -9,10 +9,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, sort_worst_first
+
+if TYPE_CHECKING:  # rich is imported where a view is drawn: `--json` and plain echo never load it
+    from rich.console import Console
 
 TITLE_LIMIT = 1000  # characters of a finding's title or fix as printed
 
@@ -28,7 +31,7 @@ SEVERITY_STYLE = {
 class Result(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
-    def render(self, console) -> None: ...
+    def render(self, console: Console) -> None: ...
 
 
 def _stop_writing() -> None:
@@ -49,7 +52,7 @@ def echo(text: str) -> None:
         _stop_writing()
 
 
-def make_console(stderr: bool = False):
+def make_console(stderr: bool = False) -> Console:
     from rich.console import Console
 
     class _Console(Console):
@@ -87,7 +90,7 @@ def format_evidence(evidence: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
-def render_findings(console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
+def render_findings(console: Console, findings: list[Finding], title: str, show_ok: bool = True) -> None:
     """A table worst first across all areas (an error is never below another area's passes), the area on
     every row, the fix under each problem."""
     from rich.markup import escape

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -124,7 +124,7 @@ class HostSnapshot:
             ) from exc
 
 
-def _check_shape(name: str, value: Any, f) -> None:
+def _check_shape(name: str, value: Any, f: Field[Any]) -> None:
     """Sections must keep their container type, so a hand-edited snapshot fails on load, not inside a check."""
     default = f.default_factory() if callable(f.default_factory) else None
     if isinstance(default, (dict, list)) and not isinstance(value, type(default)):
@@ -153,7 +153,7 @@ def _check_values(value: Any, where: str, allowed: tuple[int, ...] = ()) -> None
             raise ValueError(f"{where} = {repr(value)[:40]} is not a finite number >= 0")
 
 
-def _build(cls, data: dict[str, Any]):
+def _build(cls: type[GPU], data: Any) -> GPU:  # Any: one entry of a snapshot file's JSON
     if not isinstance(data, dict):
         raise TypeError("each entry of 'gpus' must be a JSON object")
     known = {f.name: f for f in fields(cls)}
@@ -165,5 +165,5 @@ def _build(cls, data: dict[str, Any]):
     return cls(**kwargs)
 
 
-def _hints(cls) -> dict[str, Any]:
+def _hints(cls: type) -> dict[str, Any]:
     return get_type_hints(cls)

@@ -17,6 +17,7 @@ import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.answers import probes
 from tqdeploy.answers.fixed import load_inputs
@@ -32,6 +33,9 @@ from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.net import Client
 from tqdeploy.runtime.deployment import load_deployment
 from tqdeploy.runtime.up import running_state
+
+if TYPE_CHECKING:  # rich is loaded where the view is drawn
+    from rich.console import Console
 
 REFERENCE_NAME = "answers-reference.json"
 UP_TIMEOUT_S = 900
@@ -139,11 +143,11 @@ class Recorded:
 
     path: Path
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = json.loads(self.path.read_text(encoding="utf-8"))
         return {"schema": "tqdeploy.check-reference/1", "path": str(self.path), "reference": data}
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         ref = self.to_dict()["reference"]
         console.print(
             f"recorded the reference: {self.path} (perplexity {ref['perplexity']}, vLLM "
@@ -159,7 +163,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _json(text: str) -> dict:
+def _json(text: str) -> dict[str, Any]:
     try:
         data = json.loads(text)
     except ValueError:
@@ -167,7 +171,7 @@ def _json(text: str) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _why(answer: dict, proc: subprocess.CompletedProcess[str]) -> str:
+def _why(answer: dict[str, Any], proc: subprocess.CompletedProcess[str]) -> str:
     """up's first error finding (its JSON), else its last line."""
     for f in answer.get("findings") or []:
         if isinstance(f, dict) and f.get("severity") == "error":

@@ -11,6 +11,8 @@ from tqdeploy.findings import Finding, Severity, exit_code_for, summarize
 from tqdeploy.output import render_findings
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from tqdeploy.answers.probes import ServerFacts
     from tqdeploy.answers.reference import Fingerprint, Reference
     from tqdeploy.answers.verdict import Observed
@@ -67,7 +69,7 @@ class CheckResult:
             "summary": summarize(self.findings),
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         verdict = "passed" if self.passed else "FAILED"
         console.print(f"check {verdict}: {self.url} model {self.model!r} in {self.seconds:.1f} s", soft_wrap=True)
         render_findings(console, self.findings, "tqdeploy check")

@@ -10,11 +10,13 @@ from typing import Any
 
 import typer
 
+from tqdeploy.answers.result import CheckResult
 from tqdeploy.answers.run import run_check
 from tqdeploy.answers.target import for_build
 from tqdeploy.commands import options
 from tqdeploy.doctor import run_doctor
 from tqdeploy.errors import TQError
+from tqdeploy.findings import Finding
 from tqdeploy.output import emit
 from tqdeploy.runtime import registry
 from tqdeploy.runtime import up as start
@@ -95,14 +97,14 @@ def up(
     return result.exit_code
 
 
-def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list:
+def _doctor_findings(vllm_version: str, serving: Mapping[str, Any]) -> list[Finding]:
     """The pre-flight's doctor (offline) on the build's settings: passed into runtime, which stands below doctor in
     the layers."""
 
     return run_doctor(vllm_version=vllm_version, offline=True, serving=dict(serving)).findings
 
 
-def _answer_check(build_dir: Path, *, timeout: float):
+def _answer_check(build_dir: Path, *, timeout: float) -> CheckResult:
     """`tqdeploy check BUILD` on the fresh server: passed into runtime, which stands below answers in the layers."""
 
     return run_check(for_build(build_dir, None, None, None), budget=timeout)

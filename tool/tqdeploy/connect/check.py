@@ -8,6 +8,7 @@ the Messages API is vllm/entrypoints/anthropic/ (response shape: protocol.py Ant
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from tqdeploy.connect import http
 from tqdeploy.connect.endpoint import Endpoint
@@ -22,11 +23,11 @@ MAX_TOKENS = 8
 ANTHROPIC_BLOCK_TYPES = {"text", "thinking", "redacted_thinking", "tool_use"}
 
 
-def _f(fid: str, sev: Severity, title: str, remediation: str = "", **evidence) -> Finding:
+def _f(fid: str, sev: Severity, title: str, remediation: str = "", **evidence: Any) -> Finding:
     return Finding(fid, sev, title, evidence, remediation, AREA)
 
 
-def _fail(fid: str, what: str, reply_status: int, detail, remediation: str) -> Finding:
+def _fail(fid: str, what: str, reply_status: int, detail: object, remediation: str) -> Finding:
     return _f(fid, Severity.ERROR, what, remediation, status=reply_status, answer=str(detail)[:200])
 
 
@@ -84,7 +85,7 @@ def check_models(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]
     return found
 
 
-def _model_ids(body) -> list | None:
+def _model_ids(body: Any) -> list[Any] | None:  # body: the JSON /v1/models answered
     data = body.get("data") if isinstance(body, dict) else None
     return [m.get("id") for m in data if isinstance(m, dict)] if isinstance(data, list) else None
 
@@ -129,7 +130,7 @@ def check_chat(ep: Endpoint, key: str | None, timeout: float) -> list[Finding]:
     return found
 
 
-def anthropic_shape_problem(body) -> str:
+def anthropic_shape_problem(body: Any) -> str:  # body: the JSON the server answered
     """'' when the body is an Anthropic message with content blocks, else what is wrong."""
     if not isinstance(body, dict) or body.get("type") != "message" or body.get("role") != "assistant":
         return "not an Anthropic message (type 'message', role 'assistant')"

@@ -42,7 +42,12 @@ def _client(url: str, key: str | None) -> Client:
 
 
 def call(
-    url: str, key: str | None, body: dict | None = None, *, headers: dict[str, str] | None = None, timeout: float = 60
+    url: str,
+    key: str | None,
+    body: dict[str, Any] | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    timeout: float = 60,
 ) -> Reply:
     try:
         client = _client(url, key)
@@ -53,7 +58,7 @@ def call(
 
 
 def stream(
-    url: str, key: str | None, body: dict, *, headers: dict[str, str] | None = None, timeout: float = 60
+    url: str, key: str | None, body: dict[str, Any], *, headers: dict[str, str] | None = None, timeout: float = 60
 ) -> Stream:
     """POST and read the SSE stream to its end, within ``timeout`` seconds in all."""
     start = time.monotonic()

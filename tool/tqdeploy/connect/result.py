@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.connect.endpoint import Endpoint
 from tqdeploy.errors import shown
 from tqdeploy.findings import Finding, exit_code_for, summarize
 from tqdeploy.output import render_findings
+
+if TYPE_CHECKING:  # rich is loaded where the view is drawn
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.connect/1"
 
@@ -45,7 +48,7 @@ class ConnectResult:
             "summary": summarize(self.findings or []),
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         ep = self.endpoint
         head = (
             f"{self.client}: {shown(ep.openai_base_url)} model {shown(repr(ep.served_name))} (from {shown(ep.source)})"
@@ -58,7 +61,7 @@ class ConnectResult:
             render_findings(console, self.findings, f"connect --check {self.client}")
 
 
-def _render_settings(console, client: str, settings: dict[str, Any]) -> None:
+def _render_settings(console: Console, client: str, settings: dict[str, Any]) -> None:
     if client == "claude-code":
         console.print(f"\nsettings.json ({settings['path']}), merged into what is there:", soft_wrap=True, markup=False)
         console.print(json.dumps(settings["settings_json"], indent=2), soft_wrap=True, markup=False)

@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.demomodel import ggufllama, safetensors_bf16, tokenizer
 from tqdeploy.demomodel.manifest import MANIFEST, write_manifest
 
+if TYPE_CHECKING:
+    from gguf import GGUFReader
+
 WEIGHTS = "model.safetensors"
 
 
-def model_config(reader, shape: ggufllama.LlamaShape, tied: bool) -> dict[str, Any]:
+def model_config(reader: GGUFReader, shape: ggufllama.LlamaShape, tied: bool) -> dict[str, Any]:
     ids = tokenizer.special_ids(reader)
     return {
         "architectures": ["LlamaForCausalLM"],
@@ -51,7 +54,7 @@ def _write_json(folder: Path, name: str, data: dict[str, Any]) -> None:
         os.fsync(fh.fileno())
 
 
-def write_weights(reader, shape: ggufllama.LlamaShape, path: Path) -> None:
+def write_weights(reader: GGUFReader, shape: ggufllama.LlamaShape, path: Path) -> None:
     infos = ggufllama.tensor_infos(reader, shape)
     head = safetensors_bf16.header(((t.name, t.shape) for t in infos), {"format": "pt"})
     with open(path, "wb") as out:

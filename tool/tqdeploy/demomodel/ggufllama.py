@@ -18,11 +18,14 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tqdeploy.errors import TQError
+
+if TYPE_CHECKING:  # gguf is imported where a file is read (the demo model only)
+    from gguf import GGUFReader
 
 # GGUF leaf name -> transformers name, for `blk.N.<leaf>` (per layer) and the top level.
 LAYER_NAMES = {
@@ -58,7 +61,7 @@ class LlamaShape:
     vocab: int
 
 
-def open_reader(path: Path):
+def open_reader(path: Path) -> GGUFReader:
     import gguf
 
     try:
@@ -67,7 +70,7 @@ def open_reader(path: Path):
         raise TQError(f"{path} is not a readable GGUF file: {err}", "download the model again") from None
 
 
-def field(reader, key: str, kind: type | tuple[type, ...]) -> Any:
+def field(reader: GGUFReader, key: str, kind: type | tuple[type, ...]) -> Any:
     """One metadata value, of the type the format promises (bool is not an int here)."""
     f = reader.fields.get(key)
     if f is None:
@@ -80,18 +83,18 @@ def field(reader, key: str, kind: type | tuple[type, ...]) -> Any:
     return value
 
 
-def f32_value(reader, key: str) -> float:
+def f32_value(reader: GGUFReader, key: str) -> float:
     """A float32 field as the shortest decimal that reads back to the same float32 (1e-05, not 9.99e-06)."""
     return float(str(np.float32(field(reader, key, (float, int)))))
 
 
-def read_shape(reader) -> LlamaShape:
+def read_shape(reader: GGUFReader) -> LlamaShape:
     arch = field(reader, "general.architecture", str)
     if arch != "llama":
         raise TQError(f"the GGUF's architecture is {arch!r}, not 'llama'", "use the pinned GGUF")
 
     def u(key: str) -> int:
-        value = field(reader, f"llama.{key}", int)
+        value: int = field(reader, f"llama.{key}", int)
         if not 0 < value < 1 << 24:
             raise TQError(f"the GGUF's llama.{key} = {value} is out of range", "use the pinned GGUF")
         return value
@@ -140,13 +143,13 @@ class TensorInfo:
     shape: tuple[int, ...]  # transformers' (row-major) shape
 
 
-def tensor_infos(reader, shape: LlamaShape) -> list[TensorInfo]:
+def tensor_infos(reader: GGUFReader, shape: LlamaShape) -> list[TensorInfo]:
     """Name and shape of every tensor, without reading the data (what the safetensors header needs)."""
     # GGUF lists dimensions innermost first; numpy (and transformers) outermost first.
     return [TensorInfo(hf_name(t.name, shape.layers), tuple(int(d) for d in reversed(t.shape))) for t in reader.tensors]
 
 
-def tensors(reader, shape: LlamaShape) -> Iterator[tuple[str, np.ndarray]]:
+def tensors(reader: GGUFReader, shape: LlamaShape) -> Iterator[tuple[str, np.ndarray]]:
     """(transformers name, float32 array) for every tensor, dequantized and unpermuted, in file order."""
     from gguf.quants import dequantize
 

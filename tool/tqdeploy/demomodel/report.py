@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.demomodel import facts
 from tqdeploy.demomodel.facts import source_record
+
+if TYPE_CHECKING:  # rich is loaded where the view is drawn
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.demo-model/1"
 
@@ -31,7 +34,7 @@ class DemoModelResult:
             "source": source_record(),
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         from rich.markup import escape
 
         src = f"{facts.PACKAGE} {facts.VERSION} ({facts.GGUF_MEMBER}, sha256 {facts.GGUF_SHA256[:12]}…)"

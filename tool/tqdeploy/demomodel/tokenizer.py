@@ -10,10 +10,13 @@ tokens that are never split. tests/test_demomodel_convert.py checks the ids equa
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.demomodel.ggufllama import field
 from tqdeploy.errors import TQError
+
+if TYPE_CHECKING:
+    from gguf import GGUFReader
 
 CONTROL = 3  # llama.cpp's LLAMA_TOKEN_TYPE_CONTROL
 USER_DEFINED = 4
@@ -50,7 +53,7 @@ def _added(token_id: int, content: str, special: bool) -> dict[str, Any]:
     }
 
 
-def tokenizer_json(reader) -> dict[str, Any]:
+def tokenizer_json(reader: GGUFReader) -> dict[str, Any]:
     model = field(reader, "tokenizer.ggml.model", str)
     if model != "gpt2":
         raise TQError(
@@ -100,7 +103,7 @@ def tokenizer_json(reader) -> dict[str, Any]:
     }
 
 
-def special_ids(reader) -> dict[str, int]:
+def special_ids(reader: GGUFReader) -> dict[str, int]:
     ids = {}
     count = len(field(reader, "tokenizer.ggml.tokens", list))
     for name, key in (
@@ -116,7 +119,7 @@ def special_ids(reader) -> dict[str, int]:
     return ids
 
 
-def tokenizer_config(reader) -> dict[str, Any]:
+def tokenizer_config(reader: GGUFReader) -> dict[str, Any]:
     tokens = field(reader, "tokenizer.ggml.tokens", list)
     ids = special_ids(reader)
     return {

@@ -74,7 +74,8 @@ def _read(path: Path) -> dict[str, Any]:
     pins = data.get("pins") if isinstance(data, dict) else None
     if not isinstance(pins, dict) or data.get("schema") != LOCK_SCHEMA or not isinstance(pins.get("model"), dict):
         raise TQError(f"{path}: not a {LOCK_SCHEMA} lock file", fix)
-    return data
+    lock: dict[str, Any] = data  # the JSON object, its pins checked above
+    return lock
 
 
 def open_build_lock(path: Path) -> BuildLock:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.download.listing import RemoteFile
-from tqdeploy.download.listing_http import get_tree, remote_file
+from tqdeploy.download.listing_http import MirrorQuery, RevisionAnswer, Token, get_tree, remote_file
+from tqdeploy.download.transfer import RetryPolicy
 
 TREE = "tree API (/api/models/{repo}/tree/{commit})"
 HEADERS = "HEAD on resolve URLs (X-Linked-Etag / ETag, X-Linked-Size)"
@@ -28,9 +29,10 @@ class Unverifiable(Exception):
     """Neither source gives a commit, a size and a hash for every file."""
 
 
-def listing_without_blobs(ctx, info, on_event: Callable[[str], None]) -> tuple[str, dict[str, RemoteFile], str]:
-    """(commit, files, hash source) for a revision answer that lacks sizes or hashes; Unverifiable if none.
-    ctx: (retry policy, endpoint, repo, revision, token, timeout_s) as remote.list_repo holds them."""
+def listing_without_blobs(
+    ctx: MirrorQuery, info: RevisionAnswer, on_event: Callable[[str], None]
+) -> tuple[str, dict[str, RemoteFile], str]:
+    """(commit, files, hash source) for a revision answer that lacks sizes or hashes; Unverifiable if none."""
     policy, endpoint, repo, revision, token, timeout_s = ctx
     names = [s.rfilename for s in (info.siblings or [])]
     commit = info.sha if isinstance(info.sha, str) and _SHA1.match(info.sha) else None
@@ -48,12 +50,14 @@ def listing_without_blobs(ctx, info, on_event: Callable[[str], None]) -> tuple[s
     return commit, files, source
 
 
-def _from_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> dict[str, RemoteFile]:
+def _from_tree(
+    endpoint: str, repo: str, revision: str, token: Token, timeout_s: float, policy: RetryPolicy
+) -> dict[str, RemoteFile]:
     try:
         entries = get_tree(endpoint, repo, revision, token, timeout_s, policy)  # bounded in bytes and time
     except Exception as err:  # any transport, HTTP or size error: this source is not available
         raise Unverifiable(f"unavailable ({type(err).__name__})") from None
-    files = {}
+    files: dict[str, RemoteFile] = {}
     for e in entries:
         if e.get("type") != "file":  # a folder
             continue
@@ -72,9 +76,10 @@ def _from_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float,
 
 
 def _from_heads(
-    endpoint: str, repo: str, revision: str, names: list[str], token, timeout_s: float
+    endpoint: str, repo: str, revision: str, names: list[str], token: Token, timeout_s: float
 ) -> tuple[dict[str, RemoteFile], str | None]:
-    files, commit = {}, None
+    files: dict[str, RemoteFile] = {}
+    commit: str | None = None
     for name in names:
         url = hfhub.hf_hub_url(repo, name, revision=revision, endpoint=endpoint)
         try:

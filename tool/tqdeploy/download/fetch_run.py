@@ -13,10 +13,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.download import transfer
+from tqdeploy.download.buildlock import LockRecord
 from tqdeploy.download.hashing import Digest, digest_file
 from tqdeploy.download.listing import RemoteFile, RepoListing
 from tqdeploy.download.manifest import Manifest, save_manifest
@@ -52,7 +52,7 @@ class DownloadOutcome:
     bytes_fetched: int = 0
     seconds: float = 0.0
     token_present: bool = False
-    lock: Any = None  # buildlock.LockRecord when the commit was recorded in a build's lock
+    lock: LockRecord | None = None  # when the commit was recorded in a build's lock
 
 
 class FetchRun:

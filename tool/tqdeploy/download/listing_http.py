@@ -18,14 +18,15 @@ from __future__ import annotations
 
 import re
 import time
-from types import SimpleNamespace
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.download.listing import RemoteFile
 from tqdeploy.download.selection import is_unsafe_path
+from tqdeploy.download.transfer import HTTPResponse, RetryPolicy
 from tqdeploy.errors import TQError, shown
 from tqdeploy.jsonin import loads
 
@@ -37,6 +38,37 @@ SIZE_LIMIT = 2**63 - 1
 _SHA1 = re.compile(r"^[0-9a-f]{40}\Z")
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+Token = str | bool | None  # huggingface_hub's: a token, False to send none, None for its own choice
+
+
+@dataclass(frozen=True)
+class ListedSibling:
+    """One file of a revision answer: its name checked to be a string, the rest as the mirror sent it
+    (remote_file checks them before anything is taken from them)."""
+
+    rfilename: str
+    size: Any
+    blob_id: Any
+    lfs: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class RevisionAnswer:
+    """A revision answer's commit and files (``siblings`` None: the mirror sent no list)."""
+
+    sha: str | None
+    siblings: list[ListedSibling] | None
+
+
+class MirrorQuery(NamedTuple):
+    """What one mirror is asked with, as remote.list_repo holds it for the fallback listing."""
+
+    policy: RetryPolicy
+    endpoint: str
+    repo: str
+    revision: str
+    token: Token
+    timeout_s: float
 
 
 class ListingRefused(Exception):
@@ -47,7 +79,7 @@ class ListingRefused(Exception):
         self.reason = reason
 
 
-def _read(resp, deadline: float, policy, limit: int) -> bytes:
+def _read(resp: HTTPResponse, deadline: float, policy: RetryPolicy, limit: int) -> bytes:
     chunks: list[bytes] = []
     size = 0
     window_start, window_bytes = time.monotonic(), 0
@@ -68,7 +100,15 @@ def _read(resp, deadline: float, policy, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _get(url: str, params: dict[str, str] | None, token, timeout_s: float, policy, deadline: float, limit: int):
+def _get(
+    url: str,
+    params: dict[str, str] | None,
+    token: Token,
+    timeout_s: float,
+    policy: RetryPolicy,
+    deadline: float,
+    limit: int,
+) -> tuple[bytes, str | None]:
     """(body, next page URL or None) of one GET, read within ``deadline`` and ``limit`` bytes; an HTTP error is
     raised as huggingface_hub raises it (RevisionNotFoundError, GatedRepoError...)."""
     http_lib = session_http_lib()
@@ -83,10 +123,11 @@ def _get(url: str, params: dict[str, str] | None, token, timeout_s: float, polic
             hfhub.hf_raise_for_status(
                 http_lib.Response(resp.status_code, headers=resp.headers, content=body[:65536], request=resp.request)
             )
-        return body, resp.links.get("next", {}).get("url")
+        next_url = resp.links.get("next", {}).get("url")
+        return body, next_url if isinstance(next_url, str) else None
 
 
-def _deadline(policy) -> float:
+def _deadline(policy: RetryPolicy) -> float:
     left = policy.left_s()
     return time.monotonic() + (LISTING_DEADLINE_S if left is None else max(0.5, min(LISTING_DEADLINE_S, left)))
 
@@ -98,14 +139,18 @@ def _json(body: bytes) -> Any:
         raise ListingRefused(err.message) from None
 
 
-def get_revision(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> SimpleNamespace:
+def get_revision(
+    endpoint: str, repo: str, revision: str, token: Token, timeout_s: float, policy: RetryPolicy
+) -> RevisionAnswer:
     """The revision answer as ``sha`` and ``siblings`` (rfilename, size, blob_id, lfs), types checked."""
     url = f"{endpoint.rstrip('/')}/api/models/{repo}/revision/{quote(revision, safe='')}"
     body, _ = _get(url, {"blobs": "true"}, token, timeout_s, policy, _deadline(policy), LISTING_LIMIT)
     return _info(_json(body))
 
 
-def get_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float, policy) -> list[dict[str, Any]]:
+def get_tree(
+    endpoint: str, repo: str, revision: str, token: Token, timeout_s: float, policy: RetryPolicy
+) -> list[dict[str, Any]]:
     """The recursive tree listing (GET .../tree/{rev}?recursive=true, pages followed by their Link header as
     huggingface_hub's list_repo_tree follows them), every page within one deadline and one byte budget."""
     url: str | None = f"{endpoint.rstrip('/')}/api/models/{repo}/tree/{quote(revision, safe='')}"
@@ -125,7 +170,7 @@ def get_tree(endpoint: str, repo: str, revision: str, token, timeout_s: float, p
     raise ListingRefused(f"its tree listing has more than {MAX_PAGES} pages")
 
 
-def _info(data: Any) -> SimpleNamespace:
+def _info(data: Any) -> RevisionAnswer:
     if not isinstance(data, dict):
         raise ListingRefused("its listing is not a JSON object")
     sha, siblings = data.get("sha"), data.get("siblings")
@@ -140,8 +185,8 @@ def _info(data: Any) -> SimpleNamespace:
         lfs = s.get("lfs")
         if lfs is not None and not isinstance(lfs, dict):
             raise ListingRefused(f"siblings[{i}].lfs is not an object")
-        out.append(SimpleNamespace(rfilename=s["rfilename"], size=s.get("size"), blob_id=s.get("blobId"), lfs=lfs))
-    return SimpleNamespace(sha=sha, siblings=None if siblings is None else out)
+        out.append(ListedSibling(rfilename=s["rfilename"], size=s.get("size"), blob_id=s.get("blobId"), lfs=lfs))
+    return RevisionAnswer(sha=sha, siblings=None if siblings is None else out)
 
 
 def _size(value: Any, where: str) -> int:

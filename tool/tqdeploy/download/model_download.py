@@ -7,10 +7,11 @@ import fcntl
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from tqdeploy import __version__
 from tqdeploy.adaptors import hfhub
@@ -39,6 +40,17 @@ def resolve_token(token: str | None) -> str | None:
     return hfhub.get_token()
 
 
+class DownloadOptions(TypedDict, total=False):
+    """run_download's keywords that download_model passes on."""
+
+    policy: RetryPolicy | None
+    workers: int
+    disk_usage: diskspace.DiskUsage
+    on_event: Callable[[str], None] | None
+    lock: Path | None
+    find_lock: bool
+
+
 def download_model(
     repo_id: str,
     revision: str,
@@ -48,7 +60,7 @@ def download_model(
     offline: bool = False,
     token: str | None = None,
     progress: bool = True,
-    **options,
+    **options: Unpack[DownloadOptions],
 ) -> Manifest:
     """Download what serving ``repo_id@revision`` needs into ``dest``, verified; returns its manifest.
 
@@ -154,7 +166,7 @@ def _record_commit(
 
 
 @contextmanager
-def _one_download_at_a_time(dest: Path):
+def _one_download_at_a_time(dest: Path) -> Iterator[None]:
     """An flock on dest/.tqdeploy/download.lock: a second download into the same folder is told so at once
     instead of racing the first over the same partial files."""
     created = not dest.exists()
@@ -195,7 +207,18 @@ def _write_error(err: OSError, dest: Path) -> TQError:
     return TQError(f"cannot write {where}: {err.strerror or err}", "choose a writable folder with --to")
 
 
-def _download(repo_id, revision, dest, endpoints, token, old, bars, policy, workers, disk_usage) -> DownloadOutcome:
+def _download(
+    repo_id: str,
+    revision: str,
+    dest: Path,
+    endpoints: list[str],
+    token: str | None,
+    old: Manifest | None,
+    bars: Bars,
+    policy: RetryPolicy,
+    workers: int,
+    disk_usage: diskspace.DiskUsage,
+) -> DownloadOutcome:
     """Listing, index, selection, then the files; the manifest is saved as each file lands."""
 
     outcome = DownloadOutcome(manifest=None, dest=dest, token_present=bool(token))  # type: ignore[arg-type]

@@ -11,9 +11,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tqdeploy.errors import shown
 from tqdeploy.output import make_console
+
+if TYPE_CHECKING:  # rich is loaded where a view is drawn
+    from rich.console import Console
 
 LINE_EVERY_S = 30.0  # without a terminal: a line at least this often while bytes arrive
 LINE_LIMIT = 8000  # characters of one printed line (a list of skipped files can be long; 8 MiB is not)
@@ -49,7 +53,7 @@ class Bars:
             self._progress.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
 
@@ -98,7 +102,7 @@ class _LineProgress:
                 )
 
 
-def say(console, text: str) -> None:
+def say(console: Console, text: str) -> None:
     """One line of a result: never wrapped, no rich markup and no control characters (file names come from
     the network, or from a manifest anyone may have edited: idents.shown)."""
     console.print(shown(text, LINE_LIMIT), soft_wrap=True, markup=False, highlight=False)

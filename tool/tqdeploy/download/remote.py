@@ -14,15 +14,26 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import TypeVar
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.download.fallback import Unverifiable, listing_without_blobs
 from tqdeploy.download.listing import RemoteFile, RepoListing
-from tqdeploy.download.listing_http import ListingRefused, check_commit, get_revision, remote_file
+from tqdeploy.download.listing_http import (
+    ListedSibling,
+    ListingRefused,
+    MirrorQuery,
+    RevisionAnswer,
+    check_commit,
+    get_revision,
+    remote_file,
+)
 from tqdeploy.download.transfer import RETRY_STATUSES, RetryPolicy, retry_after_s
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 from tqdeploy.net.urls import check_endpoint, redact_hub_logs, shown_url
+
+Answer = TypeVar("Answer")
 
 
 def public_endpoint(url: str) -> str:
@@ -54,10 +65,9 @@ def list_repo(
         shown = public_endpoint(endpoint)
         on_mirror = partial(_on_mirror, on_event, shown)
         try:
-            info = _with_retries(
-                lambda e=endpoint: get_revision(e, repo, revision, token, timeout_s, policy), policy, on_mirror, sleep
-            )
-            ctx = (policy, endpoint, repo, revision, token, timeout_s)
+            ask = partial(get_revision, endpoint, repo, revision, token, timeout_s, policy)
+            info = _with_retries(ask, policy, on_mirror, sleep)
+            ctx = MirrorQuery(policy, endpoint, repo, revision, token, timeout_s)
             listing = _listing(info, ctx, tuple(unreachable), on_mirror)
         except Exception as err:  # every way a mirror can fail to list: said, and the next mirror is asked
             miss = _why_not_listed(err, repo, revision)
@@ -119,7 +129,12 @@ def _not_listed(repo: str, revision: str, not_found: list[str], failures: list[s
     )
 
 
-def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
+def _with_retries(
+    call: Callable[[], Answer],
+    policy: RetryPolicy,
+    on_retry: Callable[[str], None],
+    sleep: Callable[[float], None],
+) -> Answer:
     """call(), retried like a file (docs/download.md): 408/429/5xx, timeouts and dropped connections; a
     refused connection is not retried (the mirror is down: the next one is asked)."""
     http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
@@ -142,9 +157,13 @@ def _with_retries(call, policy: RetryPolicy, on_retry, sleep):
             wait, reason = policy.wait_s(attempt, None), type(err).__name__
         on_retry(f"{reason}; retry {attempt}/{policy.attempts - 1} in {wait:g} s")
         sleep(wait)
+    # Only a policy of no attempts gets here (--retries counts from 0, so attempts is at least 1).
+    raise ValueError(f"a retry policy of {policy.attempts} attempts asks no mirror")
 
 
-def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing | str:
+def _listing(
+    info: RevisionAnswer, ctx: MirrorQuery, unreachable: tuple[str, ...], on_event: Callable[[str], None]
+) -> RepoListing | str:
     """The listing from a revision answer, or why it cannot be verified. When the mirror ignored
     ?blobs=true, the sizes and hashes are asked where huggingface_hub asks (download/fallback.py)."""
     policy, endpoint, repo, revision, token, timeout_s = ctx
@@ -159,17 +178,16 @@ def _listing(info, ctx, unreachable: tuple[str, ...], on_event) -> RepoListing |
     return RepoListing(repo, revision, check_commit(commit), files, endpoint, unreachable, source)
 
 
-def _complete(sibling) -> bool:
+def _complete(sibling: ListedSibling) -> bool:
     if sibling.lfs is not None:
         return bool(sibling.lfs.get("sha256")) and sibling.lfs.get("size") is not None
     return sibling.size is not None and bool(sibling.blob_id)
 
 
-def _files(siblings) -> dict[str, RemoteFile]:
-    files = {}
+def _files(siblings: list[ListedSibling]) -> dict[str, RemoteFile]:
+    files: dict[str, RemoteFile] = {}
     for s in siblings:
-        lfs = s.lfs is not None
-        size = s.lfs["size"] if lfs else (s.size or 0)
-        sha256 = s.lfs["sha256"] if lfs else None
-        files[s.rfilename] = remote_file(s.rfilename, size, sha256, s.blob_id, lfs)  # checked: ListingRefused
+        size = s.lfs["size"] if s.lfs is not None else (s.size or 0)
+        sha256 = s.lfs["sha256"] if s.lfs is not None else None
+        files[s.rfilename] = remote_file(s.rfilename, size, sha256, s.blob_id, s.lfs is not None)  # ListingRefused
     return files

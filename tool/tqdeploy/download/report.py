@@ -6,11 +6,14 @@ No token ever reaches these: a download reports only whether one was present.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.download.fetch_run import DownloadOutcome
 from tqdeploy.download.model_download import OfflineReport
 from tqdeploy.download.progress import say
+
+if TYPE_CHECKING:  # rich is loaded where a view is drawn
+    from rich.console import Console
 
 DOWNLOAD_SCHEMA = "tqdeploy.download/1"
 OFFLINE_SCHEMA = "tqdeploy.download.offline/1"
@@ -45,7 +48,7 @@ class DownloadResult:
             "lock": o.lock.to_dict() if o.lock is not None else None,
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         o, m = self.outcome, self.outcome.manifest
         say(console, f"{m.repo}@{m.revision} -> commit {m.commit}")
         say(
@@ -85,7 +88,7 @@ class OfflineResult:
             "files": len(m.files),
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         r, m = self.report, self.report.manifest
         if r.ok:
             say(

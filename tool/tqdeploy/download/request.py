@@ -14,8 +14,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tqdeploy.buildfolder import LOCK_NAME
 from tqdeploy.deployspec import load_spec
-from tqdeploy.download.buildlock import LOCK_NAME, open_build_lock
+from tqdeploy.download.buildlock import open_build_lock
 from tqdeploy.errors import TQError
 from tqdeploy.filenames import SPEC_FILE_NAME
 from tqdeploy.idents import check_no_control, check_revision

@@ -22,12 +22,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, BinaryIO
 
 from tqdeploy.adaptors import hfhub
 from tqdeploy.adaptors.httplib import session_http_lib
 from tqdeploy.errors import EXIT_FINDINGS, TQError
 
 RETRY_STATUSES = (408, 429, 500, 502, 503, 504)
+# The hub session's response: httpx's or httpx2's Response (adaptors/httplib.py picks the library), untyped here.
+HTTPResponse = Any
+OnBytes = Callable[[int], None] | None
 # 6 h: the largest embedded checkpoint (55.6 GB) arrives in it at 2.6 MB/s (21 Mbit/s); a user on a slower link
 # says so with --deadline. 24 h let a mirror trickling just above the minimum rate hold a terminal for a day.
 DEFAULT_DEADLINE_S = 21_600.0
@@ -152,7 +156,9 @@ def fetch(
                 sleep(wait)
 
 
-def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | None = None) -> None:
+def _get_once(
+    job: Fetch, have: int, on_bytes: OnBytes, cancel: threading.Event | None, policy: RetryPolicy | None = None
+) -> None:
     http_lib = session_http_lib()  # httpx2, or httpx under huggingface_hub 1.x
 
     headers = dict(job.headers)
@@ -180,7 +186,7 @@ def _get_once(job: Fetch, have: int, on_bytes, cancel, policy: RetryPolicy | Non
         raise _Retry(f"transfer broke off: {type(err).__name__}") from None
 
 
-def _start_offset(job: Fetch, have: int, resp) -> int:
+def _start_offset(job: Fetch, have: int, resp: HTTPResponse) -> int:
     """Where the response body goes in the partial file; _Retry / MirrorFailed for answers that cannot be used."""
     if resp.status_code in RETRY_STATUSES:
         raise _Retry(f"HTTP {resp.status_code}", retry_after_s(resp.headers.get("Retry-After")))
@@ -200,7 +206,15 @@ def _start_offset(job: Fetch, have: int, resp) -> int:
     return have
 
 
-def _write_body(job: Fetch, resp, out, offset: int, on_bytes, cancel, policy: RetryPolicy) -> int:
+def _write_body(
+    job: Fetch,
+    resp: HTTPResponse,
+    out: BinaryIO,
+    offset: int,
+    on_bytes: OnBytes,
+    cancel: threading.Event | None,
+    policy: RetryPolicy,
+) -> int:
     window_start, window_bytes = time.monotonic(), 0
     for chunk in resp.iter_bytes():  # as received: a broken connection loses nothing already read
         if cancel is not None and cancel.is_set():
@@ -225,7 +239,7 @@ def _write_body(job: Fetch, resp, out, offset: int, on_bytes, cancel, policy: Re
     return offset
 
 
-def _check_commit(resp, commit: str) -> None:
+def _check_commit(resp: HTTPResponse, commit: str) -> None:
     for r in [*resp.history, resp]:
         served = r.headers.get("X-Repo-Commit")
         if served and served != commit:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.download.fetch_run import LOCAL
 from tqdeploy.download.hashing import digest_files
@@ -16,6 +16,9 @@ from tqdeploy.download.remote import list_repo, normalize_endpoint, public_endpo
 from tqdeploy.download.transfer import RetryPolicy
 from tqdeploy.errors import TQError
 from tqdeploy.net.urls import check_hf_endpoint_env, shown_url
+
+if TYPE_CHECKING:  # rich is loaded where a view is drawn
+    from rich.console import Console
 
 SCHEMA = "tqdeploy.download.verify/1"
 
@@ -57,7 +60,7 @@ class VerifyReport:
             "files": [vars(f) for f in self.files],
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         m = self.manifest
         say(console, f"{m.repo} @ {m.commit[:12]} in {self.dest}: {len(self.files)} files checked")
         for f in self.bad:
@@ -119,7 +122,9 @@ def verify_dir(
     return VerifyReport(dest, manifest, checks, remote_checked, note, events, mirrors or recorded)
 
 
-def _against_remote(manifest: Manifest, checks: list[FileCheck], mirrors, token, events) -> tuple[bool, str]:
+def _against_remote(
+    manifest: Manifest, checks: list[FileCheck], mirrors: list[str] | None, token: str | bool, events: list[str]
+) -> tuple[bool, str]:
     recorded = sorted({f.endpoint for f in manifest.files if f.endpoint and f.endpoint != LOCAL})
     endpoints = [normalize_endpoint(m) for m in mirrors] if mirrors else recorded
     if not endpoints:

@@ -100,7 +100,9 @@ def fetch_config(repo: str, rev: str) -> dict[str, Any]:
         raise _unreachable(repo, rev, exc) from None
 
     fix = "check the repository"
-    return parse_json(read_regular(Path(path), MAX_CONFIG_BYTES, fix), f"config.json of {repo}@{rev}", fix)
+    text = read_regular(Path(path), MAX_CONFIG_BYTES, fix)
+    config: dict[str, Any] = parse_json(text, f"config.json of {repo}@{rev}", fix)
+    return config  # build_facts refuses what is not an object (as _read_local_config's)
 
 
 def fetch_weight_bytes(repo: str, rev: str) -> tuple[int | None, dict[str, int], str | None]:

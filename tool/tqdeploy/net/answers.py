@@ -26,7 +26,7 @@ def model_ids(answer: Answer) -> list[str] | None:
     return [i for i in ids if isinstance(i, str)] if len(ids) == len(data) else None
 
 
-def first_choice(body: Any) -> dict | None:
+def first_choice(body: Any) -> dict[str, Any] | None:
     """The first of a completion's `choices` when it is an object, else None (`choices: [1]` is not)."""
     choices = body.get("choices") if isinstance(body, dict) else None
     if isinstance(choices, list) and choices and isinstance(choices[0], dict):

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import IO, Any
 
 from tqdeploy.net.urls import check_url, is_loopback, origin, redact_url, same_origin
 
@@ -46,7 +46,15 @@ class _SameOriginRedirects(urllib.request.HTTPRedirectHandler):
     max_redirections = MAX_REDIRECTS  # distinct URLs
     max_repeats = MAX_REDIRECTS  # the same URL again (a loop)
 
-    def redirect_request(self, req, fp, code, msg, headers, newurl):
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: IO[bytes],
+        code: int,
+        msg: str,
+        headers: http.client.HTTPMessage,
+        newurl: str,
+    ) -> urllib.request.Request | None:
         if not same_origin(req.full_url, newurl):
             fp.close()
             raise RedirectRefused(code, newurl)
@@ -135,21 +143,39 @@ class Client:
                 return data[:-n] + mark
         return data
 
-    def _request(self, path: str, body: dict | None, headers: dict[str, str] | None) -> urllib.request.Request:
+    def _request(
+        self, path: str, body: dict[str, Any] | None, headers: dict[str, str] | None
+    ) -> urllib.request.Request:
         h = {"Content-Type": "application/json", **(headers or {})} if body is not None else dict(headers or {})
         if self._key is not None:
             h["Authorization"] = f"Bearer {self._key}"
         data = json.dumps(body).encode("utf-8") if body is not None else None
         return urllib.request.Request(self.base_url + path, data=data, headers=h, method="POST" if data else "GET")
 
-    def get(self, path: str, *, timeout: float = 10.0, limit: int = JSON_LIMIT, headers=None) -> Answer:
+    def get(
+        self, path: str, *, timeout: float = 10.0, limit: int = JSON_LIMIT, headers: dict[str, str] | None = None
+    ) -> Answer:
         return self.request(path, None, timeout=timeout, limit=limit, headers=headers)
 
-    def post(self, path: str, body: dict, *, timeout: float = 60.0, limit: int = JSON_LIMIT, headers=None) -> Answer:
+    def post(
+        self,
+        path: str,
+        body: dict[str, Any],
+        *,
+        timeout: float = 60.0,
+        limit: int = JSON_LIMIT,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
         return self.request(path, body, timeout=timeout, limit=limit, headers=headers)
 
     def request(
-        self, path: str, body: dict | None, *, timeout: float, limit: int, headers: dict[str, str] | None = None
+        self,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        timeout: float,
+        limit: int,
+        headers: dict[str, str] | None = None,
     ) -> Answer:
         """One request, its answer read to at most ``limit`` bytes within ``timeout`` seconds overall."""
         url = redact_url(self.base_url + path)
@@ -187,7 +213,7 @@ class Client:
     def stream(
         self,
         path: str,
-        body: dict,
+        body: dict[str, Any],
         *,
         deadline: float,
         read_timeout: float | None = None,

@@ -20,7 +20,7 @@ from tqdeploy import __version__
 from tqdeploy.probe import hostenv, pci, system
 from tqdeploy.probe.cudalibs import probe_cuda_libs
 from tqdeploy.probe.docker_engine import probe_docker
-from tqdeploy.probe.nvml import NoDriver, init_nvml, load_adapter, probe_nvml
+from tqdeploy.probe.nvml import NoDriver, NVMLAdapter, init_nvml, load_adapter, probe_nvml
 from tqdeploy.probe.pci import probe_pci_device, sysfs_bdf
 from tqdeploy.probe.topology import probe_topology
 from tqdeploy.snapshot import HostSnapshot
@@ -42,7 +42,7 @@ def _one_line(exc: BaseException) -> str:
 
 def collect(
     roots: ProbeRoots | None = None,
-    nvml=None,
+    nvml: NVMLAdapter | None = None,
     offline: bool = False,
     docker_client_factory: Callable[[], Any] | None = None,
 ) -> HostSnapshot:
@@ -83,7 +83,7 @@ def collect(
     return snap
 
 
-def _probe_gpus(snap: HostSnapshot, nvml) -> None:
+def _probe_gpus(snap: HostSnapshot, nvml: NVMLAdapter | None) -> None:
     try:
         nv = nvml if nvml is not None else load_adapter()
         init_nvml(nv)
@@ -101,9 +101,9 @@ def _probe_gpus(snap: HostSnapshot, nvml) -> None:
             pass
 
 
-def _probe_docker(roots: ProbeRoots, factory):
+def _probe_docker(roots: ProbeRoots, factory: Callable[[], Any] | None) -> dict[str, Any]:
     return probe_docker(roots.root, client_factory=factory)
 
 
-def _probe_cuda_libs():
+def _probe_cuda_libs() -> dict[str, Any]:
     return probe_cuda_libs()

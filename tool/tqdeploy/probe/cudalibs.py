@@ -77,7 +77,7 @@ def with_real_name(entry: str, realpath: Callable[[str], str] = os.path.realpath
     return entry if real == os.path.basename(path) else f"{entry} ({real})"
 
 
-def probe_ldconfig(run=subprocess.run) -> dict[str, list[str]]:
+def probe_ldconfig(run: Callable[..., subprocess.CompletedProcess[str]] = subprocess.run) -> dict[str, list[str]]:
     for exe in ("ldconfig", "/sbin/ldconfig", "/usr/sbin/ldconfig"):
         try:
             res = run([exe, "-p"], capture_output=True, text=True, timeout=5)

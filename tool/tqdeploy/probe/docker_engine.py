@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import socket
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -52,14 +53,18 @@ class _UnixInfoClient:
         return data
 
 
-def _unix_socket(env=os.environ) -> str | None:
+def _unix_socket(env: Mapping[str, str] = os.environ) -> str | None:
     host = env.get("DOCKER_HOST") or ""
     if not host:
         return DEFAULT_SOCKET
     return host[len("unix://") :] if host.startswith("unix://") else None
 
 
-def probe_docker(root: Path = Path("/"), client_factory=None, which=shutil.which) -> dict[str, Any]:
+def probe_docker(
+    root: Path = Path("/"),
+    client_factory: Callable[[], Any] | None = None,  # a Docker SDK client (adaptors/docker.py), untyped
+    which: Callable[[str], str | None] = shutil.which,
+) -> dict[str, Any]:
     out: dict[str, Any] = {
         "sdk": None,
         "reachable": False,

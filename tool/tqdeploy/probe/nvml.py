@@ -17,13 +17,16 @@ from tqdeploy.snapshot import GPU
 # Fallback when the adapter lacks NVML_NVLINK_MAX_LINKS (nvidia-ml-py 13.x defines 36). The loop stops
 # at the first link NVML rejects, so a larger bound costs nothing.
 MAX_NVLINKS = 36
+# The pynvml module, or a test's stand-in with its names; nvidia-ml-py ships no types. Its device handles and
+# answer structs (memory info, process info) come back untyped too.
+NVMLAdapter = Any
 
 
 class NoDriver(Exception):
     """NVML could not start: no library, no driver loaded, or no permission."""
 
 
-def load_adapter() -> Any:
+def load_adapter() -> NVMLAdapter:
     """The real NVML adapter (the pynvml module). Raises NoDriver when it cannot be used."""
     try:
         return nvml.load()
@@ -39,7 +42,7 @@ def _decode(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
-def init_nvml(nv) -> None:
+def init_nvml(nv: NVMLAdapter) -> None:
     """Start NVML; NoDriver when it cannot be used. After this the caller owns an nvmlShutdown()."""
     try:
         nv.nvmlInit()
@@ -47,7 +50,7 @@ def init_nvml(nv) -> None:
         raise NoDriver(_err(exc)) from exc
 
 
-def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
+def probe_nvml(nv: NVMLAdapter) -> tuple[dict[str, Any], list[GPU], list[Any]]:
     """Read driver facts and every GPU of a started NVML. Returns (driver, gpus, handles).
 
     A GPU whose handle NVML refuses (NVMLError_GpuIsLost after an Xid 79, NoPermission for a GPU
@@ -84,7 +87,7 @@ def probe_nvml(nv) -> tuple[dict[str, Any], list[GPU], list[Any]]:
     return driver, gpus, handles
 
 
-def _probe_gpu(nv, index: int, h) -> GPU:
+def _probe_gpu(nv: NVMLAdapter, index: int, h: Any) -> GPU:
     gpu = GPU(index=index)
 
     def read(name: str, fn: Callable[[], Any]) -> Any:
@@ -127,12 +130,12 @@ def _probe_gpu(nv, index: int, h) -> GPU:
     return gpu
 
 
-def _memory(proc) -> int | None:
+def _memory(proc: Any) -> int | None:
     used = getattr(proc, "usedGpuMemory", None)
     return int(used) if isinstance(used, int) else None  # None: not available (e.g. inside a container)
 
 
-def _probe_nvlinks(nv, h) -> tuple[list[dict[str, Any]], str]:
+def _probe_nvlinks(nv: NVMLAdapter, h: Any) -> tuple[list[dict[str, Any]], str]:
     links: list[dict[str, Any]] = []
     for link in range(int(getattr(nv, "NVML_NVLINK_MAX_LINKS", MAX_NVLINKS))):
         try:

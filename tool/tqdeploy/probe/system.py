@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ def _limit(value: int) -> int:
     return -1 if value == resource.RLIM_INFINITY else int(value)
 
 
-def probe_limits(sys_root: Path, getrlimit=resource.getrlimit) -> dict[str, Any]:
+def probe_limits(sys_root: Path, getrlimit: Callable[[int], tuple[int, int]] = resource.getrlimit) -> dict[str, Any]:
     memlock = getrlimit(resource.RLIMIT_MEMLOCK)
     nofile = getrlimit(resource.RLIMIT_NOFILE)
     ib_dir = Path(sys_root) / "class" / "infiniband"

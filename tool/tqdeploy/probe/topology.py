@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from tqdeploy.probe.nvml import NVMLAdapter
+from tqdeploy.snapshot import GPU
+
 LEVEL_NAMES = {0: "INTERNAL", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 # nvmlGpuP2PStatus_t (nvml.h)
 P2P_STATUS = {
@@ -29,7 +32,7 @@ def _norm_bus(bus_id: str) -> str:
     return bus_id.lower()[-12:]
 
 
-def probe_topology(nv, handles: list[Any], gpus) -> list[dict[str, Any]]:
+def probe_topology(nv: NVMLAdapter, handles: list[Any], gpus: list[GPU]) -> list[dict[str, Any]]:
     pairs: list[dict[str, Any]] = []
     for a in range(len(handles)):
         for b in range(a + 1, len(handles)):

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.adaptors import jinja
+
+if TYPE_CHECKING:  # jinja2 itself is imported by adaptors/jinja.py, when a build renders
+    from jinja2.sandbox import SandboxedEnvironment
 
 
 def shquote(value: Any) -> str:
@@ -28,12 +31,12 @@ def tojson(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=True)
 
 
-def make_env(search_path: list[Path]):
-    SandboxedEnvironment, FileSystemLoader, StrictUndefined = jinja.sandbox_classes()
+def make_env(search_path: list[Path]) -> SandboxedEnvironment:
+    sandboxed, file_loader, strict_undefined = jinja.sandbox_classes()
 
-    env = SandboxedEnvironment(
-        loader=FileSystemLoader([str(p) for p in search_path]),
-        undefined=StrictUndefined,
+    env: SandboxedEnvironment = sandboxed(
+        loader=file_loader([str(p) for p in search_path]),
+        undefined=strict_undefined,
         autoescape=False,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.adaptors import docker
 from tqdeploy.errors import TQError
@@ -16,8 +17,8 @@ from tqdeploy.errors import TQError
 SOURCE_DATE_EPOCH = "0"  # fixed: image metadata must not depend on when it was built
 
 
-def docker_client():
-    """A connected Docker SDK client, or None when no engine answers."""
+def docker_client() -> Any:
+    """A connected Docker SDK client (docker.DockerClient, untyped at the adaptor), or None when no engine answers."""
     try:
         client = docker.from_env(timeout=30)
         client.ping()
@@ -26,7 +27,7 @@ def docker_client():
         return None
 
 
-def resolve_digest(ref: str, client=None) -> str:
+def resolve_digest(ref: str, client: Any = None) -> str:  # client: docker_client()'s
     client = client or docker_client()
     if client is None:
         raise TQError(
@@ -94,7 +95,7 @@ def docker_build_command(build_dir: Path, tag: str) -> str:
 def build_image(
     build_dir: Path,
     tag: str,
-    client,
+    client: Any,  # docker_client()'s
     progress: Callable[[str], None] | None = None,
     buildargs: dict[str, str] | None = None,
 ) -> str:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding, Severity
@@ -21,6 +21,9 @@ from tqdeploy.startcache import hostfacts, pack, secrets, unpack
 from tqdeploy.startcache.compare import Difference, differences, refusals
 from tqdeploy.startcache.pack import walk
 from tqdeploy.startcache.unpack import read_manifest
+
+if TYPE_CHECKING:  # rich is loaded where the view is drawn
+    from rich.console import Console
 
 
 @dataclass
@@ -46,7 +49,7 @@ class ExportResult:
     def to_dict(self) -> dict[str, Any]:
         return {"schema": "tqdeploy.cache-export/1", **self.__dict__, "seconds": round(self.seconds, 3)}
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         console.print(
             f"exported {self.files} files, {self.unpacked_bytes / 1e6:.1f} MB -> {self.archive} "
             f"({self.packed_bytes / 1e6:.1f} MB, {self.seconds:.1f} s)"
@@ -118,7 +121,7 @@ class ImportResult:
         return {"schema": "tqdeploy.cache-import/1", **d, "seconds": round(self.seconds, 3),
                 "differences": [x.to_dict() for x in self.differences]}  # fmt: skip
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         for d in self.differences:
             word = "forced past" if d.refuses else "note"
             console.print(f"{word}: {d.line()}" + ("" if d.refuses else " (vLLM's own compile cache misses)"))

@@ -11,6 +11,7 @@ a process-runtime build in another folder gets (containers mount the model at th
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tqdeploy.startcache.manifest import Manifest
 
@@ -38,7 +39,7 @@ class Difference:
     here: str
     refuses: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     def line(self) -> str:

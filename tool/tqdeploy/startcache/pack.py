@@ -15,6 +15,7 @@ import os
 import tarfile
 import time
 from pathlib import Path
+from typing import Any
 
 from tqdeploy import __version__
 from tqdeploy.errors import TQError
@@ -55,7 +56,7 @@ def _info(name: str, kind: bytes, size: int, mtime: float) -> tarfile.TarInfo:
     return info
 
 
-def build_manifest(volume: Path, facts: dict[str, str], model_files: dict[str, str], extra: dict) -> Manifest:
+def build_manifest(volume: Path, facts: dict[str, str], model_files: dict[str, str], extra: dict[str, Any]) -> Manifest:
     dirs, files, links = walk(volume)
     files = [f for f in files if f != RECEIPT]  # an earlier import's record, not a cache
     entries = []

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tqdeploy.errors import TQError
 from tqdeploy.idents import shown
+from tqdeploy.model import ModelFacts
 from tqdeploy.model.compat import turboquant_problems
 from tqdeploy.model.tqdata import in_release_range, known_bad, presets
 from tqdeploy.safeio import read_text
@@ -61,7 +62,9 @@ def _read_cpuinfo() -> str:
         return ""
 
 
-def excluded_reason(dtype: str, variant: str, vllm_version: str, facts, cpuinfo: str | None) -> str | None:
+def excluded_reason(
+    dtype: str, variant: str, vllm_version: str, facts: ModelFacts | None, cpuinfo: str | None
+) -> str | None:
     if dtype.startswith("turboquant_"):
         if variant == "cpu" and in_release_range(known_bad("TQ348"), vllm_version):
             return (
@@ -83,7 +86,11 @@ def excluded_reason(dtype: str, variant: str, vllm_version: str, facts, cpuinfo:
 
 
 def candidates(
-    variant: str, vllm_version: str, facts, chosen: list[str] | None = None, cpuinfo: str | None = None
+    variant: str,
+    vllm_version: str,
+    facts: ModelFacts | None,
+    chosen: list[str] | None = None,
+    cpuinfo: str | None = None,
 ) -> list[Candidate]:
     """The default set (auto, fp8, every preset) or `chosen`, auto first when present (the reference)."""
     names = chosen if chosen is not None else [*BASE, *presets()]

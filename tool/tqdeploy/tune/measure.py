@@ -21,6 +21,7 @@ from tqdeploy.answers.thresholds import load_thresholds
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_text
 from tqdeploy.model import load_model_facts
+from tqdeploy.net import Client
 from tqdeploy.profile.kvcheck import kv_figures
 from tqdeploy.profile.load import LoadSpec, run_step
 from tqdeploy.profile.server import cache_config, make_client
@@ -81,7 +82,7 @@ def measure(
     return record
 
 
-def _client(copy: Path, started: variant.Started):
+def _client(copy: Path, started: variant.Started) -> Client:
     return make_client(started.base_url, load_deployment(copy).api_key_file, label="the candidate's base_url")
 
 
@@ -104,7 +105,7 @@ def capacity(copy: Path, started: variant.Started, context: int) -> dict[str, An
     return out
 
 
-def one_step(copy: Path, started: variant.Started, workload: Workload, concurrency: int, seed: int) -> dict:
+def one_step(copy: Path, started: variant.Started, workload: Workload, concurrency: int, seed: int) -> dict[str, Any]:
     spec = LoadSpec(
         [concurrency],
         workload.prompt_tokens,

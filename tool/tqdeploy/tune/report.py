@@ -4,12 +4,16 @@ the recommendation. The human view is one table that fits 80 columns, then the f
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdeploy.findings import Finding, exit_code_for, summarize
 from tqdeploy.output import render_findings
 from tqdeploy.tune.goodput import Targets, num
 from tqdeploy.tune.verdict import Row, recommended
+
+if TYPE_CHECKING:  # rich is loaded where the table is drawn
+    from rich.console import Console
+    from rich.table import Table
 
 SCHEMA = "tqdeploy.tune/1"
 WIDTH = 80
@@ -49,7 +53,7 @@ class TuneResult:
             "summary": summarize(self.findings),
         }
 
-    def render(self, console) -> None:
+    def render(self, console: Console) -> None:
         console.print(table(self.rows, self.workload.get("context")))
         for line in notes(self):
             console.print(line, markup=False)  # wrapped at the console width, as the table is; a path is no markup
@@ -101,7 +105,7 @@ def cells(r: Row) -> list[str]:
     ]
 
 
-def table(rows: list[Row], context: Any):
+def table(rows: list[Row], context: Any) -> Table:
     from rich import box
     from rich.table import Table
 

@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from tqdeploy.buildfolder import folder, own_dir
+from tqdeploy.deployspec import Spec
 from tqdeploy.errors import TQError
 from tqdeploy.findings import Finding
 from tqdeploy.fsutil import atomic_write_text
-from tqdeploy.model import load_model_facts
+from tqdeploy.model import ModelFacts, load_model_facts
 from tqdeploy.output import dumps
-from tqdeploy.runtime.deployment import load_deployment
+from tqdeploy.runtime.deployment import Deployment, load_deployment
 from tqdeploy.runtime.procs import deployment_procs
 from tqdeploy.runtime.state import deployment_marker
 from tqdeploy.tune import store, variant
@@ -48,7 +49,7 @@ def say(text: str) -> None:
     print(f"tune: {text}", file=sys.stderr, flush=True)
 
 
-def context_for(spec, context: int | None) -> int:
+def context_for(spec: Spec, context: int | None) -> int:
     """Sequences are counted at --context, else at the build's max_model_len (the longest a request may be)."""
     longest = spec.vllm.max_model_len
     if context is None:
@@ -71,7 +72,7 @@ def tune(build: Path, opts: Options) -> TuneResult:
     check_workload(workload)
     fp = store.fingerprint(dep, workload.to_dict())
     result = TuneResult(str(build), workload.to_dict(), opts.targets, store.digest(fp))
-    spec: Any = dep.spec  # deployspec.Spec (runtime/deployment.py keeps it untyped to stay import-light)
+    spec = dep.spec
     rows = [
         Row(c.dtype, excluded=c.excluded) for c in candidates(spec.variant, spec.vllm_version, _facts(dep), opts.dtypes)
     ]
@@ -126,7 +127,7 @@ def refuse_running(build: Path) -> None:
         )
 
 
-def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path) -> None:
+def _measure_one(build: Path, row: Row, opts: Options, fp: dict[str, Any], reference: Path) -> None:
     try:
         row.result = measure(
             build, row.dtype, opts.workload, reference=reference, check_budget_s=opts.check_budget_s, say=say
@@ -143,7 +144,7 @@ def _measure_one(build: Path, row: Row, opts: Options, fp: dict, reference: Path
     say(f"{row.dtype}: done in {row.result['seconds']:.0f} s")
 
 
-def _facts(dep):
+def _facts(dep: Deployment) -> ModelFacts | None:
     try:
         return load_model_facts(str(dep.model_dir))
     except (TQError, OSError, ValueError):

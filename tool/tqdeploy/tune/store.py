@@ -18,6 +18,7 @@ from tqdeploy.answers.reference import model_files_digest
 from tqdeploy.buildfolder import folder, own_dir
 from tqdeploy.errors import TQError
 from tqdeploy.fsutil import atomic_write_text
+from tqdeploy.runtime.deployment import Deployment
 from tqdeploy.safeio import read_bytes, read_text
 
 SCHEMA = "tqdeploy.tune-result/1"
@@ -46,7 +47,7 @@ def host_facts() -> dict[str, Any]:
     return {"cpu": cpu[:200], "cores": os.cpu_count(), "mem_kib": mem[:20], "gpus": gpus}
 
 
-def fingerprint(dep, workload: dict[str, Any]) -> dict[str, Any]:
+def fingerprint(dep: Deployment, workload: dict[str, Any]) -> dict[str, Any]:
     spec = dep.spec
     settings = {k: v for k, v in spec.vllm.to_dict().items() if k != "kv_cache_dtype"}
     return {

@@ -21,6 +21,7 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdeploy.answers.record import _free_port, _last_line, _reference_spec
 from tqdeploy.buildfolder import folder, own_dir
@@ -47,7 +48,7 @@ class Started:
 class StartFailed(Exception):
     """`up` did not bring the copy up: its reason and findings (TQ4xx) for the candidate's row."""
 
-    def __init__(self, why: str, findings: list[dict]):
+    def __init__(self, why: str, findings: list[dict[str, Any]]):  # findings as `up --json` printed them
         super().__init__(why)
         self.why = why
         self.findings = findings
@@ -143,7 +144,7 @@ def _seconds(value: object) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0 else None
 
 
-def _json(raw: bytes) -> dict:
+def _json(raw: bytes) -> dict[str, Any]:
     try:
         data = json.loads(raw.decode("utf-8", errors="replace"))
     except ValueError:

@@ -4,6 +4,7 @@ and the time a tune will take, shown before anything starts."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from tqdeploy.errors import TQError
 from tqdeploy.profile.load import LIMITS, MAX_STEPS
@@ -26,7 +27,7 @@ class Workload:
     context: int  # tokens one sequence needs: capacity is counted in sequences of this length
     max_concurrency: int  # the most MAX may resolve to (the client runs one thread per stream)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self) | {"sweep": list(self.sweep)}
 
 

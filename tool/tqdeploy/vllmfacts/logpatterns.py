@@ -109,7 +109,7 @@ MODEL_LOADED_ANY = rf"{MODEL_LOADING_TOOK} ([\d.]+) GiB(?: memory)? and ([\d.]+)
 class Milestone:
     key: str  # names the event
     phase: str  # the phase that ends at this line
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     duration_group: int | None = None  # group holding the phase length vLLM itself reports (seconds)
 
 
