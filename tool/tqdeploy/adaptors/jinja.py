@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # for annotations only: the SDK itself loads in sandbox_classes, when a build renders
+    from jinja2.sandbox import SandboxedEnvironment as SandboxedEnvironment
 
 
 def sandbox_classes() -> tuple[Any, Any, Any]:

@@ -9,12 +9,9 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdeploy.adaptors import jinja
-
-if TYPE_CHECKING:  # jinja2 itself is imported by adaptors/jinja.py, when a build renders
-    from jinja2.sandbox import SandboxedEnvironment
 
 
 def shquote(value: Any) -> str:
@@ -31,10 +28,10 @@ def tojson(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=True)
 
 
-def make_env(search_path: list[Path]) -> SandboxedEnvironment:
+def make_env(search_path: list[Path]) -> jinja.SandboxedEnvironment:
     sandboxed, file_loader, strict_undefined = jinja.sandbox_classes()
 
-    env: SandboxedEnvironment = sandboxed(
+    env: jinja.SandboxedEnvironment = sandboxed(
         loader=file_loader([str(p) for p in search_path]),
         undefined=strict_undefined,
         autoescape=False,
