@@ -21,6 +21,7 @@ import pytest
 from hostile.test_hostile_procs import needs_vllm_python, standin_build
 from support.up_builds import TQDEPLOY, assert_nothing_left, env, free_port, kill_leftovers, no_answer_check, tq
 from tqdeploy.errors import TQError
+from tqdeploy.runtime.nginxconf import TITLE_WAIT_S
 from tqdeploy.runtime.replace import plan_switch, rewrite_upstream
 
 NGINX = shutil.which("nginx") or "/usr/sbin/nginx"
@@ -88,6 +89,39 @@ def test_replace_proves_the_pid_is_nginx_master_that_reads_the_conf(nginx, tmp_p
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def _exec_as(argv0: str, tmp_path: Path) -> tuple[subprocess.Popen[bytes], Path]:
+    """A `sleep` exec'd under another argv[0] (bash's `exec -a`), and a pid file naming it."""
+    proc = subprocess.Popen(["bash", "-c", f"exec -a {argv0} sleep 300"], start_new_session=True)
+    while not Path(f"/proc/{proc.pid}/cmdline").read_bytes().startswith(argv0.encode()):  # until its exec is done
+        time.sleep(0.01)
+    pid_file = tmp_path / f"{proc.pid}.pid"
+    pid_file.write_text(f"{proc.pid}\n")
+    return proc, pid_file
+
+
+def test_replace_waits_a_bounded_moment_for_a_just_started_master_to_take_its_title(tmp_path):
+    """nginx writes its pid file before its master retitles itself: a plain nginx argv is given TITLE_WAIT_S to
+    become `nginx: master process ...`, then refused unsignalled; any other process is refused at once."""
+    conf = tmp_path / "site.conf"
+    conf.write_text(UPSTREAM % (8000, 8080))
+    untitled, untitled_pid = _exec_as("/usr/sbin/nginx", tmp_path)
+    other, other_pid = _exec_as("not-nginx", tmp_path)
+    try:
+        t0 = time.monotonic()
+        with pytest.raises(TQError, match=r"is not an nginx master process \('/usr/sbin/nginx 300'\)"):
+            plan_switch(conf, untitled_pid)
+        assert TITLE_WAIT_S <= time.monotonic() - t0 < TITLE_WAIT_S + 2
+        t0 = time.monotonic()
+        with pytest.raises(TQError, match="is not an nginx master process"):
+            plan_switch(conf, other_pid)
+        assert time.monotonic() - t0 < 1
+        assert untitled.poll() is None and other.poll() is None  # never signalled
+    finally:
+        for proc in (untitled, other):
+            proc.kill()
+            proc.wait()
 
 
 def test_replace_refuses_a_fifo_pid_file_at_once(tmp_path):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,10 @@ INCLUDE_DEPTH = 4  # nginx.conf -> sites-enabled/* -> ... ; deeper nesting is no
 DEFAULT_CONF = Path("/etc/nginx/nginx.conf")  # Debian nginx 1.22.1, `nginx -V`: --conf-path
 DEFAULT_PID = Path("/run/nginx.pid")  # same build: --pid-path
 MASTER_TITLE = "nginx: master process "
+# nginx writes its pid file (src/core/nginx.c main: ngx_create_pidfile) before the master retitles itself
+# (ngx_master_process_cycle), and `systemctl start` returns once the pid file is there: a master just started
+# may still show its plain argv for a moment. Only an untitled nginx argv is waited for, and only this long.
+TITLE_WAIT_S = 2.0
 
 _UPSTREAM = re.compile(r"(upstream\s+\w+_vllm\s*\{[^}]*?\bserver\s+)([^;\s]+)(\s*;)", re.S)
 _DIRECTIVE = re.compile(r"(?:^|[;{}\s])(pid|include)\s+([^;\s]+)\s*;")
@@ -91,6 +96,22 @@ def _cmdline(pid: int) -> str:
     except FileRefused:
         return ""
     return raw.replace(b"\0", b" ").decode("utf-8", errors="replace").strip()
+
+
+def _titled_cmdline(pid: int) -> str:
+    """The command line of ``pid``, waited for (TITLE_WAIT_S at most) while it is an nginx binary's own argv that
+    has not yet taken its master title; anything else is returned as read, at once."""
+    deadline = time.monotonic() + TITLE_WAIT_S
+    cmdline = _cmdline(pid)
+    while _untitled_nginx(cmdline) and time.monotonic() < deadline:
+        time.sleep(0.02)
+        cmdline = _cmdline(pid)
+    return cmdline
+
+
+def _untitled_nginx(cmdline: str) -> bool:
+    first = cmdline.split(" ", 1)[0]
+    return os.path.basename(first) == "nginx"
 
 
 def _option(words: list[str], flag: str) -> str | None:
@@ -162,7 +183,7 @@ def proven_master(pid_file: Path, conf: Path) -> int:
     """The pid in ``pid_file``, once proven the nginx master that serves ``conf``; TQError otherwise, before any
     signal."""
     pid = read_pid(pid_file)
-    cmdline = _cmdline(pid)
+    cmdline = _titled_cmdline(pid)
     if not cmdline and not Path(f"/proc/{pid}").exists():
         raise TQError(
             f"nginx master {pid} (from {pid_file}) is not running", "start nginx, or pass the right --nginx-pid"
