@@ -39,11 +39,12 @@ one() {  # one NAME DTYPE PREFIX(on|off) PORT: build, up, (reference), check, do
   local name=$1 dtype=$2 prefix=$3 port=$4 dir="$work/$1" args=""
   [ "${TQ_ANSWERS_EAGER:-1}" = 1 ] && args='"--enforce-eager"'
   [ "$prefix" = off ] && args="${args:+$args, }\"--no-enable-prefix-caching\""
-  mkdir -p "$dir/models"
-  [ -e "$dir/models/smollm2" ] || cp -r "$(cat "$work/model-dir.txt")" "$dir/models/smollm2"
+  mkdir -p "$dir"
   GPU_MEMORY_UTILIZATION=0.3 gpu_spec "answers-${name//_/-}" smollm2 4096 "kv_cache_dtype = \"$dtype\"" "$args" \
     'api_key_file = "./secrets/vllm-api-key"' | sed "s/^port = 18000/port = $port/" > "$dir/tqdeploy.toml"
   (cd "$dir" && tq build tqdeploy.toml --out build > build.out 2>&1) || { tail -3 "$dir/build.out" >&2; return 1; }
+  # spec paths are relative to the build folder (docs/build.md): the checkpoint goes under build/models
+  [ -e "$dir/build/models/smollm2" ] || { mkdir -p "$dir/build/models" && cp -r "$(cat "$work/model-dir.txt")" "$dir/build/models/smollm2"; }
   (cd "$dir" && tq up build --python python3 --no-check --json --timeout 500 > up.json 2> up.err)
   local rc=$?
   if [ "$rc" -eq 0 ]; then
