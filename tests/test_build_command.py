@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import shlex
 
+import tqdeploy.deployspec.accel as accel_module
 import tqdeploy.lint.specflags as specflags
 import tqdeploy.render.build as build
+import tqdeploy.render.files as files
 from tqdeploy.deployspec import load_spec
 from tqdeploy.deployspec.command import vllm_command
 from tqdeploy.deployspec.load import embedded_spec_path
@@ -24,6 +26,26 @@ def test_a_build_makes_and_lints_its_command_once(tmp_path, monkeypatch):
     assert len(made) == 1 and len(linted) == 1
     assert linted[0] == real_command(made[0]).argv  # lint saw the command the build made
     assert result.name == "tiny-cpu-demo"
+
+
+def test_a_build_computes_its_start_up_accelerators_once(tmp_path, monkeypatch):
+    """The notes, the templates and the cache fingerprint all read the one value make_build computed (before, each
+    of the three computed its own)."""
+    computed = []
+    real = accel_module.accelerators
+
+    def counting(spec):
+        computed.append(spec)
+        return real(spec)
+
+    for module in (build, files):
+        monkeypatch.setattr(module, "accelerators", counting)
+    spec = load_spec(embedded="qwen36-27b-tq")
+    built, notes = build.make_build(spec, tmp_path, None, resolve_digests=False)
+    assert len(computed) == 1
+    assert built.accel.summary() in notes
+    lock = json.loads(built.files["tqdeploy.lock.json"].data)
+    assert lock["cache_fingerprint"]["factors"]["env"]["startup_plan"] == built.accel.startup_plan
 
 
 def test_every_file_repeats_the_linted_command(tmp_path):

@@ -344,7 +344,7 @@ def make_build(spec: Spec, out: Path, model: str | None, resolve_digests: bool) 
         notes.append(note)
     accel = accelerators(spec)
     notes += [accel.summary(), *accel.notes]  # what the build rendered to shorten start-up, and what it left out
-    return RenderedBuild(spec, command, check, accel, render_files(spec, command)), notes
+    return RenderedBuild(spec, command, check, accel, render_files(spec, command, accel)), notes
 
 
 def _dry_run_notes(built: RenderedBuild, out: Path, *, take_over: bool, force: bool, named: bool) -> list[str]:

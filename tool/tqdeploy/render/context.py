@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tqdeploy import __version__
-from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.accel import Accelerators
 from tqdeploy.deployspec.command import VllmCommand
 from tqdeploy.deployspec.model import (
     CONTAINER_API_KEY,
@@ -117,7 +117,9 @@ def k8s_size(size: str) -> str:
     return size[:-1] + units[unit] if unit in units else size
 
 
-def build_context(spec: Spec, command: VllmCommand, fingerprint: CacheFingerprint) -> dict[str, Any]:
+def build_context(
+    spec: Spec, command: VllmCommand, fingerprint: CacheFingerprint, accel: Accelerators
+) -> dict[str, Any]:
     """What the templates see: the typed sections (jinja reads their attributes) and what is derived from them.
     command and fingerprint are the build's one vLLM command and cache fingerprint (render_files)."""
     m, srv, res = spec.model, spec.server, spec.resources
@@ -161,7 +163,7 @@ def build_context(spec: Spec, command: VllmCommand, fingerprint: CacheFingerprin
         "storage": spec.storage,
         "paths": PATHS,
         "command_lines": command_lines(spec, command),
-        "accel": accelerators(spec),
+        "accel": accel,
         "start_caches": moved_caches(),
         "fingerprint": fingerprint.sha256,
         "cache_import": cache_import_context(spec, PATHS, fingerprint),  # storage.cache_artifact: render/cacheimport.py

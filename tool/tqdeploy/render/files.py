@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tqdeploy.deployspec.accel import Accelerators, accelerators
 from tqdeploy.deployspec.command import VllmCommand, vllm_command
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.filenames import SPEC_FILE_NAME
@@ -93,12 +94,16 @@ def skipped_outputs(spec: Spec) -> dict[str, str]:
     return out
 
 
-def render_files(spec: Spec, command: VllmCommand | None = None) -> dict[str, RenderedFile]:
-    """Every file of the build. command: the spec's vLLM command as the build linted it (computed here when not
-    given); the templates, GPUStack's parameters, the cache fingerprint and the lock all repeat that one value."""
+def render_files(
+    spec: Spec, command: VllmCommand | None = None, accel: Accelerators | None = None
+) -> dict[str, RenderedFile]:
+    """Every file of the build. command: the spec's vLLM command as the build linted it; accel: its start-up
+    accelerators as the build reported them (each computed here when not given). The templates, GPUStack's
+    parameters, the cache fingerprint and the lock all repeat those one values."""
     command = command or vllm_command(spec)
-    fingerprint = cache_fingerprint(spec, command)
-    ctx = build_context(spec, command, fingerprint)
+    accel = accel or accelerators(spec)
+    fingerprint = cache_fingerprint(spec, command, accel)
+    ctx = build_context(spec, command, fingerprint, accel)
     env = make_env([data_dir("templates"), data_dir("dockerfiles")])
     files: dict[str, RenderedFile] = {}
     for out, template, mode in template_plan(spec):

@@ -13,15 +13,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from tqdeploy.deployspec.accel import accelerators
+from tqdeploy.deployspec.accel import Accelerators, accelerators
 from tqdeploy.deployspec.command import VllmCommand
 from tqdeploy.deployspec.model import Spec
 from tqdeploy.render.caches import moved_caches
 
 
-def fingerprint_factors(spec: Spec, command: VllmCommand) -> dict[str, Any]:
+def fingerprint_factors(spec: Spec, command: VllmCommand, accel: Accelerators) -> dict[str, Any]:
     m, img = spec.model, spec.image
-    accel = accelerators(spec)
     return {
         "vllm_version": spec.vllm_version,
         "variant": spec.variant,
@@ -48,7 +47,8 @@ class CacheFingerprint:
         return {"sha256": self.sha256, "factors": self.factors}
 
 
-def cache_fingerprint(spec: Spec, command: VllmCommand) -> CacheFingerprint:
-    factors = fingerprint_factors(spec, command)
+def cache_fingerprint(spec: Spec, command: VllmCommand, accel: Accelerators | None = None) -> CacheFingerprint:
+    """accel: the spec's start-up accelerators as the build computed them (computed here when not given)."""
+    factors = fingerprint_factors(spec, command, accel or accelerators(spec))
     digest = hashlib.sha256(json.dumps(factors, sort_keys=True, ensure_ascii=True).encode("ascii")).hexdigest()
     return CacheFingerprint(digest, factors)
