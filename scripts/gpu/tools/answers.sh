@@ -58,7 +58,7 @@ from tqdeploy.answers.target import for_build
 save_reference(record_from_server(for_build(Path(sys.argv[1]), None, None, None)), Path(sys.argv[2]))
 PY
     fi
-    (cd "$dir" && tq check build --reference "$work/reference.json" --timeout 120 --json > check.json 2> check.err)
+    (cd "$dir" && tq check build --reference "$work/reference.json" --check-timeout 120 --json > check.json 2> check.err)
     cp "$dir/check.json" "$work/check-$name.json"
   else
     printf '{"name": "%s", "up_exit": %s}\n' "$name" "$rc" > "$work/check-$name.json"
