@@ -117,6 +117,15 @@ def k8s_size(size: str) -> str:
     return size[:-1] + units[unit] if unit in units else size
 
 
+def _gpustack(spec: Spec, command: VllmCommand) -> dict[str, Any]:
+    """GPUStack's custom backend entry: its name, version and the command's parameters."""
+    return {
+        "backend_name": f"tqdeploy-{spec.name}-custom",
+        "version": f"v{spec.vllm_version}-custom",
+        "params": gpustack_params(command),
+    }
+
+
 def build_context(
     spec: Spec, command: VllmCommand, fingerprint: CacheFingerprint, accel: Accelerators
 ) -> dict[str, Any]:
@@ -169,11 +178,7 @@ def build_context(
         "cache_import": cache_import_context(spec, PATHS, fingerprint),  # storage.cache_artifact: render/cacheimport.py
         "fingerprint_file": FINGERPRINT_FILE,
         "fingerprint_schema": FINGERPRINT_SCHEMA,
-        "gpustack": {
-            "backend_name": f"tqdeploy-{spec.name}-custom",
-            "version": f"v{spec.vllm_version}-custom",
-            "params": gpustack_params(command),
-        },
+        "gpustack": _gpustack(spec, command),
         "start_period": "20m" if spec.variant == "gpu" else "10m",
         "startup_failure_threshold": 120 if spec.variant == "gpu" else 60,
         "access_mode": "ReadWriteMany" if replicas_total > 1 else "ReadWriteOnce",
