@@ -54,9 +54,13 @@ def test_the_real_model_with_bf16_kv_passes_within_the_budget(real_vllm_server):
     sev = _severity(data)
     assert data["status"] == "pass" and data["observed"]["kv_cache_dtype"] == "bfloat16"
     problems = [(f["id"], f["severity"], f["title"], f["evidence"]) for f in data["findings"] if f["severity"] != "ok"]
-    assert {sev[i] for i in ("TQ480", "TQ482", "TQ483", "TQ484")} == {"ok"}, problems
-    # On the CPU build a cached prefix changes bf16 greedy tokens now and then (docs/answers.md): a warning, no more
-    assert sev["TQ481"] in ("ok", "warn")
+    assert {sev[i] for i in ("TQ480", "TQ482", "TQ484")} == {"ok"}, problems
+    # On the CPU build greedy tokens depend on the batch the prompts share, and a cached prefix changes them now and
+    # then (docs/answers.md, "Prompts" and "Asked twice"): one short answer missing its word, or a second ask that
+    # differs, is a warning and the check still passes; two misses would be TQ483 at warn too, so count them
+    assert sev["TQ481"] in ("ok", "warn") and sev["TQ483"] in ("ok", "warn")
+    (greedy,) = [f for f in data["findings"] if f["id"] == "TQ483"]
+    assert sev["TQ483"] == "ok" or greedy["title"].startswith("1 of 7"), problems
     # --url alone cannot prove the dtype or the flags: no reference is guessed, TQ485 says how to record one
     assert sev["TQ485"] == "info" and data["reference"] is None
     assert 10 < data["observed"]["perplexity"] < 30
